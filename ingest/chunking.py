@@ -1,0 +1,389 @@
+"""Lossless chunking of documents for embedding.
+
+Approach:
+
+1. Scan the document line by line and cut it into atomic *blocks* (exact spans). Boundaries come
+   after a run of blank lines and, for Markdown/MDX, before ATX headings and fence openings that
+   follow other content. Nothing inside a fenced code block or YAML front matter is a boundary,
+   and a heading stays glued to what follows it (consecutive headings, blank lines, the first
+   paragraph), so a chunk never ends on a bare heading. Code files split only at blank lines;
+   a block whose first real line is a column-0 definition is marked as a preferred chunk start.
+   Other files split at blank lines.
+2. Count every block with ONE batched ``count_tokens`` call.
+3. Blocks over budget are refined: at every line, then at whitespace near proportionally chosen
+   positions, then hard at character positions (never before a combining mark). Each refinement
+   round is one batched call and only over-budget pieces are re-split.
+4. Merge consecutive pieces greedily while the summed count fits. A heading (or, in code, a
+   definition) starts a new chunk once the current one holds >= 1/4 of the budget, unless the
+   current chunk is only front matter.
+5. Token counts are not always additive (word pieces across a hard cut, rounding counters), so
+   every merged chunk is measured again in one batched call; any chunk over budget is halved
+   (by characters, at piece boundaries) and re-measured until all fit.
+6. Byte offsets, line numbers and heading paths are computed in one incremental pass.
+
+Everything is linear in the document size apart from the tokenizer itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+
+__all__ = ["ChunkSpan", "TokenCounter", "chunk_text", "document_title", "embedding_text"]
+
+TokenCounter = Callable[[Sequence[str]], list[int]]
+"""Returns the token count (without special tokens) of each given text, in order."""
+
+MARKDOWN_EXTS = frozenset({".md", ".mdx", ".markdown"})
+# fmt: off
+CODE_EXTS = frozenset({
+    ".py", ".pyi", ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx", ".go", ".rs",
+    ".java", ".kt", ".kts", ".scala", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs",
+    ".rb", ".php", ".swift", ".m", ".mm", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".lua", ".pl",
+    ".pm", ".r", ".jl", ".ex", ".exs", ".erl", ".hs", ".ml", ".clj", ".dart", ".vue", ".svelte",
+    ".sql", ".zig", ".nim",
+})
+# fmt: on
+# Files where a leading "# " is a comment, not a title.
+_HASH_COMMENT_EXTS = frozenset({".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".env"})
+
+_HEADING_MD = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?$")
+_HEADING_MDX = re.compile(r"[ \t]*(#{1,6})(?:[ \t]+(.*))?$")  # MDX nests headings in components
+_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_ANCHOR = re.compile(r"[ \t]*\{[ \t]*#[^}]*\}[ \t]*$")  # "## Title { #anchor }" (Pandoc/MkDocs)
+CONTEXT_CHARS = 120
+_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})(.*)$")
+_DEF = re.compile(
+    r"(?:async\s+def|def|class|function|func|fn|pub|export|impl|struct|enum|trait|interface|type"
+    r"|module|package|sub|public|private|protected|internal|static|abstract|final|const|let|var"
+    r"|typedef|template|object|macro_rules!|proc|defmodule|defp?)\b"
+)
+_PREAMBLE = re.compile(r"(?:@|#|//|/\*|\s*\*|--)")  # decorators and comments before a definition
+_BREAK = re.compile(r"\s(?=\S)")  # a cut right after this keeps whitespace with the left piece
+_LINE = re.compile(r"[^\n]*\n|[^\n]+")
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSpan:
+    """One chunk: an exact span of the document.
+
+    ``text == document.encode()[start:end].decode()``; chunks of a document are contiguous and
+    cover it completely. Lines are 1-based and count ``\\n`` only. ``heading`` is the Markdown
+    heading path (" > "-joined) in force at the chunk's first non-blank character, including a
+    heading that starts exactly there; "" when there is none (always "" for non-Markdown files).
+    """
+
+    index: int
+    start: int
+    end: int
+    start_line: int
+    end_line: int
+    text: str
+    heading: str
+
+
+def chunk_text(
+    text: str, path: str, count_tokens: TokenCounter, max_tokens: int
+) -> list[ChunkSpan]:
+    """Split ``text`` into lossless chunks of at most ``max_tokens`` tokens each.
+
+    The split style follows ``path``'s extension (Markdown/MDX, code, anything else). Callers may
+    rely on: ``"".join(c.text for c in chunks) == text``; byte offsets and line numbers as
+    documented on :class:`ChunkSpan`; ``count_tokens([c.text])[0] <= max_tokens`` for every chunk,
+    except a single character that alone exceeds the budget (it cannot be split further).
+    ``count_tokens`` is called a handful of times per document with batches, never per piece.
+    Empty text gives ``[]``; whitespace-only text gives one chunk unless it exceeds the budget.
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    if not text:
+        return []
+    ext = PurePath(path).suffix.lower()
+    kind = "md" if ext in MARKDOWN_EXTS else "code" if ext in CODE_EXTS else "text"
+    lines = _split_lines(text)
+    starts, strong, heads, front = _scan(lines, kind, ext == ".mdx")
+    bounds = [*starts, len(lines)]
+    blocks = ["".join(lines[a:b]) for a, b in itertools.pairwise(bounds)]
+    pieces, counts, origin = _refine(blocks, count_tokens, max_tokens)
+
+    ranges: list[tuple[int, int]] = []
+    first, total = 0, 0
+    for k, c in enumerate(counts):
+        if k > first:
+            block = origin[k]
+            fresh = (
+                block != origin[k - 1]
+                and strong[block]
+                and total * 4 >= max_tokens
+                and not (front and origin[k - 1] == 0)
+            )
+            if fresh or total + c > max_tokens:
+                ranges.append((first, k))
+                first, total = k, 0
+        total += c
+    ranges.append((first, len(pieces)))
+    ranges = _verify(pieces, ranges, count_tokens, max_tokens)
+
+    spans: list[ChunkSpan] = []
+    byte, line_no, char, h = 0, 1, 0, 0
+    stack: list[tuple[int, str]] = []
+    for index, (a, b) in enumerate(ranges):
+        chunk = pieces[a] if b - a == 1 else "".join(pieces[a:b])
+        # A heading after leading blank lines still titles the chunk.
+        lead = char + len(chunk) - len(chunk.lstrip())
+        while h < len(heads) and heads[h][0] <= lead:
+            _, level, title = heads[h]
+            h += 1
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+        newlines = chunk.count("\n")
+        size = len(chunk.encode())
+        end_line = line_no + newlines - (1 if chunk.endswith("\n") else 0)
+        heading = " > ".join(t for _, t in stack if t)
+        spans.append(ChunkSpan(index, byte, byte + size, line_no, end_line, chunk, heading))
+        byte, line_no, char = byte + size, line_no + newlines, char + len(chunk)
+    return spans
+
+
+def embedding_text(chunk: ChunkSpan, title: str) -> str:
+    """Return one context line (title and heading path) followed by the chunk text.
+
+    The context line has no newline and at most ``CONTEXT_CHARS`` characters: the heading path is
+    not repeated when it starts with the title, and outer headings are elided ("…") before the
+    line is cut. The chunk text follows unchanged; with no title and no heading it is returned
+    as is.
+    """
+    parts = [p for p in (" ".join(x.split()) for x in chunk.heading.split(" > ")) if p]
+    title = " ".join(title.split())
+    if title and (not parts or parts[0] != title):
+        parts.insert(0, title)
+    first, inner = parts[:1], parts[1:]
+    context = " > ".join(parts)
+    while len(context) > CONTEXT_CHARS and len(inner) > 1:
+        inner = inner[1:]
+        context = " > ".join([*first, "…", *inner])
+    context = context[:CONTEXT_CHARS]
+    return f"{context}\n{chunk.text}" if context else chunk.text
+
+
+def document_title(text: str, path: str) -> str:
+    """Return a human title for a document.
+
+    The ``title:`` of YAML front matter (``---`` ... ``---`` at the top), else the first level-1
+    ``# `` heading outside code fences (not for code or ``#``-comment config files), else the file
+    name without its extension.
+    """
+    ext = PurePath(path).suffix.lower()
+    lines = _split_lines(text)
+    end = _front_matter_end(lines)
+    for line in lines[1 : end - 1] if end else ():
+        m = re.match(r"title[ \t]*:[ \t]*(.*?)\s*$", line)
+        if m and m.group(1) and m.group(1)[0] not in "|>":
+            value = m.group(1)
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1].replace("''", "'") if value[0] == "'" else value[1:-1]
+            if value.strip():
+                return value.strip()
+    if ext not in CODE_EXTS and ext not in _HASH_COMMENT_EXTS:
+        fence = ""
+        heading = _HEADING_MDX if ext == ".mdx" else _HEADING_MD
+        for line in lines[end:]:
+            stripped = line.rstrip("\r\n")
+            if fence:
+                fence = "" if _closes(stripped, fence) else fence
+            elif opened := _fence_open(stripped):
+                fence = opened
+            elif (
+                (m := heading.match(stripped))
+                and len(m.group(1)) == 1
+                and (title := _heading_text(m.group(2) or ""))
+            ):
+                return title
+    return PurePath(path).stem
+
+
+def _split_lines(text: str) -> list[str]:
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def _front_matter_end(lines: list[str]) -> int:
+    """Index of the first line after a closed front matter block at the top, else 0."""
+    if not lines or lines[0].lstrip("\ufeff").rstrip() != "---":
+        return 0
+    for j in range(1, len(lines)):
+        if lines[j].rstrip() in ("---", "..."):
+            return j + 1
+    return 0
+
+
+def _fence_open(line: str) -> str:
+    m = _FENCE.match(line)
+    if not m or (m.group(1)[0] == "`" and "`" in m.group(2)):
+        return ""
+    return m.group(1)
+
+
+def _closes(line: str, fence: str) -> bool:
+    m = _FENCE.match(line)
+    return bool(
+        m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not m.group(2).strip()
+    )
+
+
+def _heading_text(raw: str) -> str:
+    return _ANCHOR.sub("", _CLOSING_HASHES.sub("", raw.strip())).strip()
+
+
+def _is_definition(lines: list[str], i: int) -> bool:
+    for line in lines[i : i + 8]:
+        if _DEF.match(line):
+            return True
+        if not _PREAMBLE.match(line):
+            return False
+    return False
+
+
+def _scan(
+    lines: list[str], kind: str, mdx: bool
+) -> tuple[list[int], list[bool], list[tuple[int, int, str]], bool]:
+    """Return block start line indexes, per-block "preferred chunk start" flags, headings as
+    (char offset, level, text), and whether block 0 is front matter."""
+    md = kind == "md"
+    heading_re = _HEADING_MDX if mdx else _HEADING_MD
+    first = _front_matter_end(lines) if md else 0
+    starts, strong = [0], [False]
+    heads: list[tuple[int, int, str]] = []
+    content = first > 0  # the current block holds more than headings and blank lines
+    prev_blank, fence = False, ""
+    pos = sum(len(line) for line in lines[:first])
+    for i in range(first, len(lines)):
+        line = lines[i]
+        offset, pos = pos, pos + len(line)
+        if fence:
+            if _closes(line.rstrip("\r\n"), fence):
+                fence = ""
+            continue
+        if not line.strip():
+            prev_blank = True
+            continue
+        stripped = line.rstrip("\r\n")
+        head = heading_re.match(stripped) if md else None
+        opened = _fence_open(stripped) if md else ""
+        if content and (prev_blank or head or opened):
+            starts.append(i)
+            strong.append(bool(head) or (kind == "code" and _is_definition(lines, i)))
+            content = False
+        prev_blank = False
+        if head:
+            heads.append((offset, len(head.group(1)), _heading_text(head.group(2) or "")))
+        else:
+            content = True
+        fence = opened
+    return starts, strong, heads, first > 0
+
+
+def _measure(count_tokens: TokenCounter, texts: list[str]) -> list[int]:
+    if not texts:
+        return []
+    counts = list(count_tokens(texts))
+    if len(counts) != len(texts):
+        raise ValueError(f"count_tokens returned {len(counts)} counts for {len(texts)} texts")
+    return counts
+
+
+def _split(text: str, count: int, max_tokens: int) -> list[str]:
+    """Split an over-budget text (len >= 2) into >= 2 exact pieces: lines, else at whitespace
+    near proportional positions, else hard at characters."""
+    if text.find("\n", 0, len(text) - 1) >= 0:
+        return _LINE.findall(text)
+    # Pieces of ~1/8 budget: small enough for the greedy merge to fill chunks to >= 7/8.
+    size = max(1, len(text) * max_tokens // (8 * count))
+    pieces: list[str] = []
+    i, n = 0, len(text)
+    soft = _BREAK.search(text.strip()) is not None
+    exhausted = False  # no break after the target: stop re-scanning the tail (keeps it linear)
+    while n - i > size:
+        if soft:
+            m = None if exhausted else _BREAK.search(text, i + size)
+            if m is None:
+                exhausted, m = True, _BREAK.search(text, i + 1)
+            if m is None:
+                break
+            cut = m.end()
+        else:
+            cut = i + size
+            while cut > i + 1 and (
+                unicodedata.category(text[cut])[0] == "M"
+                or "\u200d" in text[cut - 1 : cut + 1]
+                or text[cut - 1 : cut + 1] == "\r\n"
+            ):
+                cut -= 1
+        pieces.append(text[i:cut])
+        i = cut
+    pieces.append(text[i:])
+    return pieces
+
+
+def _refine(
+    blocks: list[str], count_tokens: TokenCounter, max_tokens: int
+) -> tuple[list[str], list[int], list[int]]:
+    """Split over-budget blocks until every piece fits (or is a single character).
+
+    Returns the pieces, their counts and the index of the block each piece came from."""
+    texts, counts = blocks, _measure(count_tokens, blocks)
+    origin = list(range(len(blocks)))
+    while True:
+        parts = {
+            k: _split(t, c, max_tokens)
+            for k, (t, c) in enumerate(zip(texts, counts, strict=True))
+            if c > max_tokens and len(t) > 1
+        }
+        if not parts:
+            return texts, counts, origin
+        fresh = iter(_measure(count_tokens, [p for ps in parts.values() for p in ps]))
+        new_texts: list[str] = []
+        new_counts: list[int] = []
+        new_origin: list[int] = []
+        for k, text in enumerate(texts):
+            for piece in parts.get(k, (text,)):
+                new_texts.append(piece)
+                new_counts.append(next(fresh) if k in parts else counts[k])
+                new_origin.append(origin[k])
+        texts, counts, origin = new_texts, new_counts, new_origin
+
+
+def _verify(
+    pieces: list[str], ranges: list[tuple[int, int]], count_tokens: TokenCounter, max_tokens: int
+) -> list[tuple[int, int]]:
+    """Measure merged chunks and halve (at piece boundaries) any that exceed the budget."""
+    todo = [r for r in ranges if r[1] - r[0] > 1]
+    while todo:
+        measured = _measure(count_tokens, ["".join(pieces[a:b]) for a, b in todo])
+        bad = {r for r, c in zip(todo, measured, strict=True) if c > max_tokens}
+        if not bad:
+            break
+        out: list[tuple[int, int]] = []
+        todo = []
+        for a, b in ranges:
+            if (a, b) not in bad:
+                out.append((a, b))
+                continue
+            half, acc, mid = sum(len(p) for p in pieces[a:b]) / 2, 0, a + 1
+            while mid < b - 1 and acc + len(pieces[mid - 1]) < half:
+                acc += len(pieces[mid - 1])
+                mid += 1
+            for r in ((a, mid), (mid, b)):
+                out.append(r)
+                if r[1] - r[0] > 1:
+                    todo.append(r)
+        ranges = out
+    return ranges

@@ -1,0 +1,332 @@
+"""The ``semfs`` commands that work on a store: ingest, status, search.
+
+Commands are thin: they parse options, call the library, and print. The mount commands
+are added by :mod:`fusefs.cli`, which builds the full ``semfs`` group on top of this one.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from . import __version__
+from .errors import SemfsError
+from .pipeline import DEFAULT_BATCH_SIZE, IngestReport, ingest
+from .search import DEFAULT_K, MAX_K, Searcher
+from .sources import DEFAULT_MAX_BYTES
+from .store import DEFAULT_COLLECTION, MODES, Store, default_store_path, open_store
+
+logger = logging.getLogger(__name__)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def configure_logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def handle_errors(func: F) -> F:
+    """Library errors become one line and exit 1; a traceback only with -v."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except SemfsError as exc:
+            raise click.ClickException(str(exc)) from exc
+        except Exception as exc:
+            ctx = click.get_current_context(silent=True)
+            if ctx is not None and ctx.find_root().meta.get("semfs.verbose", 0) > 0:
+                raise
+            raise click.ClickException(
+                f"{type(exc).__name__}: {exc} (run with -v for details)"
+            ) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def store_options(func: F) -> F:
+    """--store / --url / --api-key / --collection, shared by every command that opens a store."""
+    options = [
+        click.option(
+            "--store",
+            "store_path",
+            type=click.Path(file_okay=False, path_type=Path),
+            envvar="SEMFS_STORE",
+            help=f"Embedded store directory [env SEMFS_STORE; default {default_store_path()}].",
+        ),
+        click.option(
+            "--url",
+            envvar="QDRANT_URL",
+            help="Qdrant server URL instead of the embedded store [env QDRANT_URL].",
+        ),
+        click.option(
+            "--api-key", envvar="QDRANT_API_KEY", help="Qdrant API key [env QDRANT_API_KEY]."
+        ),
+        click.option(
+            "-c",
+            "--collection",
+            default=DEFAULT_COLLECTION,
+            envvar="SEMFS_COLLECTION",
+            show_default=True,
+            help="Collection name [env SEMFS_COLLECTION].",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@contextmanager
+def opened(
+    store_path: Path | None, url: str | None, api_key: str | None, collection: str
+) -> Iterator[Store]:
+    store = open_store(store_path, url=url, collection=collection, api_key=api_key)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="semfs")
+@click.option(
+    "-v", "--verbose", count=True, help="More logging; -vv for debug. Tracebacks with -v."
+)
+@click.pass_context
+def cli(ctx: click.Context, verbose: int) -> None:
+    """semfs: a document collection as a directory, with search as paths.
+
+    \b
+    Example:
+        semfs ingest ./docs
+        semfs search "how do I rotate an api key"
+        semfs mount ~/mnt/docs && ls ~/mnt/docs/.search/"rotate api key"/
+    """
+    ctx.meta["semfs.verbose"] = verbose
+    configure_logging(verbose)
+
+
+@cli.command(name="ingest")
+@click.argument("source", type=click.Path(path_type=Path))
+@store_options
+@click.option(
+    "-m",
+    "--model",
+    help="sentence-transformers model name or path [default: the store's, "
+    "else all-MiniLM-L6-v2, packaged]. 'hash' is a fast non-semantic stand-in for tests.",
+)
+@click.option(
+    "--include", multiple=True, metavar="GLOB", help="Only files matching GLOB (repeatable)."
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Skip files or folders matching GLOB (repeatable).",
+)
+@click.option(
+    "--batch-size",
+    default=DEFAULT_BATCH_SIZE,
+    show_default=True,
+    type=click.IntRange(1, 4096),
+    help="Chunks per model batch.",
+)
+@click.option(
+    "--max-size",
+    "max_bytes",
+    default=DEFAULT_MAX_BYTES,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Skip files larger than this many bytes.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
+@handle_errors
+def ingest_cmd(
+    source: Path,
+    store_path: Path | None,
+    url: str | None,
+    api_key: str | None,
+    collection: str,
+    model: str | None,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    batch_size: int,
+    max_bytes: int,
+    as_json: bool,
+) -> None:
+    """Make a collection mirror SOURCE: add new files, re-embed changed ones, drop deleted ones.
+
+    Unchanged files are not re-embedded (and an unchanged re-run loads no model). VCS folders
+    are skipped; binary, non-UTF-8, unreadable and oversized files are skipped with a reason.
+    Exit status is 0 when the run succeeded, even with skipped files.
+
+    \b
+    Example:
+        semfs ingest ./docs
+        semfs ingest ./docs --include '*.md' --include '*.mdx' --exclude 'drafts/'
+        semfs ingest ./docs --url http://localhost:6333 --collection acme
+    """
+    bar: Any = None
+    show_bar = not as_json and sys.stderr.isatty()
+
+    def on_start(total: int) -> None:
+        nonlocal bar
+        if show_bar and total:
+            bar = click.progressbar(length=total, label="Embedding chunks", file=sys.stderr)
+            bar.__enter__()
+
+    def on_progress(n: int) -> None:
+        if bar is not None:
+            bar.update(n)
+
+    with opened(store_path, url, api_key, collection) as store:
+        try:
+            report = ingest(
+                source,
+                store,
+                model=model,
+                include=include,
+                exclude=exclude,
+                batch_size=batch_size,
+                max_bytes=max_bytes,
+                on_start=on_start,
+                on_progress=on_progress,
+            )
+        finally:
+            if bar is not None:
+                bar.__exit__(None, None, None)
+        location = store.location
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        _print_report(report, source, collection, location)
+
+
+def _print_report(report: IngestReport, source: Path, collection: str, location: str) -> None:
+    click.echo(f"Ingested {source} into collection {collection!r} ({location})")
+    click.echo(
+        f"  added {len(report.added)}, updated {len(report.updated)}, unchanged "
+        f"{len(report.unchanged)}, deleted {len(report.deleted)}, skipped {len(report.skipped)}"
+    )
+    click.echo(
+        f"  {report.chunks_embedded} chunks embedded in {report.seconds:.1f} s "
+        f"({report.chunks_per_second:.1f} chunks/s)"
+    )
+    if report.skipped:
+        click.echo("Skipped:")
+        for s in report.skipped:
+            click.echo(f"  {s.path!r}: {s.reason}" if "\n" in s.path else f"  {s.path}: {s.reason}")
+
+
+@cli.command()
+@store_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def status(
+    store_path: Path | None, url: str | None, api_key: str | None, collection: str, as_json: bool
+) -> None:
+    """Show what a collection holds: documents, chunks, model, size on disk.
+
+    \b
+    Example:
+        semfs status
+        semfs status --collection acme --json
+    """
+    with opened(store_path, url, api_key, collection) as store:
+        meta = store.read_meta()
+        if meta is None:
+            raise SemfsError(
+                f"no collection {collection!r} at {store.location}: run `semfs ingest DIR` first"
+            )
+        docs = store.list_documents()
+        info = {
+            "backend": store.backend,
+            "location": store.location,
+            "collection": collection,
+            "documents": len(docs),
+            "chunks": store.count_chunks(),
+            "bytes": sum(d.size for d in docs),
+            "model": meta.model,
+            "dimension": meta.dimension,
+            "generation": meta.generation,
+            "interrupted": meta.dirty,
+            "disk_bytes": store.disk_bytes(),
+        }
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    for key, value in info.items():
+        if value is not None:
+            click.echo(f"{key:>11}: {value}")
+
+
+@cli.command()
+@click.argument("query")
+@store_options
+@click.option(
+    "-k",
+    "k",
+    default=DEFAULT_K,
+    show_default=True,
+    type=click.IntRange(1, MAX_K),
+    help="Number of documents.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default="hybrid",
+    show_default=True,
+    help="hybrid: dense + BM25 fused by rank; semantic: dense only; keyword: BM25 only.",
+)
+@click.option(
+    "--under", metavar="DIR", help="Only documents inside DIR (a path in the collection)."
+)
+@click.option("--min-score", type=float, help="Drop hits scoring below this.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@handle_errors
+def search(
+    query: str,
+    store_path: Path | None,
+    url: str | None,
+    api_key: str | None,
+    collection: str,
+    k: int,
+    mode: str,
+    under: str | None,
+    min_score: float | None,
+    as_json: bool,
+) -> None:
+    """Find the documents that best answer QUERY, with their best passage.
+
+    \b
+    Example:
+        semfs search "how do I rotate an api key"
+        semfs search "custom domain" --under deploy -k 3 --json
+    """
+    with opened(store_path, url, api_key, collection) as store:
+        hits = Searcher(store).search(query, k=k, mode=mode, under=under, min_score=min_score)
+    if as_json:
+        click.echo(json.dumps([h.to_json() for h in hits], indent=2, ensure_ascii=False))
+        return
+    if not hits:
+        click.echo("no matches", err=True)
+    for h in hits:
+        click.echo(
+            click.style(f"{h.rank:2d}. {h.path}:{h.start_line}-{h.end_line}", bold=True)
+            + f"  score {h.score:.4f}"
+        )
+        passage = h.text.strip()
+        if len(passage) > 400:
+            passage = passage[:400].rstrip() + " …"
+        click.echo("    " + passage.replace("\n", "\n    "))

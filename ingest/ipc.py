@@ -1,0 +1,648 @@
+"""The mounted daemon's store socket: `semfs ingest` works while `semfs mount` owns the shard.
+
+Qdrant Edge locks its WAL, so one process at a time opens an embedded shard. While a mount
+runs, its daemon is that process; it serves its :class:`~ingest.store.Store` on
+``COLLECTION/daemon.sock`` (:class:`StoreServer`), and an ingest that finds the shard locked
+sends its calls there instead (:func:`connect_daemon` returns a :class:`RemoteStore`).
+
+Wire format: a 4-byte big-endian length, then a JSON object. Request ``{"method", "args",
+"kwargs"}``; reply ``{"ok": value}`` or ``{"error": {"type", "message"}}``. Values are encoded
+explicitly (:func:`_enc`, :func:`_dec`), never pickled: a peer can send data, not code. Only
+the Store methods named in ``_READS`` and ``_WRITES`` can be called.
+
+Owner only: the socket is mode 0600; a client must first send the random token kept in the
+0600 file ``daemon.token`` beside it; on Linux the peer's uid (SO_PEERCRED) must also be ours
+or root. Any number of connections may read; one at a time may write.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import hmac
+import json
+import logging
+import os
+import secrets
+import socket
+import struct
+import sys
+import threading
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import errors
+from .errors import SemfsError, StoreLockedError, StoreUnavailableError
+from .schema import ChunkPoint, ChunkRecord, DocumentRecord, ScoredChunk, StoreMeta
+from .store import SparseQuery, Store
+
+logger = logging.getLogger(__name__)
+
+SOCKET_NAME = "daemon.sock"
+TOKEN_NAME = "daemon.token"
+CONNECT_TIMEOUT = 2.0
+# Replies to a large upsert or a full scroll take a while; this only catches a hung daemon.
+REPLY_TIMEOUT = 300.0
+# Until a peer is authenticated it may send one small hello: garbage cannot make us allocate.
+MAX_HELLO = 4096
+MAX_MESSAGE = 1 << 30
+# How often the accept loop looks at the stop flag; close() waits about this long.
+ACCEPT_POLL = 0.5
+# sun_path holds 108 bytes on Linux and 104 on macOS, the final NUL included.
+MAX_SUN_PATH = 100
+
+# The only Store methods a peer can call; nothing else is ever looked up by name.
+_WRITES = frozenset(
+    [
+        "create",
+        "write_meta",
+        "put_document",
+        "delete_documents",
+        "upsert_chunks",
+        "delete_stale_chunks",
+    ]
+)
+_READS = frozenset(
+    [
+        "exists",
+        "read_meta",
+        "list_documents",
+        "get_document",
+        "get_chunks",
+        "chunk_versions",
+        "query",
+        "count_chunks",
+        "disk_bytes",
+        "flush",
+    ]
+)
+_METHODS = _READS | _WRITES | {"close"}
+# After these the daemon's view of the collection (its directory tree) is out of date.
+_CHANGES = frozenset({"write_meta", "delete_documents"})
+# Error classes by name, to raise the same class on the client side.
+_ERRORS: dict[str, type[SemfsError]] = {
+    name: cls
+    for name, cls in vars(errors).items()
+    if isinstance(cls, type) and issubclass(cls, SemfsError)
+}
+
+
+class _ProtocolError(Exception):
+    """The peer broke framing (oversized or truncated message): the stream cannot be resynced."""
+
+
+# --- framing ---------------------------------------------------------------------------------
+
+
+def _send(sock: socket.socket, message: Any) -> None:
+    # json's default ensure_ascii escapes lone surrogates, so undecodable file names survive.
+    data = json.dumps(message, separators=(",", ":")).encode("ascii")
+    sock.sendall(struct.pack(">I", len(data)) + data)
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes | None:
+    """``size`` bytes, or None at a clean end of stream before the first byte."""
+    buf = bytearray(size)
+    view = memoryview(buf)
+    got = 0
+    while got < size:
+        n = sock.recv_into(view[got:], min(size - got, 1 << 20))
+        if n == 0:
+            if got == 0:
+                return None
+            raise _ProtocolError("connection closed in the middle of a message")
+        got += n
+    return bytes(buf)
+
+
+def _recv_frame(sock: socket.socket, limit: int) -> bytes | None:
+    """One message's bytes, or None when the peer closed the connection between messages."""
+    header = _recv_exact(sock, 4)
+    if header is None:
+        return None
+    (size,) = struct.unpack(">I", header)
+    if size > limit:
+        raise _ProtocolError(f"message of {size} bytes exceeds the limit of {limit}")
+    body = _recv_exact(sock, size) if size else b""
+    if body is None:
+        raise _ProtocolError("connection closed in the middle of a message")
+    return body
+
+
+# --- values ----------------------------------------------------------------------------------
+
+
+class _Vector:
+    """Marks a list of floats to send packed as float32: 4 bytes a value, not ~20 as JSON.
+
+    Both backends store vectors as float32, so nothing is lost that the store would keep.
+    """
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: Sequence[float]) -> None:
+        self.values = values
+
+
+def _pack_floats(values: Sequence[float]) -> str:
+    arr = array("f", values)
+    if sys.byteorder == "big":  # the wire is little-endian
+        arr.byteswap()
+    return base64.b64encode(arr.tobytes()).decode("ascii")
+
+
+def _unpack_floats(text: str) -> list[float]:
+    arr = array("f")
+    arr.frombytes(base64.b64decode(text, validate=True))
+    if sys.byteorder == "big":
+        arr.byteswap()
+    return arr.tolist()
+
+
+def _enc(value: Any) -> Any:
+    """A JSON form of a Store argument or result; schema objects become ``{"$": tag, ...}``."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_enc(v) for v in value]
+    if isinstance(value, (set, frozenset)):  # chunk_versions: (path, gen) pairs
+        return {"$": "pairs", "v": sorted([str(p), int(g)] for p, g in value)}
+    if isinstance(value, _Vector):
+        return {"$": "f32", "v": _pack_floats(value.values)}
+    if isinstance(value, StoreMeta):
+        return {"$": "meta", "v": value.to_payload()}
+    if isinstance(value, DocumentRecord):
+        # to_payload writes missing offsets as []: keep "not fetched" apart from "none".
+        payload = value.to_payload()
+        payload["offsets"] = None if value.offsets is None else list(value.offsets)
+        return {"$": "doc", "v": payload}
+    if isinstance(value, ChunkRecord):
+        return {"$": "chunk", "v": dataclasses.asdict(value)}
+    if isinstance(value, ChunkPoint):
+        return {
+            "$": "point",
+            "r": dataclasses.asdict(value.record),
+            "d": _pack_floats(value.dense),
+            "i": [int(i) for i in value.sparse_indices],
+            "w": [float(w) for w in value.sparse_values],
+        }
+    if isinstance(value, ScoredChunk):
+        return {"$": "scored", "r": dataclasses.asdict(value.record), "s": float(value.score)}
+    if isinstance(value, SparseQuery):
+        return {
+            "$": "sparse",
+            "i": [int(i) for i in value.indices],
+            "w": [float(w) for w in value.values],
+        }
+    raise TypeError(f"cannot send a {type(value).__name__} to the daemon")
+
+
+def _dec(value: Any) -> Any:
+    """The inverse of :func:`_enc`. Raises ValueError, KeyError or TypeError on bad input."""
+    if isinstance(value, list):
+        return [_dec(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    tag = value["$"]
+    if tag == "pairs":
+        return {(str(p), int(g)) for p, g in value["v"]}
+    if tag == "f32":
+        return _unpack_floats(value["v"])
+    if tag == "meta":
+        return StoreMeta.from_payload(value["v"])
+    if tag == "doc":
+        return DocumentRecord.from_payload(value["v"])
+    if tag == "chunk":
+        return ChunkRecord.from_payload(value["v"])
+    if tag == "point":
+        return ChunkPoint(
+            ChunkRecord.from_payload(value["r"]),
+            _unpack_floats(value["d"]),
+            [int(i) for i in value["i"]],
+            [float(w) for w in value["w"]],
+        )
+    if tag == "scored":
+        return ScoredChunk(ChunkRecord.from_payload(value["r"]), float(value["s"]))
+    if tag == "sparse":
+        return SparseQuery([int(i) for i in value["i"]], [float(w) for w in value["w"]])
+    raise ValueError(f"unknown value tag {tag!r}")
+
+
+def _error(exc: SemfsError) -> dict[str, Any]:
+    # The nearest class the client knows: a subclass defined elsewhere degrades to its base.
+    name = next(c.__name__ for c in type(exc).__mro__ if _ERRORS.get(c.__name__) is c)
+    return {"error": {"type": name, "message": str(exc)}}
+
+
+# --- sockets ---------------------------------------------------------------------------------
+
+
+def _peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end, where the OS tells (Linux SO_PEERCRED)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:  # macOS and the BSDs: the 0600 socket and the token must do
+        return None
+    creds = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    return int(struct.unpack("3i", creds)[1])
+
+
+def _trusted(uid: int | None) -> bool:
+    return uid is None or uid in (os.getuid(), 0)
+
+
+@contextlib.contextmanager
+def _address(path: Path) -> Iterator[str]:
+    """What to bind or connect to for ``path``: the path itself or, when it is too long for
+    sun_path (a deep store folder), on Linux an alias through an open descriptor of its folder."""
+    if len(os.fsencode(path)) <= MAX_SUN_PATH:
+        yield str(path)
+        return
+    if not os.path.isdir("/proc/self/fd"):
+        raise StoreUnavailableError(
+            f"socket path too long for this system: {path}; use a store folder with a shorter path"
+        )
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
+
+
+def _dial(path: Path) -> socket.socket | None:
+    """A socket connected to ``path``, or None when nothing listens there (no file, stale)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(CONNECT_TIMEOUT)
+    try:
+        with _address(path) as address:
+            sock.connect(address)
+    except (FileNotFoundError, ConnectionRefusedError):
+        sock.close()
+        return None
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _identity(path: Path) -> tuple[int, int, int, int]:
+    """Tells our file from one put in its place (an inode number alone may be reused)."""
+    st = os.lstat(path)
+    return st.st_dev, st.st_ino, st.st_mode, st.st_ctime_ns
+
+
+# --- server ----------------------------------------------------------------------------------
+
+
+class StoreServer:
+    """Serves a Store over a unix socket at ``coll_dir/daemon.sock``, in background threads.
+
+    One thread accepts; each connection gets a thread that answers its requests in order.
+    ``on_change`` runs in that thread right after the reply to ``write_meta`` or
+    ``delete_documents`` is sent: the client never waits for the daemon's refresh (only that
+    connection's next request does). ``close`` from a client is a no-op: the store is ours.
+    """
+
+    def __init__(
+        self, store: Store, coll_dir: Path, on_change: Callable[[], None] | None = None
+    ) -> None:
+        self.store = store
+        self.coll_dir = Path(coll_dir)
+        self.socket_path = self.coll_dir / SOCKET_NAME
+        self.token_path = self.coll_dir / TOKEN_NAME
+        self._on_change = on_change
+        self._token = secrets.token_hex(32)
+        self._lock = threading.Lock()  # guards _conns and the writer slot
+        self._conns: dict[socket.socket, threading.Thread] = {}
+        self._writer: socket.socket | None = None
+        self._writer_pid = -1
+        self._stop = threading.Event()
+        self._accepter: threading.Thread | None = None
+        # The files to remove on close, if they are still ours then.
+        self._owned: dict[Path, tuple[int, int, int, int]] = {}
+
+    def start(self) -> None:
+        if self._accepter is not None or self._stop.is_set():
+            raise SemfsError("a StoreServer starts once")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.coll_dir.mkdir(parents=True, exist_ok=True)
+            live = _dial(self.socket_path)
+            if live is not None:
+                live.close()
+                raise StoreLockedError(f"a semfs daemon already serves {self.coll_dir}")
+            # Leftovers of a daemon that was killed: nothing answers, so they are nobody's.
+            self.socket_path.unlink(missing_ok=True)
+            self.token_path.unlink(missing_ok=True)
+            fd = os.open(self.token_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            try:
+                os.write(fd, self._token.encode("ascii"))
+            finally:
+                os.close(fd)
+            self._owned[self.token_path] = _identity(self.token_path)
+            with _address(self.socket_path) as address:
+                # Created 0600, so there is no moment when another user could connect.
+                old = os.umask(0o177)
+                try:
+                    listener.bind(address)
+                finally:
+                    os.umask(old)
+            os.chmod(self.socket_path, 0o600)  # whether bind honours umask varies by OS
+            self._owned[self.socket_path] = _identity(self.socket_path)
+            listener.listen(16)
+            listener.settimeout(ACCEPT_POLL)
+        except BaseException as exc:
+            listener.close()
+            self._remove_owned()
+            if isinstance(exc, OSError):
+                raise StoreUnavailableError(f"cannot serve {self.coll_dir}: {exc}") from exc
+            raise
+        self._accepter = threading.Thread(
+            target=self._accept_loop, args=(listener,), name="semfs-ipc-accept", daemon=True
+        )
+        self._accepter.start()
+        logger.info("serving %s on %s", self.coll_dir, self.socket_path)
+
+    def close(self) -> None:
+        """Stop accepting, end every connection (waiting a little for calls under way)."""
+        self._stop.set()
+        if self._accepter is not None:
+            self._accepter.join(ACCEPT_POLL * 4)
+        with self._lock:
+            conns = dict(self._conns)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)  # wakes its thread's recv with EOF
+        for thread in conns.values():
+            thread.join(5.0)
+        self._remove_owned()
+
+    def _remove_owned(self) -> None:
+        for path, ident in self._owned.items():
+            try:
+                # A newer daemon's files are left alone; the token's content is the surest sign.
+                mine = path != self.token_path or path.read_text() == self._token
+                if mine and _identity(path) == ident:
+                    path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                logger.warning("cannot remove %s: %s", path, exc)
+        self._owned.clear()
+
+    def _accept_loop(self, listener: socket.socket) -> None:
+        with listener:
+            while not self._stop.is_set():
+                try:
+                    conn, _ = listener.accept()
+                except TimeoutError:
+                    continue
+                except OSError as exc:  # EMFILE and the like: keep serving, without spinning
+                    logger.warning("accept failed on %s: %s", self.socket_path, exc)
+                    self._stop.wait(ACCEPT_POLL)
+                    continue
+                thread = threading.Thread(
+                    target=self._serve, args=(conn,), name="semfs-ipc-conn", daemon=True
+                )
+                with self._lock:  # close() sees every connection with its thread started
+                    self._conns[conn] = thread
+                    thread.start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        pid = -1
+        try:
+            conn.settimeout(CONNECT_TIMEOUT)  # a peer that never says hello is dropped
+            hello = self._handshake(conn)
+            if hello is None:
+                return
+            pid = hello
+            conn.settimeout(None)  # an ingest may embed for minutes between two calls
+            _send(conn, {"ok": {"pid": os.getpid()}})
+            logger.info("process %d connected to %s", pid, self.socket_path)
+            while (frame := _recv_frame(conn, MAX_MESSAGE)) is not None:
+                if self._handle(conn, pid, frame) and self._on_change is not None:
+                    try:
+                        self._on_change()
+                    except Exception:
+                        logger.exception("refreshing after a change from process %d failed", pid)
+        except (OSError, _ProtocolError) as exc:
+            if not self._stop.is_set():
+                logger.info("connection from process %d ended: %s", pid, exc)
+        except Exception:  # a bug here must end one connection, never the daemon
+            logger.exception("connection from process %d to %s failed", pid, self.socket_path)
+        finally:
+            with self._lock:
+                self._conns.pop(conn, None)
+                if self._writer is conn:  # also on EOF from a client that was kill -9'd
+                    self._writer = None
+            conn.close()
+
+    def _handshake(self, conn: socket.socket) -> int | None:
+        """The peer's pid when it is our user and knows the token; None to hang up on it."""
+        uid = _peer_uid(conn)
+        if not _trusted(uid):
+            logger.warning("refused a connection to %s from uid %s", self.socket_path, uid)
+            return None
+        frame = _recv_frame(conn, MAX_HELLO)
+        try:
+            hello = json.loads(frame) if frame is not None else None
+        except ValueError:
+            hello = None
+        token = hello.get("hello") if isinstance(hello, dict) else None
+        if not isinstance(token, str) or not hmac.compare_digest(
+            token.encode("utf-8", "replace"), self._token.encode("ascii")
+        ):
+            logger.warning("refused a connection to %s: wrong token", self.socket_path)
+            return None
+        pid = hello.get("pid") if isinstance(hello, dict) else None
+        return pid if isinstance(pid, int) else -1
+
+    def _handle(self, conn: socket.socket, pid: int, frame: bytes) -> bool:
+        """Answer one request; True when it changed what the daemon shows."""
+        try:
+            request = json.loads(frame)
+            method = request["method"]
+            if not isinstance(method, str) or method not in _METHODS:
+                raise ValueError(f"no method {method!r}")
+            args = _dec(list(request.get("args", [])))
+            kwargs = {str(k): _dec(v) for k, v in dict(request.get("kwargs", {})).items()}
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            logger.warning("bad request from process %d on %s: %s", pid, self.socket_path, exc)
+            _send(conn, _error(SemfsError(f"bad request to the mounted daemon: {exc}")))
+            return False
+        try:
+            if method in _WRITES:
+                self._claim_writer(conn, pid)
+            # The served store belongs to the daemon: a client's close only ends its connection.
+            result = None if method == "close" else getattr(self.store, method)(*args, **kwargs)
+            reply = {"ok": _enc(result)}
+        except SemfsError as exc:
+            reply = _error(exc)
+        except Exception as exc:
+            logger.exception("%s from process %d failed on %s", method, pid, self.coll_dir)
+            reply = _error(
+                SemfsError(f"the mounted daemon failed in {method}: {type(exc).__name__}: {exc}")
+            )
+        _send(conn, reply)
+        return method in _CHANGES and "ok" in reply
+
+    def _claim_writer(self, conn: socket.socket, pid: int) -> None:
+        with self._lock:
+            if self._writer is None:
+                self._writer, self._writer_pid = conn, pid
+            elif self._writer is not conn:
+                raise StoreLockedError(
+                    f"{self.coll_dir}: another ingest is writing through the mounted daemon "
+                    f"(pid {self._writer_pid}); wait for it to finish"
+                )
+
+
+# --- client ----------------------------------------------------------------------------------
+
+
+def connect_daemon(coll_dir: Path, collection: str) -> RemoteStore | None:
+    """A RemoteStore talking to the daemon serving ``coll_dir``, or None if none answers.
+
+    None covers no socket, a stale socket (ECONNREFUSED) and a socket we may not use. A daemon
+    that answers but refuses us (wrong token, another user) raises StoreLockedError.
+    """
+    coll_dir = Path(coll_dir)
+    try:
+        sock = _dial(coll_dir / SOCKET_NAME)
+    except OSError as exc:
+        logger.debug("no daemon answers on %s: %s", coll_dir / SOCKET_NAME, exc)
+        return None
+    if sock is None:
+        return None
+    refused = f"the semfs daemon serving {coll_dir} refused this process"
+    try:
+        uid = _peer_uid(sock)
+        if not _trusted(uid):  # never send our data to another user's socket
+            raise StoreLockedError(f"{refused}: its socket belongs to uid {uid}")
+        token = (coll_dir / TOKEN_NAME).read_text().strip()
+        _send(sock, {"hello": token, "pid": os.getpid()})
+        frame = _recv_frame(sock, MAX_HELLO)
+        reply = json.loads(frame) if frame is not None else None
+        daemon_pid = int(reply["ok"]["pid"]) if isinstance(reply, dict) else None
+    except (OSError, _ProtocolError, ValueError, KeyError, TypeError) as exc:
+        sock.close()
+        raise StoreLockedError(f"{refused}: {exc}") from exc
+    except BaseException:
+        sock.close()
+        raise
+    if daemon_pid is None:
+        sock.close()
+        raise StoreLockedError(f"{refused}: the token in {coll_dir / TOKEN_NAME} is not its own")
+    sock.settimeout(REPLY_TIMEOUT)
+    return RemoteStore(sock, coll_dir, collection, daemon_pid)
+
+
+class RemoteStore(Store):
+    """The Store of a mounted daemon, called over its socket; one call at a time per instance."""
+
+    backend = "embedded"
+
+    def __init__(
+        self, sock: socket.socket, coll_dir: Path, collection: str, daemon_pid: int
+    ) -> None:
+        self.collection = collection
+        self.coll_dir = coll_dir
+        self.daemon_pid = daemon_pid
+        self._sock: socket.socket | None = sock
+        self._lock = threading.Lock()
+
+    @property
+    def location(self) -> str:
+        return f"{self.coll_dir} (through the mounted daemon, pid {self.daemon_pid})"
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        request = {
+            "method": method,
+            "args": [_enc(a) for a in args],
+            "kwargs": {k: _enc(v) for k, v in kwargs.items()},
+        }
+        with self._lock:
+            if self._sock is None:
+                raise StoreUnavailableError(f"{self.location}: the connection is closed")
+            try:
+                _send(self._sock, request)
+                frame = _recv_frame(self._sock, MAX_MESSAGE)
+                if frame is None:
+                    raise _ProtocolError("the daemon closed the connection")
+                reply = json.loads(frame)
+                if not isinstance(reply, dict):
+                    raise ValueError(f"unexpected reply {reply!r:.80}")
+            except (OSError, _ProtocolError, ValueError) as exc:
+                self._sock.close()  # a half-read reply cannot be resynced
+                self._sock = None
+                msg = f"lost the connection to {self.location}: {exc}"
+                raise StoreUnavailableError(msg) from exc
+        if "ok" in reply:
+            return _dec(reply["ok"])
+        err = reply.get("error")
+        err = err if isinstance(err, dict) else {}
+        raise _ERRORS.get(str(err.get("type")), SemfsError)(str(err.get("message", reply)))
+
+    def exists(self) -> bool:
+        return bool(self._call("exists"))
+
+    def create(self, dimension: int) -> None:
+        self._call("create", dimension)
+
+    def read_meta(self) -> StoreMeta | None:
+        return self._call("read_meta")
+
+    def write_meta(self, meta: StoreMeta) -> None:
+        self._call("write_meta", meta)
+
+    def list_documents(self) -> list[DocumentRecord]:
+        return self._call("list_documents")
+
+    def get_document(self, path: str) -> DocumentRecord | None:
+        return self._call("get_document", path)
+
+    def put_document(self, record: DocumentRecord) -> None:
+        self._call("put_document", record)
+
+    def delete_documents(self, paths: Sequence[str]) -> None:
+        self._call("delete_documents", list(paths))
+
+    def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
+        self._call("upsert_chunks", list(points))
+
+    def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> list[ChunkRecord]:
+        return self._call("get_chunks", path, gen, list(indexes))
+
+    def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
+        self._call("delete_stale_chunks", path, keep_gen)
+
+    def chunk_versions(self) -> set[tuple[str, int]]:
+        return self._call("chunk_versions")
+
+    def query(
+        self,
+        dense: list[float],
+        sparse: SparseQuery,
+        mode: str,
+        limit: int,
+        under: str | None = None,
+    ) -> list[ScoredChunk]:
+        return self._call("query", _Vector(dense), sparse, mode, limit, under=under)
+
+    def count_chunks(self) -> int:
+        return int(self._call("count_chunks"))
+
+    def disk_bytes(self) -> int | None:
+        return self._call("disk_bytes")
+
+    def flush(self) -> None:
+        self._call("flush")
+
+    def close(self) -> None:
+        """Close the connection (releasing the writer slot); the daemon's store stays open."""
+        with self._lock:
+            if self._sock is not None:
+                self._sock.close()
+                self._sock = None

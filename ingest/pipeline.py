@@ -1,0 +1,278 @@
+"""Incremental, atomic ingest: make a collection mirror a source directory.
+
+Per document the switch is atomic for readers: the new generation's chunks are written,
+then the document record is committed (readers follow only records), then the old
+generation is deleted. A run marks the store dirty while it works; a run that finds it
+dirty (an earlier run was killed) first deletes every chunk no record points to.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from .chunking import chunk_text, document_title, embedding_text
+from .embedder import DEFAULT_MODEL, Embedder, canonical_model_name, load_embedder
+from .errors import ModelMismatchError
+from .schema import ChunkPoint, ChunkRecord, DocumentRecord, StoreMeta
+from .sources import DEFAULT_MAX_BYTES, Document, Skipped, read_document, scan
+from .store import Store
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BATCH_SIZE = 32
+# Chunks handed to the model per encode() call. sentence-transformers sorts a call's texts by
+# length before batching, so larger calls waste less on padding; this bounds memory.
+ENCODE_WINDOW_BATCHES = 8
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class IngestReport:
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    chunks_embedded: int = 0
+    seconds: float = 0.0
+    model: str = ""
+
+    @property
+    def chunks_per_second(self) -> float:
+        return self.chunks_embedded / self.seconds if self.seconds > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "added": len(self.added),
+            "updated": len(self.updated),
+            "unchanged": len(self.unchanged),
+            "deleted": len(self.deleted),
+            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "chunks_embedded": self.chunks_embedded,
+            "seconds": round(self.seconds, 3),
+            "chunks_per_second": round(self.chunks_per_second, 1),
+            "model": self.model,
+            "added_paths": self.added,
+            "updated_paths": self.updated,
+            "deleted_paths": self.deleted,
+        }
+
+
+def resolve_model(store: Store, requested: str | None) -> str:
+    """The model to use: the store's, unless another is asked for, which is an error."""
+    meta = store.read_meta()
+    if meta is None:
+        return canonical_model_name(requested or DEFAULT_MODEL)
+    if requested is not None and canonical_model_name(requested) != meta.model:
+        raise ModelMismatchError(
+            f"{store.location} was built with model {meta.model!r} (dimension {meta.dimension}); "
+            f"refusing to add {canonical_model_name(requested)!r} vectors. Drop --model to use "
+            "the store's model, or ingest into another --collection"
+        )
+    return meta.model
+
+
+@dataclass
+class _Pending:
+    """A document whose new chunks are being embedded; committed when all are written."""
+
+    doc: Document
+    chunks: list[ChunkRecord]
+    # What the models see: context line + chunk text. Stored text stays the exact span.
+    texts: list[str]
+    written: int = 0
+
+
+def ingest(
+    source: Path,
+    store: Store,
+    *,
+    model: str | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    embedder: Embedder | None = None,
+    on_start: Callable[[int], None] | None = None,
+    on_progress: Progress | None = None,
+) -> IngestReport:
+    """Make ``store`` mirror ``source``; return what changed. Bad files are skipped, not fatal.
+
+    ``on_start(total_chunks)`` and ``on_progress(n_chunks)`` drive a progress display.
+    The model loads only when something must be embedded.
+    """
+    started = time.perf_counter()
+    report = IngestReport()
+    model_name = resolve_model(store, model)
+    report.model = model_name
+    files, report.skipped = scan(source, include, exclude)
+    existing = {d.path: d for d in store.list_documents()}
+
+    changed: list[Document] = []
+    touched: list[Document] = []
+    seen: set[str] = set()
+    for f in files:
+        doc = read_document(f, max_bytes)
+        if isinstance(doc, Skipped):
+            report.skipped.append(doc)
+            continue
+        seen.add(doc.path)
+        old = existing.get(doc.path)
+        if old is not None and old.sha256 == doc.sha256:
+            report.unchanged.append(doc.path)
+            if old.mtime != doc.mtime:
+                touched.append(doc)
+        else:
+            changed.append(doc)
+            (report.updated if old is not None else report.added).append(doc.path)
+    report.deleted = sorted(set(existing) - seen)
+    report.skipped.sort(key=lambda s: s.path)
+
+    meta = store.read_meta()
+    if not changed and not report.deleted and not touched and meta is not None and not meta.dirty:
+        report.seconds = time.perf_counter() - started
+        return report
+
+    if embedder is None:
+        embedder = load_embedder(model_name)
+    if meta is None:
+        store.create(embedder.dimension)
+        meta = StoreMeta(model=model_name, dimension=embedder.dimension)
+    was_dirty = meta.dirty
+    gen = meta.generation + 1
+    store.write_meta(StoreMeta(meta.model, meta.dimension, generation=gen, dirty=True))
+    if was_dirty:
+        _clean_interrupted(store)
+
+    for doc in touched:  # same content, new mtime: rewrite the record, no embedding
+        old_rec = store.get_document(doc.path)
+        if old_rec is not None:
+            store.put_document(
+                DocumentRecord(
+                    doc.path,
+                    doc.size,
+                    doc.mtime,
+                    doc.sha256,
+                    old_rec.chunks,
+                    old_rec.gen,
+                    old_rec.offsets,
+                )
+            )
+    report.chunks_embedded = _embed_documents(
+        store, embedder, changed, gen, batch_size, on_start, on_progress
+    )
+    store.delete_documents(report.deleted)
+    store.write_meta(StoreMeta(meta.model, meta.dimension, generation=gen, dirty=False))
+    store.flush()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _clean_interrupted(store: Store) -> None:
+    """Delete chunks that no committed record points to: leftovers of a killed run."""
+    committed = {d.path: d.gen for d in store.list_documents()}
+    stale_paths = {path for path, gen in store.chunk_versions() if committed.get(path) != gen}
+    for path in sorted(stale_paths):
+        store.delete_stale_chunks(path, committed.get(path))
+    if stale_paths:
+        logger.info(
+            "cleaned up chunks of %d documents left by an interrupted run", len(stale_paths)
+        )
+
+
+def _embed_documents(
+    store: Store,
+    embedder: Embedder,
+    docs: Sequence[Document],
+    gen: int,
+    batch_size: int,
+    on_start: Callable[[int], None] | None,
+    on_progress: Progress | None,
+) -> int:
+    if not docs:
+        return 0
+    pending: list[_Pending] = []
+    for doc in docs:
+        spans = chunk_text(doc.text, doc.path, embedder.count_tokens, embedder.max_tokens)
+        title = document_title(doc.text, doc.path)
+        records = [
+            ChunkRecord(
+                doc.path, gen, s.index, s.start, s.end, s.start_line, s.end_line, s.text, s.heading
+            )
+            for s in spans
+        ]
+        pending.append(_Pending(doc, records, [embedding_text(s, title) for s in spans]))
+    total = sum(len(p.chunks) for p in pending)
+    if on_start:
+        on_start(total)
+    bm25 = qe.Bm25()
+    window = max(batch_size, 1) * ENCODE_WINDOW_BATCHES
+    done = 0
+    queue = iter(pending)
+    open_docs: list[_Pending] = []
+    for batch in _windows(pending, window):
+        texts = [text for _p, _rec, text in batch]
+        dense = embedder.encode(texts, batch_size=batch_size)
+        points = []
+        for (p, rec, text), vec in zip(batch, dense, strict=True):
+            sv = bm25.embed_document(text)
+            points.append(ChunkPoint(rec, vec, list(sv.indices), list(sv.values)))
+            p.written += 1
+        store.upsert_chunks(points)
+        done += len(points)
+        if on_progress:
+            on_progress(len(points))
+        open_docs = _commit_finished(store, open_docs, queue, gen)
+    _commit_finished(store, open_docs, queue, gen)
+    return done
+
+
+def _windows(
+    pending: Sequence[_Pending], size: int
+) -> Iterator[list[tuple[_Pending, ChunkRecord, str]]]:
+    batch: list[tuple[_Pending, ChunkRecord, str]] = []
+    for p in pending:
+        for rec, text in zip(p.chunks, p.texts, strict=True):
+            batch.append((p, rec, text))
+            if len(batch) >= size:
+                yield batch
+                batch = []
+    if batch:
+        yield batch
+
+
+def _commit_finished(
+    store: Store, open_docs: list[_Pending], queue: Iterator[_Pending], gen: int
+) -> list[_Pending]:
+    """Commit, in order, every document whose chunks are all written."""
+    while True:
+        if not open_docs:
+            nxt = next(queue, None)
+            if nxt is None:
+                return open_docs
+            open_docs.append(nxt)
+        p = open_docs[0]
+        if p.written < len(p.chunks):
+            return open_docs
+        doc = p.doc
+        store.put_document(
+            DocumentRecord(
+                doc.path,
+                doc.size,
+                doc.mtime,
+                doc.sha256,
+                len(p.chunks),
+                gen,
+                tuple(c.start for c in p.chunks),
+            )
+        )
+        store.delete_stale_chunks(doc.path, gen)
+        open_docs.pop(0)

@@ -1,0 +1,262 @@
+"""Server backend: a Qdrant server or cluster through qdrant-client.
+
+qdrant_client is imported here only, and this module only when ``--url`` is given: its import
+costs ~1 s that the embedded path must not pay. Sharding and replication are the server's.
+A ``file:`` URL opens qdrant-client's local mode instead, which tests use as a stand-in server.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from qdrant_client import QdrantClient
+from qdrant_client import models as m
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from .errors import StoreNotFoundError, StoreUnavailableError
+from .schema import (
+    DENSE,
+    DOC_TREE_FIELDS,
+    INDEXED_INTEGERS,
+    INDEXED_KEYWORDS,
+    KIND_CHUNK,
+    KIND_DOC,
+    SPARSE,
+    ChunkPoint,
+    ChunkRecord,
+    DocumentRecord,
+    ScoredChunk,
+    StoreMeta,
+    chunk_id,
+    doc_id,
+    meta_id,
+)
+from .store import RRF_K, SparseQuery, Store
+
+logger = logging.getLogger(__name__)
+
+SCROLL_PAGE = 1024
+
+
+def _match(key: str, value: str | int) -> m.FieldCondition:
+    return m.FieldCondition(key=key, match=m.MatchValue(value=value))
+
+
+def _chunk_filter(under: str | None) -> m.Filter:
+    must: list[Any] = [_match("kind", KIND_CHUNK)]
+    if under:
+        must.append(_match("dirs", under))
+    return m.Filter(must=must)
+
+
+class ServerStore(Store):
+    backend = "server"
+
+    def __init__(
+        self, url: str, collection: str, api_key: str | None = None, timeout: float = 10.0
+    ) -> None:
+        self.collection = collection
+        self.url = url
+        try:
+            if url.startswith("file:"):
+                self.client = QdrantClient(path=url.removeprefix("file://").removeprefix("file:"))
+            else:
+                self.client = QdrantClient(url=url, api_key=api_key, timeout=int(timeout))
+            self._exists = self.client.collection_exists(collection)
+        except (ResponseHandlingException, UnexpectedResponse, OSError, RuntimeError) as exc:
+            raise StoreUnavailableError(f"cannot reach Qdrant at {url}: {exc}") from exc
+
+    @property
+    def location(self) -> str:
+        return f"{self.url} collection {self.collection}"
+
+    def exists(self) -> bool:
+        return self._exists
+
+    def _require(self) -> None:
+        if not self._exists:
+            raise StoreNotFoundError(
+                f"no collection {self.collection!r} at {self.url}: run `semfs ingest DIR` first"
+            )
+
+    def create(self, dimension: int) -> None:
+        if self._exists or self.client.collection_exists(self.collection):
+            self._exists = True
+            return
+        self.client.create_collection(
+            self.collection,
+            vectors_config={DENSE: m.VectorParams(size=dimension, distance=m.Distance.COSINE)},
+            sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+        )
+        if self.url.startswith("file:"):
+            self._exists = True
+            return  # local mode has no payload indexes (it warns if asked)
+        for name in INDEXED_KEYWORDS:
+            self.client.create_payload_index(self.collection, name, m.PayloadSchemaType.KEYWORD)
+        for name in INDEXED_INTEGERS:
+            self.client.create_payload_index(self.collection, name, m.PayloadSchemaType.INTEGER)
+        self._exists = True
+
+    def read_meta(self) -> StoreMeta | None:
+        if not self._exists:
+            return None
+        records = self.client.retrieve(self.collection, [meta_id()], with_payload=True)
+        return StoreMeta.from_payload(records[0].payload or {}) if records else None
+
+    def write_meta(self, meta: StoreMeta) -> None:
+        self._upsert([m.PointStruct(id=meta_id(), vector={}, payload=meta.to_payload())])
+
+    def _upsert(self, points: list[m.PointStruct]) -> None:
+        self._require()
+        self.client.upsert(self.collection, points=points, wait=True)
+
+    def list_documents(self) -> list[DocumentRecord]:
+        if not self._exists:
+            return []
+        out: list[DocumentRecord] = []
+        offset: Any = None
+        while True:
+            records, offset = self.client.scroll(
+                self.collection,
+                scroll_filter=m.Filter(must=[_match("kind", KIND_DOC)]),
+                limit=SCROLL_PAGE,
+                offset=offset,
+                with_payload=m.PayloadSelectorInclude(include=DOC_TREE_FIELDS),
+            )
+            out.extend(DocumentRecord.from_payload(r.payload or {}) for r in records)
+            if offset is None:
+                return out
+
+    def get_document(self, path: str) -> DocumentRecord | None:
+        if not self._exists:
+            return None
+        records = self.client.retrieve(self.collection, [doc_id(path)], with_payload=True)
+        return DocumentRecord.from_payload(records[0].payload or {}) if records else None
+
+    def put_document(self, record: DocumentRecord) -> None:
+        self._upsert(
+            [m.PointStruct(id=doc_id(record.path), vector={}, payload=record.to_payload())]
+        )
+
+    def delete_documents(self, paths: Sequence[str]) -> None:
+        if not paths:
+            return
+        self.client.delete(
+            self.collection, points_selector=m.PointIdsList(points=[doc_id(p) for p in paths])
+        )
+        for path in paths:
+            self.delete_stale_chunks(path, None)
+
+    def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
+        if not points:
+            return
+        self._upsert(
+            [
+                m.PointStruct(
+                    id=chunk_id(p.record.path, p.record.gen, p.record.index),
+                    vector={
+                        DENSE: p.dense,
+                        SPARSE: m.SparseVector(indices=p.sparse_indices, values=p.sparse_values),
+                    },
+                    payload=p.record.to_payload(),
+                )
+                for p in points
+            ]
+        )
+
+    def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> list[ChunkRecord]:
+        self._require()
+        ids = [chunk_id(path, gen, i) for i in indexes]
+        records = self.client.retrieve(self.collection, ids, with_payload=True)
+        by_index = {int((r.payload or {})["index"]): r for r in records}
+        return [
+            ChunkRecord.from_payload(by_index[i].payload or {}) for i in indexes if i in by_index
+        ]
+
+    def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
+        must_not: list[Any] | None = [_match("gen", keep_gen)] if keep_gen is not None else None
+        flt = m.Filter(must=[_match("kind", KIND_CHUNK), _match("path", path)], must_not=must_not)
+        self.client.delete(self.collection, points_selector=m.FilterSelector(filter=flt))
+
+    def chunk_versions(self) -> set[tuple[str, int]]:
+        if not self._exists:
+            return set()
+        out: set[tuple[str, int]] = set()
+        offset: Any = None
+        while True:
+            records, offset = self.client.scroll(
+                self.collection,
+                scroll_filter=_chunk_filter(None),
+                limit=SCROLL_PAGE,
+                offset=offset,
+                with_payload=m.PayloadSelectorInclude(include=["path", "gen"]),
+            )
+            out.update(
+                (str(r.payload["path"]), int(r.payload["gen"])) for r in records if r.payload
+            )
+            if offset is None:
+                return out
+
+    def query(
+        self,
+        dense: list[float],
+        sparse: SparseQuery,
+        mode: str,
+        limit: int,
+        under: str | None = None,
+    ) -> list[ScoredChunk]:
+        if not self._exists:
+            return []
+        flt = _chunk_filter(under)
+        sparse_vec = m.SparseVector(indices=sparse.indices, values=sparse.values)
+        if mode == "semantic":
+            points = self.client.query_points(
+                self.collection,
+                query=dense,
+                using=DENSE,
+                query_filter=flt,
+                limit=limit,
+                with_payload=True,
+            ).points
+        elif mode == "keyword":
+            if not sparse.indices:
+                return []
+            points = self.client.query_points(
+                self.collection,
+                query=sparse_vec,
+                using=SPARSE,
+                query_filter=flt,
+                limit=limit,
+                with_payload=True,
+            ).points
+        else:
+            candidates = max(limit * 4, 50)
+            prefetch = [m.Prefetch(query=dense, using=DENSE, filter=flt, limit=candidates)]
+            if sparse.indices:
+                prefetch.append(
+                    m.Prefetch(query=sparse_vec, using=SPARSE, filter=flt, limit=candidates)
+                )
+            points = self.client.query_points(
+                self.collection,
+                prefetch=prefetch,
+                query=m.RrfQuery(rrf=m.Rrf(k=RRF_K)),
+                query_filter=flt,
+                limit=limit,
+                with_payload=True,
+            ).points
+        return [
+            ScoredChunk(ChunkRecord.from_payload(p.payload or {}), float(p.score)) for p in points
+        ]
+
+    def count_chunks(self) -> int:
+        if not self._exists:
+            return 0
+        return int(self.client.count(self.collection, count_filter=_chunk_filter(None)).count)
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        except Exception as exc:  # closing must not mask the real outcome
+            logger.debug("closing qdrant client: %s", exc)

@@ -1,0 +1,166 @@
+"""The store layer: one interface, two backends. This is the contract fusefs reads through.
+
+* :class:`ingest.edge_store.EdgeStore`: Qdrant Edge, in-process, one shard directory per
+  collection under the store path (the default; no server).
+* :class:`ingest.server_store.ServerStore`: qdrant-client against a Qdrant server or cluster.
+
+:func:`open_store` picks one. Both are written against :mod:`ingest.schema`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import SemfsError
+from .schema import ChunkPoint, ChunkRecord, DocumentRecord, ScoredChunk, StoreMeta
+
+DEFAULT_COLLECTION = "docs"
+MODES = ("hybrid", "semantic", "keyword")
+# Reciprocal Rank Fusion's k: the usual 60 from Cormack et al.; not tuned to any test set.
+RRF_K = 60
+_COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def default_store_path() -> Path:
+    """``$SEMFS_STORE``, else ``$XDG_DATA_HOME/semfs``, else ``~/.local/share/semfs``."""
+    env = os.environ.get("SEMFS_STORE")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
+    return base / "semfs"
+
+
+def check_collection_name(name: str) -> str:
+    if not _COLLECTION_NAME.match(name):
+        raise SemfsError(
+            f"invalid collection name {name!r}: use letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit (at most 64)"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class SparseQuery:
+    indices: list[int]
+    values: list[float]
+
+
+class Store(ABC):
+    """A collection of documents and their chunks. Methods raise :class:`SemfsError` subtypes.
+
+    Writers follow the atomic protocol: upsert a new generation's chunks, then
+    :meth:`put_document` (the commit), then :meth:`delete_stale_chunks`. Readers see only
+    chunks whose generation matches a committed :class:`DocumentRecord`.
+    """
+
+    backend: str
+    collection: str
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """Where the store is, for messages: a directory or a URL plus collection."""
+
+    @abstractmethod
+    def exists(self) -> bool:
+        """Whether the collection has been created."""
+
+    @abstractmethod
+    def create(self, dimension: int) -> None:
+        """Create the collection (vectors, payload indexes). No-op when it exists."""
+
+    @abstractmethod
+    def read_meta(self) -> StoreMeta | None: ...
+
+    @abstractmethod
+    def write_meta(self, meta: StoreMeta) -> None: ...
+
+    @abstractmethod
+    def list_documents(self) -> list[DocumentRecord]:
+        """Every committed document, without chunk offsets: one scroll, no chunks read."""
+
+    @abstractmethod
+    def get_document(self, path: str) -> DocumentRecord | None:
+        """One committed document with its chunk offsets, or None."""
+
+    @abstractmethod
+    def put_document(self, record: DocumentRecord) -> None:
+        """Commit a document version; its chunks must already be written."""
+
+    @abstractmethod
+    def delete_documents(self, paths: Sequence[str]) -> None:
+        """Remove the records first (readers stop seeing them), then their chunks."""
+
+    @abstractmethod
+    def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None: ...
+
+    @abstractmethod
+    def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> list[ChunkRecord]:
+        """The chunks of one document version, in the order of ``indexes``."""
+
+    @abstractmethod
+    def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
+        """Delete the chunks of ``path`` of every generation but ``keep_gen`` (None: all)."""
+
+    @abstractmethod
+    def chunk_versions(self) -> set[tuple[str, int]]:
+        """The (path, gen) pairs that have chunks: used to clean up after an interrupted run."""
+
+    @abstractmethod
+    def query(
+        self,
+        dense: list[float],
+        sparse: SparseQuery,
+        mode: str,
+        limit: int,
+        under: str | None = None,
+    ) -> list[ScoredChunk]:
+        """Best chunks, any generation (callers drop uncommitted ones), scored per ``mode``."""
+
+    @abstractmethod
+    def count_chunks(self) -> int: ...
+
+    def disk_bytes(self) -> int | None:
+        """Bytes on disk for an embedded store; None where the backend cannot tell."""
+        return None
+
+    def flush(self) -> None:  # noqa: B027 - optional for backends that persist on write
+        """Make everything written so far durable."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_store(
+    store_path: str | os.PathLike[str] | None = None,
+    url: str | None = None,
+    collection: str = DEFAULT_COLLECTION,
+    api_key: str | None = None,
+    timeout: float = 10.0,
+) -> Store:
+    """Open a collection: a Qdrant server at ``url`` if given, else the embedded store.
+
+    A ``file:`` URL opens qdrant-client's local mode at that path: a stand-in for a server in
+    tests (slow; one process at a time). The embedded store proxies to a live ``semfs
+    mount`` daemon that owns it, when there is one, so ingesting while mounted works.
+    """
+    check_collection_name(collection)
+    if url:
+        from .server_store import ServerStore
+
+        return ServerStore(url, collection, api_key=api_key, timeout=timeout)
+    from .edge_store import open_embedded
+
+    return open_embedded(Path(store_path) if store_path else default_store_path(), collection)

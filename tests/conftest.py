@@ -1,0 +1,47 @@
+"""Shared fixtures: every test gets its own store directory; nothing touches the user's."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_CORPUS = REPO / "tests" / "corpus" / "mintlify-sample"
+SHARED = REPO.parent / "shared"
+# The installed console script, beside this interpreter (tests run from the project venv).
+SEMFS = str(Path(sys.executable).with_name("semfs"))
+
+
+def shared_path(*parts: str) -> Path:
+    """A path in ../shared, or skip the test with the reason when this clone has none."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} is absent (only beside the project's own checkout)")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEMFS_STORE", str(tmp_path / "store"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("QDRANT_URL", raising=False)
+    monkeypatch.delenv("QDRANT_API_KEY", raising=False)
+    monkeypatch.delenv("SEMFS_COLLECTION", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture
+def sample_copy(tmp_path: Path) -> Path:
+    """A writable copy of the in-repo sample corpus."""
+    dst = tmp_path / "src"
+    shutil.copytree(SAMPLE_CORPUS, dst)
+    return dst
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path) -> Path:
+    return Path(os.environ["SEMFS_STORE"])

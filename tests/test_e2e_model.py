@@ -1,0 +1,71 @@
+"""End to end with the real packaged model (all-MiniLM-L6-v2): ingest the sample, then search."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLE_CORPUS, SEMFS
+from paraphrases import QUESTIONS
+
+from ingest.pipeline import ingest
+from ingest.search import Searcher
+from ingest.store import Store, open_store
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def model_store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample corpus ingested once with the real model; closed, so any process may open it."""
+    location = tmp_path_factory.mktemp("model-store")
+    with open_store(location) as store:
+        report = ingest(SAMPLE_CORPUS, store)
+    assert report.model == "sentence-transformers/all-MiniLM-L6-v2"
+    assert len(report.added) == 42 and not report.skipped
+    return location
+
+
+@pytest.fixture
+def model_store(model_store_dir: Path) -> Iterator[Store]:
+    with open_store(model_store_dir) as store:
+        yield store
+
+
+def _top3_hits(store: Store, mode: str) -> int:
+    searcher = Searcher(store)
+    found = 0
+    for question, page in QUESTIONS:
+        paths = [h.path for h in searcher.search(question, k=3, mode=mode)]
+        found += page in paths
+    return found
+
+
+def test_paraphrased_questions_find_their_page(model_store: Store) -> None:
+    counts = {mode: _top3_hits(model_store, mode) for mode in ("hybrid", "semantic", "keyword")}
+    print("top-3 hits of", len(QUESTIONS), counts)
+    assert counts["hybrid"] >= 10, counts
+    assert counts["semantic"] >= 9, counts
+
+
+def test_cli_search_uses_the_store_model(model_store_dir: Path) -> None:
+    r = subprocess.run(
+        [
+            SEMFS,
+            "search",
+            "change the typeface used across my site",
+            "--store",
+            str(model_store_dir),
+            "-k",
+            "3",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    hits = json.loads(r.stdout)
+    assert "customize/fonts.mdx" in [h["path"] for h in hits]

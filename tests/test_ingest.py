@@ -1,0 +1,277 @@
+"""Ingest: mirror semantics, bad input, model guard, crash safety (real kill -9), the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import SEMFS
+
+from ingest.cli import cli
+from ingest.edge_store import EdgeStore
+from ingest.errors import ModelMismatchError, SourceError
+from ingest.pipeline import ingest
+from ingest.store import Store, open_store
+
+
+def write(root: Path, rel: str, data: str | bytes) -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, bytes):
+        p.write_bytes(data)
+    else:
+        p.write_bytes(data.encode())
+    return p
+
+
+def stored_text(store: Store, path: str) -> str:
+    """A document's text as a reader sees it: its committed generation's chunks in order."""
+    rec = store.get_document(path)
+    assert rec is not None, path
+    chunks = store.get_chunks(path, rec.gen, list(range(rec.chunks)))
+    assert len(chunks) == rec.chunks
+    assert rec.offsets == tuple(c.start for c in chunks)
+    return "".join(c.text for c in chunks)
+
+
+def test_mirror_semantics(tmp_path: Path, store_dir: Path) -> None:
+    src = tmp_path / "src"
+    write(src, "a.md", "# A\n\nalpha text\n")
+    write(src, "dir/b.md", "# B\n\nbeta text\n")
+    write(src, "c.txt", "gamma\n")
+    with open_store(store_dir) as store:
+        r1 = ingest(src, store, model="hash")
+        assert sorted(r1.added) == ["a.md", "c.txt", "dir/b.md"] and r1.chunks_embedded >= 3
+        r2 = ingest(src, store)
+        assert r2.chunks_embedded == 0 and len(r2.unchanged) == 3
+        write(src, "a.md", "# A\n\nalpha text, edited\n")
+        (src / "c.txt").unlink()
+        write(src, "new.md", "new\n")
+        r3 = ingest(src, store)
+        assert r3.updated == ["a.md"] and r3.deleted == ["c.txt"] and r3.added == ["new.md"]
+        assert r3.chunks_embedded == 2  # only the edited and the new file
+        assert stored_text(store, "a.md") == "# A\n\nalpha text, edited\n"
+        assert sorted(d.path for d in store.list_documents()) == ["a.md", "dir/b.md", "new.md"]
+        assert store.chunk_versions() == {(d.path, d.gen) for d in store.list_documents()}
+
+
+def test_chunks_reassemble_byte_for_byte(sample_copy: Path, store_dir: Path) -> None:
+    with open_store(store_dir) as store:
+        ingest(sample_copy, store, model="hash")
+        for f in sample_copy.rglob("*"):
+            if f.is_file():
+                rel = f.relative_to(sample_copy).as_posix()
+                assert stored_text(store, rel).encode() == f.read_bytes(), rel
+
+
+def test_touch_updates_mtime_without_embedding(tmp_path: Path, store_dir: Path) -> None:
+    src = tmp_path / "src"
+    p = write(src, "a.md", "hello\n")
+    with open_store(store_dir) as store:
+        ingest(src, store, model="hash")
+        os.utime(p, (1_000_000_000, 1_000_000_000))
+        r = ingest(src, store)
+        assert r.chunks_embedded == 0
+        rec = store.get_document("a.md")
+        assert rec is not None and rec.mtime == 1_000_000_000
+
+
+def test_include_exclude_and_vcs(tmp_path: Path, store_dir: Path) -> None:
+    src = tmp_path / "src"
+    for rel in ["a.md", "b.mdx", "c.txt", "drafts/d.md", ".git/config", "sub/.hg/x", "docs.json"]:
+        write(src, rel, "x\n")
+    with open_store(store_dir) as store:
+        r = ingest(src, store, model="hash", include=["*.md", "*.mdx"], exclude=["drafts"])
+        assert sorted(r.added) == ["a.md", "b.mdx"]
+        r = ingest(src, store)
+        assert sorted(r.added) == ["c.txt", "docs.json", "drafts/d.md"]  # mirrors again
+
+
+def test_bad_input_is_skipped_with_reasons(tmp_path: Path, store_dir: Path) -> None:
+    src = tmp_path / "src"
+    write(src, "good.md", "fine\n")
+    write(src, "binary.bin", b"\x89PNG\r\n\x00\x00data")
+    write(src, "latin1.txt", "caf\xe9\n".encode("latin-1"))
+    write(src, "empty.md", "")
+    write(src, "big.txt", "x" * 2000)
+    os.symlink("nowhere", src / "broken-link.md")
+    os.symlink("loop2", src / "loop1")
+    os.symlink("loop1", src / "loop2")
+    os.symlink("good.md", src / "link-to-good.md")
+    weird = ["with space.md", "new\nline.md", "ünïcödé ✓.md", "-leading-dash.md"]
+    for name in weird:
+        write(src, name, f"name {name!r}\n")
+    unreadable = write(src, "secret.md", "no\n")
+    unreadable.chmod(0)
+    with open_store(store_dir) as store:
+        r = ingest(src, store, model="hash", max_bytes=1000)
+    reasons = {s.path: s.reason for s in r.skipped}
+    assert "binary" in reasons["binary.bin"]
+    assert "not UTF-8" in reasons["latin1.txt"]
+    assert "broken symlink" in reasons["broken-link.md"]
+    assert "symlink loop" in reasons["loop1"] and "symlink loop" in reasons["loop2"]
+    assert "too large" in reasons["big.txt"]
+    if os.geteuid() != 0:  # root reads anything
+        assert "unreadable" in reasons["secret.md"]
+    assert set(r.added) >= {"good.md", "empty.md", "link-to-good.md", *weird}
+    with open_store(store_dir) as store:
+        empty = store.get_document("empty.md")
+        assert empty is not None and empty.size == 0 and empty.chunks == 0
+        assert stored_text(store, "new\nline.md") == "name 'new\\nline.md'\n"
+
+
+def test_missing_source_and_model_guard(tmp_path: Path, store_dir: Path) -> None:
+    with open_store(store_dir) as store:
+        with pytest.raises(SourceError, match="does not exist"):
+            ingest(tmp_path / "nope", store, model="hash")
+        src = tmp_path / "src"
+        write(src, "a.md", "a\n")
+        ingest(src, store, model="hash")
+        with pytest.raises(ModelMismatchError, match="built with model 'hash'"):
+            ingest(src, store, model="hash:64")
+        assert store.read_meta() is not None and store.read_meta().model == "hash"  # type: ignore[union-attr]
+
+
+def _make_corpus(root: Path, n: int, version: str) -> dict[str, str]:
+    rng = random.Random(n)
+    texts = {}
+    for i in range(n):
+        paras = [
+            f"{version} doc {i} para {j} " + " ".join(rng.choice("abcdefgh") * 3 for _ in range(60))
+            for j in range(4)
+        ]
+        texts[f"d{i:03d}.md"] = "# Title\n\n" + "\n\n".join(paras) + "\n"
+    for rel, text in texts.items():
+        write(root, rel, text)
+    return texts
+
+
+def test_kill_9_leaves_every_document_old_or_new(tmp_path: Path, store_dir: Path) -> None:
+    """Real SIGKILLs at several points of an ingest; every document stays whole."""
+    src = tmp_path / "src"
+    old = _make_corpus(src, 150, "old")
+    with open_store(store_dir) as store:
+        ingest(src, store, model="hash")
+    delays = [0.05, 0.15, 0.3, 0.5, 0.8, 1.2]
+    kills = 0
+    for round_, delay in enumerate(delays):
+        new = _make_corpus(src, 150, f"new{round_}")
+        env = {**os.environ, "SEMFS_STORE": str(store_dir)}
+        proc = subprocess.Popen(
+            [SEMFS, "ingest", str(src), "--batch-size", "4"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(delay)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+        with open_store(store_dir) as store:
+            for rel in old:
+                text = stored_text(store, rel)
+                assert text in (old[rel], new[rel]), f"{rel} is neither old nor new after kill"
+        old = dict(new)
+        # Whatever was killed, the last round's text is the target; finish the job.
+        with open_store(store_dir) as store:
+            report = ingest(src, store)
+            assert not report.skipped
+            assert all(stored_text(store, rel) == new[rel] for rel in new)
+            assert store.chunk_versions() == {(d.path, d.gen) for d in store.list_documents()}
+            assert store.read_meta().dirty is False  # type: ignore[union-attr]
+    assert kills >= 3, "the ingests finished before most kills: make the corpus bigger"
+
+
+# --- the CLI -------------------------------------------------------------------------------
+
+
+def test_every_command_has_help_with_an_example() -> None:
+    runner = CliRunner()
+    for name, cmd in cli.commands.items():
+        result = runner.invoke(cli, [name, "--help"], catch_exceptions=False)
+        assert result.exit_code == 0, name
+        assert "Example" in result.output and cmd.help, name
+    assert CliRunner().invoke(cli, ["--version"]).output.startswith("semfs, version")
+
+
+def test_cli_ingest_status_search_json(sample_copy: Path) -> None:
+    runner = CliRunner()
+    r = runner.invoke(
+        cli, ["ingest", str(sample_copy), "--model", "hash", "--json"], catch_exceptions=False
+    )
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.output)
+    assert report["added"] == 42 and report["skipped"] == [] and report["chunks_embedded"] > 42
+    assert {"updated", "unchanged", "deleted", "seconds"} <= set(report)
+    st = json.loads(runner.invoke(cli, ["status", "--json"], catch_exceptions=False).output)
+    assert st["documents"] == 42 and st["backend"] == "embedded" and st["model"] == "hash"
+    assert st["dimension"] == 384 and st["chunks"] == report["chunks_embedded"]
+    assert st["disk_bytes"] > 0
+    hits = json.loads(
+        runner.invoke(
+            cli, ["search", "custom domain DNS", "-k", "3", "--json"], catch_exceptions=False
+        ).output
+    )
+    assert len(hits) == 3 and [h["rank"] for h in hits] == [1, 2, 3]
+    assert set(hits[0]) >= {"rank", "path", "score", "start_line", "end_line", "text"}
+    assert len({h["path"] for h in hits}) == 3  # documents, not chunks
+    under = json.loads(
+        runner.invoke(cli, ["search", "custom domain", "--under", "deploy", "--json"]).output
+    )
+    assert under and all(h["path"].startswith("deploy/") for h in under)
+
+
+def test_cli_errors_are_one_line(tmp_path: Path, store_dir: Path) -> None:
+    r = subprocess.run([SEMFS, "ingest", str(tmp_path / "missing")], capture_output=True, text=True)
+    assert r.returncode == 1 and r.stderr.strip().count("\n") == 0
+    assert "does not exist" in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run([SEMFS, "status"], capture_output=True, text=True)
+    assert r.returncode == 1 and "semfs ingest" in r.stderr and "Traceback" not in r.stderr
+    src = tmp_path / "src"
+    write(src, "a.md", "a\n")
+    holder = EdgeStore(store_dir, "docs")
+    holder.create(384)
+    try:
+        r = subprocess.run(
+            [SEMFS, "ingest", str(src), "--model", "hash"], capture_output=True, text=True
+        )
+        assert r.returncode == 1 and "Traceback" not in r.stderr
+        assert f"in use by pid {os.getpid()}" in r.stderr and str(store_dir) in r.stderr
+    finally:
+        holder.close()
+
+
+def test_skips_still_exit_zero(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    write(src, "ok.md", "fine\n")
+    write(src, "bad.bin", b"\x00\x01")
+    r = subprocess.run(
+        [SEMFS, "ingest", str(src), "--model", "hash"], capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr
+    assert "skipped 1" in r.stdout and "bad.bin: binary file" in r.stdout
+
+
+def test_unchanged_rerun_does_not_import_torch(tmp_path: Path) -> None:
+    """With the real default model: the second run must not load it (torch import is ~6 s)."""
+    src = tmp_path / "src"
+    write(src, "a.md", "# Hello\n\nworld\n")
+    code = (
+        "import sys, pathlib\n"
+        "from ingest.pipeline import ingest; from ingest.store import open_store\n"
+        "s = open_store(); r = ingest(pathlib.Path(sys.argv[1]), s); s.close()\n"
+        "print(r.chunks_embedded, 'torch' in sys.modules)\n"
+    )
+    first = subprocess.run([sys.executable, "-c", code, str(src)], capture_output=True, text=True)
+    assert first.stdout.split() == ["1", "True"], first.stderr
+    second = subprocess.run([sys.executable, "-c", code, str(src)], capture_output=True, text=True)
+    assert second.stdout.split() == ["0", "False"], second.stderr

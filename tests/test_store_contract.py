@@ -1,0 +1,188 @@
+"""One contract, every backend: embedded Qdrant Edge, qdrant-client local mode (standing in
+for a server) and, when QDRANT_URL is set, a real Qdrant server."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import qdrant_edge as qe
+
+from ingest.edge_store import EdgeStore
+from ingest.embedder import HashEmbedder
+from ingest.errors import StoreLockedError, StoreNotFoundError
+from ingest.schema import ChunkPoint, ChunkRecord, DocumentRecord, StoreMeta
+from ingest.server_store import ServerStore
+from ingest.store import SparseQuery, Store, open_store
+
+BACKENDS = ["edge", "local", "server"]
+# Read at import, before the autouse fixture clears QDRANT_URL for every other test.
+SERVER_URL = os.environ.get("QDRANT_URL")
+EMB = HashEmbedder(256)
+BM25 = qe.Bm25()
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "edge":
+        s: Store = EdgeStore(tmp_path / "edge", "docs")
+    elif request.param == "local":
+        s = ServerStore(f"file://{tmp_path / 'local'}", "docs")
+    else:
+        if not SERVER_URL:
+            pytest.skip("QDRANT_URL is not set: no real Qdrant server to test against")
+        s = ServerStore(
+            SERVER_URL,
+            f"semfs-test-{uuid.uuid4().hex[:8]}",
+            api_key=os.environ.get("QDRANT_API_KEY"),
+        )
+    try:
+        yield s
+    finally:
+        if isinstance(s, ServerStore) and request.param == "server" and s.exists():
+            s.client.delete_collection(s.collection)
+        s.close()
+
+
+def _points(path: str, gen: int, texts: list[str]) -> list[ChunkPoint]:
+    out, start = [], 0
+    for i, t in enumerate(texts):
+        end = start + len(t.encode())
+        rec = ChunkRecord(path, gen, i, start, end, i + 1, i + 1, t, "")
+        sv = BM25.embed_document(t)
+        out.append(ChunkPoint(rec, EMB.encode([t])[0], list(sv.indices), list(sv.values)))
+        start = end
+    return out
+
+
+def _commit(store: Store, path: str, gen: int, texts: list[str]) -> DocumentRecord:
+    pts = _points(path, gen, texts)
+    store.upsert_chunks(pts)
+    body = "".join(texts).encode()
+    rec = DocumentRecord(
+        path, len(body), 1.5, "sha-" + str(gen), len(texts), gen, tuple(p.record.start for p in pts)
+    )
+    store.put_document(rec)
+    store.delete_stale_chunks(path, gen)
+    return rec
+
+
+def _query(store: Store, text: str, mode: str, under: str | None = None) -> list[str]:
+    sv = BM25.embed_query(text)
+    hits = store.query(
+        EMB.encode([text])[0], SparseQuery(list(sv.indices), list(sv.values)), mode, 10, under
+    )
+    return [h.record.path for h in hits]
+
+
+def test_empty_store_reads_as_empty(store: Store) -> None:
+    assert not store.exists()
+    assert store.read_meta() is None
+    assert store.list_documents() == []
+    assert store.get_document("a.md") is None
+    assert store.count_chunks() == 0
+
+
+def test_meta_roundtrip(store: Store) -> None:
+    store.create(256)
+    store.write_meta(StoreMeta("hash:256", 256, generation=3, dirty=True))
+    assert store.read_meta() == StoreMeta("hash:256", 256, generation=3, dirty=True)
+
+
+def test_documents_and_chunks(store: Store) -> None:
+    store.create(256)
+    rec = _commit(store, "guide/a.md", 1, ["# Rotate keys\n\n", "Rotate the api key often.\n"])
+    _commit(store, "b.md", 1, ["install the cli\n"])
+    assert {d.path for d in store.list_documents()} == {"guide/a.md", "b.md"}
+    listed = next(d for d in store.list_documents() if d.path == "guide/a.md")
+    assert listed == rec and listed.offsets is None  # tree scrolls leave offsets out
+    full = store.get_document("guide/a.md")
+    assert full is not None and full.offsets == (0, len(b"# Rotate keys\n\n"))
+    chunks = store.get_chunks("guide/a.md", 1, [1, 0])
+    assert [c.index for c in chunks] == [1, 0]
+    assert chunks[1].text == "# Rotate keys\n\n"
+    assert store.count_chunks() == 3
+    assert store.chunk_versions() == {("guide/a.md", 1), ("b.md", 1)}
+
+
+def test_new_generation_replaces_old(store: Store) -> None:
+    store.create(256)
+    _commit(store, "a.md", 1, ["old text\n"])
+    store.upsert_chunks(_points("a.md", 2, ["new text\n", "more\n"]))
+    # Before the commit the old version is the visible one, and its chunks are intact.
+    doc = store.get_document("a.md")
+    assert doc is not None and doc.gen == 1
+    assert [c.text for c in store.get_chunks("a.md", 1, [0])] == ["old text\n"]
+    _commit(store, "a.md", 2, ["new text\n", "more\n"])
+    assert store.chunk_versions() == {("a.md", 2)}
+    assert store.get_chunks("a.md", 1, [0]) == []
+
+
+def test_delete_documents(store: Store) -> None:
+    store.create(256)
+    _commit(store, "a.md", 1, ["alpha\n"])
+    _commit(store, "b.md", 1, ["beta\n"])
+    store.delete_documents(["a.md"])
+    assert [d.path for d in store.list_documents()] == ["b.md"]
+    assert store.chunk_versions() == {("b.md", 1)}
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "semantic", "keyword"])
+def test_query_modes_and_scope(store: Store, mode: str) -> None:
+    store.create(256)
+    _commit(store, "keys/rotate.md", 1, ["rotate the api key in the dashboard\n"])
+    _commit(store, "install.md", 1, ["install the command line tool with npm\n"])
+    _commit(store, "keys/sub/revoke.md", 1, ["revoke an api key that leaked\n"])
+    assert _query(store, "rotate api key", mode)[0] == "keys/rotate.md"
+    scoped = _query(store, "install npm key", mode, under="keys")
+    assert scoped and all(p.startswith("keys/") for p in scoped)
+    assert set(_query(store, "api key", mode, under="keys/sub")) <= {"keys/sub/revoke.md"}
+
+
+def test_same_ranking_on_edge_and_local(tmp_path: Path) -> None:
+    """Congruence: the two embedded-capable backends rank the same corpus the same way."""
+    words = ["rotate", "keys", "install", "token", "deploy", "domain"]
+    words += ["proxy", "cache", "search", "model", "vector", "api"]
+    # Distinct lengths, so no two documents tie (tied ranks may come back in either order).
+    texts = {f"d{i}.md": " ".join((words[i:] + words[:i])[: i + 1]) + "\n" for i in range(12)}
+    results = []
+    for s in (EdgeStore(tmp_path / "e", "docs"), ServerStore(f"file://{tmp_path / 'l'}", "docs")):
+        s.create(256)
+        for path, t in texts.items():
+            _commit(s, path, 1, [t])
+        sv = BM25.embed_query("install keys")
+        per_mode = []
+        for mode in ("semantic", "keyword", "hybrid"):
+            hits = s.query(
+                EMB.encode(["install keys"])[0],
+                SparseQuery(list(sv.indices), list(sv.values)),
+                mode,
+                12,
+            )
+            # Sorted by score, then path: equal scores may come back in either order.
+            # The tail holds documents the query shares no word with: all tied, compare the head.
+            per_mode.append(sorted((-round(h.score, 4), h.record.path) for h in hits)[:5])
+        results.append(per_mode)
+        s.close()
+    assert results[0] == results[1]
+
+
+def test_edge_store_has_one_owner(tmp_path: Path) -> None:
+    first = EdgeStore(tmp_path, "docs")
+    first.create(256)
+    try:
+        with pytest.raises(StoreLockedError, match=r"in use by pid \d+"):
+            EdgeStore(tmp_path, "docs")
+    finally:
+        first.close()
+    EdgeStore(tmp_path, "docs").close()  # released on close
+
+
+def test_missing_collection_is_a_clear_error(tmp_path: Path) -> None:
+    s = open_store(tmp_path, collection="nothing")
+    with pytest.raises(StoreNotFoundError, match="semfs ingest"):
+        s.get_chunks("a.md", 1, [0])
+    s.close()
