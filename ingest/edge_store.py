@@ -11,6 +11,7 @@ Edge locks its WAL, so one process owns a shard at a time.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -73,16 +74,13 @@ def read_owner(coll_dir: Path) -> str:
 
 def open_embedded(store_dir: Path, collection: str) -> Store:
     """Open the embedded collection, or a proxy to the mounted daemon that owns it."""
-    coll_dir = collection_dir(store_dir, collection)
-    try:
-        return EdgeStore(store_dir, collection)
-    except StoreLockedError:
-        from .ipc import connect_daemon
+    from .ipc import connect_daemon
 
-        remote = connect_daemon(coll_dir, collection)
-        if remote is not None:
-            return remote
-        raise
+    # Ask the daemon first: even a failed second load of a live shard rewrites its files.
+    remote = connect_daemon(collection_dir(store_dir, collection), collection)
+    if remote is not None:
+        return remote
+    return EdgeStore(store_dir, collection)
 
 
 class EdgeStore(Store):
@@ -96,9 +94,38 @@ class EdgeStore(Store):
         self._shard: qe.EdgeShard | None = None
         # Guards creation and close; Edge's own calls are thread-safe.
         self._lock = threading.Lock()
+        self._owner_fd: int | None = None
         if (self.shard_dir / "edge_config.json").exists():
-            self._shard = self._load()
+            self._take_ownership()
+            try:
+                self._shard = self._load()
+            except BaseException:
+                self._release_ownership()
+                raise
             self._write_owner()
+
+    def _take_ownership(self) -> None:
+        """Lock ``COLLECTION/lock`` before Edge sees the shard.
+
+        Edge refuses a second opener (its WAL is locked), but only after that opener has
+        rewritten segment files under the live owner; our own lock keeps it from trying.
+        """
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise StoreLockedError(
+                f"store {self.dir} is in use by {read_owner(self.dir)}; "
+                "stop it (semfs umount) or wait for it to finish"
+            ) from exc
+        self._owner_fd = fd
+
+    def _release_ownership(self) -> None:
+        if self._owner_fd is not None:
+            os.close(self._owner_fd)  # closing the descriptor drops the flock
+            self._owner_fd = None
 
     @property
     def location(self) -> str:
@@ -142,6 +169,8 @@ class EdgeStore(Store):
                 vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
                 sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
             )
+            if self._owner_fd is None:
+                self._take_ownership()
             try:
                 self.shard_dir.mkdir(parents=True, exist_ok=True)
                 shard = qe.EdgeShard.create(str(self.shard_dir), config)
@@ -315,10 +344,12 @@ class EdgeStore(Store):
     def close(self) -> None:
         with self._lock:
             if self._shard is None:
+                self._release_ownership()
                 return
             self._shard.flush()
             self._shard.close()
             self._shard = None
+            self._release_ownership()
             try:
                 info = json.loads((self.dir / "owner.json").read_text())
                 if info.get("pid") == os.getpid():

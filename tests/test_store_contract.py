@@ -173,9 +173,16 @@ def test_same_ranking_on_edge_and_local(tmp_path: Path) -> None:
 def test_edge_store_has_one_owner(tmp_path: Path) -> None:
     first = EdgeStore(tmp_path, "docs")
     first.create(256)
+    _commit(first, "a.md", 1, ["alpha\n"])
+    first.flush()
     try:
-        with pytest.raises(StoreLockedError, match=r"in use by pid \d+"):
-            EdgeStore(tmp_path, "docs")
+        for _ in range(2):
+            with pytest.raises(StoreLockedError, match=r"in use by pid \d+"):
+                EdgeStore(tmp_path, "docs")
+        # The refused openers left the owner's shard intact (Edge alone would not).
+        _commit(first, "b.md", 1, ["beta\n"])
+        first.flush()
+        assert {d.path for d in first.list_documents()} == {"a.md", "b.md"}
     finally:
         first.close()
     EdgeStore(tmp_path, "docs").close()  # released on close
