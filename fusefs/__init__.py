@@ -1,0 +1,12 @@
+"""semfs fusefs: the read-only FUSE filesystem over a semfs store (reads via ingest.store).
+
+* :mod:`fusefs.bindings`: the FUSE bindings (mfusepy, else fusepy), imported in one place.
+* :mod:`fusefs.tree`: the immutable directory tree built from the document records, and
+  the path -> inode map that outlives trees.
+* :mod:`fusefs.reader`: document bytes by range, through a bounded chunk cache.
+* :mod:`fusefs.ops`: the FUSE callbacks, a thin translation onto tree and reader.
+* :mod:`fusefs.refresh`: rebuilding the tree when the store changes (live ingest).
+* :mod:`fusefs.daemon`: mount lifecycle: checks, daemonizing, ready signal, unmounting.
+* :mod:`fusefs.cli`: ``semfs mount`` / ``semfs umount``; :mod:`fusefs.mounthelper`:
+  ``mount.semfs`` for ``mount -t semfs`` and /etc/fstab.
+"""

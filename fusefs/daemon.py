@@ -1,0 +1,443 @@
+"""The mount's lifecycle: start-up checks, daemonizing, the ready signal, unmounting.
+
+``semfs mount`` checks the mountpoint, then (unless ``--foreground``) forks. The child
+opens the store, builds the first tree and runs the FUSE loop in the foreground of its own
+session; the parent waits on a pipe until the child's ``init()`` says the kernel is
+connected (exit 0) or reports why it could not start (one line, exit 1), like sshfs.
+Threads (the tree refresher, the ipc server that lets `semfs ingest` write through the
+daemon) start in ``init()``, after the fork. libfuse turns SIGINT, SIGTERM and SIGHUP into
+a clean unmount; the store is closed after the loop ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import select
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ingest.edge_store import EdgeStore
+from ingest.errors import SemfsError, StoreNotFoundError
+from ingest.ipc import RemoteStore, StoreServer
+from ingest.store import DEFAULT_COLLECTION, Store, default_store_path, open_store
+
+from .bindings import FUSE, fuse_exit, fuse_major_version
+from .ops import XATTR_PREFIX, SemfsOperations
+from .reader import DocumentReader
+from .refresh import DEFAULT_INTERVAL, TreeRefresher
+from .tree import InodeMap, Ownership
+
+logger = logging.getLogger(__name__)
+
+# Sizes and mtimes refresh this often (seconds); file contents stay in the page cache
+# until their version changes (see SemfsOperations.open).
+ATTR_TIMEOUT = 1.0
+# How long the parent waits for the child to mount, beyond the store's connect timeout.
+START_GRACE = 60.0
+Ready = Callable[[str | None], None]
+
+
+class MountError(SemfsError):
+    """The mount cannot start (or stop); the message says why and what to do."""
+
+
+@dataclass
+class MountConfig:
+    mountpoint: Path
+    store_path: Path | None = None
+    url: str | None = None
+    api_key: str | None = None
+    collection: str = DEFAULT_COLLECTION
+    options: dict[str, str | bool] = field(default_factory=dict)
+    foreground: bool = False
+    log_file: Path | None = None
+    connect_timeout: float = 10.0
+    poll_interval: float = DEFAULT_INTERVAL
+
+
+def parse_options(values: Iterable[str]) -> dict[str, str | bool]:
+    """``-o`` values, each comma-separated ``key`` or ``key=value``, later ones winning."""
+    opts: dict[str, str | bool] = {}
+    for value in values:
+        for item in value.split(","):
+            key, sep, val = item.strip().partition("=")
+            if key:
+                opts[key] = val if sep else True
+    return opts
+
+
+def fuse_options(cfg: MountConfig) -> dict[str, Any]:
+    """The options handed to libfuse: read-only, stable inodes, short attr timeouts, -o."""
+    user = dict(cfg.options)
+    if "rw" in user:
+        raise MountError("semfs mounts are read-only: drop -o rw")
+    opts: dict[str, Any] = {
+        "ro": True,
+        "use_ino": True,
+        "default_permissions": True,
+        "fsname": f"semfs:{cfg.collection}",
+        "entry_timeout": ATTR_TIMEOUT,
+        "attr_timeout": ATTR_TIMEOUT,
+    }
+    if sys.platform.startswith("linux"):
+        opts["subtype"] = "semfs"  # the type shows as fuse.semfs in /proc/mounts
+    elif sys.platform == "darwin":
+        opts["volname"] = cfg.collection
+    # We check emptiness ourselves; libfuse 2 also refuses unless told, libfuse 3 never does.
+    if user.pop("nonempty", False) and fuse_major_version() == 2:
+        opts["nonempty"] = True
+    opts.update(user)
+    return opts
+
+
+def check_mountpoint(path: Path, allow_nonempty: bool = False) -> None:
+    """Refuse, with one clear line, a mountpoint that cannot take a mount now."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise MountError(f"mountpoint {path} does not exist: create it first (mkdir -p)") from None
+    except OSError as exc:
+        if exc.errno == errno.ENOTCONN:
+            raise MountError(
+                f"{path} is a stale mount (Transport endpoint is not connected): "
+                f"run `semfs umount {path}` (or fusermount -u {path}) first"
+            ) from None
+        raise MountError(f"cannot use mountpoint {path}: {exc.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise MountError(f"mountpoint {path} is not a directory")
+    if os.path.ismount(path):
+        raise MountError(f"{path} is already a mount point: `semfs umount {path}` first")
+    if not allow_nonempty and any(os.scandir(path)):
+        raise MountError(
+            f"mountpoint {path} is not empty (use -o nonempty to mount over its contents)"
+        )
+
+
+def open_mount_store(cfg: MountConfig) -> Store:
+    """The store the mount reads, owned by this process; never a proxy to another daemon."""
+    store = open_store(
+        cfg.store_path,
+        url=cfg.url,
+        collection=cfg.collection,
+        api_key=cfg.api_key,
+        timeout=cfg.connect_timeout,
+    )
+    if isinstance(store, RemoteStore):  # a mounted daemon owns the shard: never stack on it
+        store.close()
+        raise MountError(
+            f"collection {cfg.collection!r} at {cfg.store_path} is already mounted by "
+            f"pid {store.daemon_pid}: `semfs umount` it first"
+        )
+    if not store.exists():
+        location = store.location
+        store.close()
+        raise StoreNotFoundError(
+            f"no collection {cfg.collection!r} at {location}: run `semfs ingest DIR` first"
+        )
+    return store
+
+
+class MountDaemon:
+    """One mount: its store, tree refresher, ipc server and FUSE loop, in this process."""
+
+    def __init__(self, cfg: MountConfig, ready: Ready | None = None) -> None:
+        self.cfg = cfg
+        self.ready = ready
+        self.started = False
+        self.error: str | None = None
+        self._services: list[Callable[[], None]] = []  # stop functions, run in reverse
+        self._began = time.monotonic()
+
+    def run(self) -> None:
+        """Mount and serve until unmounted; raises MountError when the mount never came up."""
+        self._began = time.monotonic()
+        store = open_mount_store(self.cfg)
+        self._services.append(store.close)
+        try:
+            refresher = TreeRefresher(
+                store,
+                InodeMap(),
+                Ownership(os.getuid(), os.getgid()),
+                interval=self.cfg.poll_interval,
+            )
+            tree = refresher.load()
+            ops = SemfsOperations(
+                tree, DocumentReader(store), on_init=lambda: self._started(store, refresher)
+            )
+            refresher.publish = ops.set_tree
+            logger.debug(
+                "mounting %s (%d documents) at %s", store.location, tree.files, self.cfg.mountpoint
+            )
+            try:
+                FUSE(
+                    ops,
+                    str(self.cfg.mountpoint),
+                    raw_fi=True,
+                    foreground=True,
+                    **fuse_options(self.cfg),
+                )
+            except RuntimeError as exc:  # fuse_main failed; libfuse printed why on stderr
+                if not self.started and self.error is None:
+                    self.error = f"cannot mount {self.cfg.mountpoint} (libfuse error {exc})"
+        finally:
+            self._stop()
+        if not self.started:
+            raise MountError(self.error or f"cannot mount {self.cfg.mountpoint}")
+        logger.info("unmounted %s", self.cfg.mountpoint)
+
+    def _started(self, store: Store, refresher: TreeRefresher) -> None:
+        """FUSE init(): the kernel is connected. Start the threads, then report."""
+        try:
+            refresher.start()
+            self._services.append(refresher.stop)
+            if isinstance(store, EdgeStore):
+                server = StoreServer(store, store.dir, on_change=refresher.wake)
+                server.start()
+                self._services.append(server.close)
+        except Exception as exc:
+            self.error = f"cannot serve {store.location} to `semfs ingest`: {exc}"
+            self.report(self.error)
+            fuse_exit()
+            return
+        self.started = True
+        logger.info(
+            "mounted %s at %s in %.0f ms",
+            store.location,
+            self.cfg.mountpoint,
+            (time.monotonic() - self._began) * 1000,
+        )
+        self.report(None)
+
+    def report(self, error: str | None) -> None:
+        if self.ready is not None:
+            self.ready(error)
+            self.ready = None
+
+    def _stop(self) -> None:
+        while self._services:
+            stop = self._services.pop()
+            try:
+                stop()
+            except Exception as exc:
+                logger.error("shutting down: %s", exc, exc_info=logger.isEnabledFor(logging.DEBUG))
+
+
+# -- background mode ---------------------------------------------------------------------
+
+
+class _PipeReady:
+    """The child's side of the start-up pipe: one line, ``ok`` or ``error: ...``, then EOF.
+
+    On ``ok`` the child also lets go of the terminal: stdin from /dev/null, stdout and
+    stderr (where libfuse writes) to the log file, else /dev/null.
+    """
+
+    def __init__(self, fd: int, log_file: Path | None) -> None:
+        self.fd = fd
+        self.log_file = log_file
+
+    def __call__(self, error: str | None) -> None:
+        line = "ok" if error is None else "error: " + " ".join(error.split())
+        try:
+            os.write(self.fd, line.encode("utf-8", "replace") + b"\n")
+        finally:
+            os.close(self.fd)
+        if error is None:
+            self._detach_stdio()
+
+    def _detach_stdio(self) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        out = devnull
+        if self.log_file is not None:
+            with contextlib.suppress(OSError):
+                out = os.open(self.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.dup2(devnull, 0)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+
+
+def _absolute(cfg: MountConfig) -> MountConfig:
+    """The config with every path absolute: the daemon runs from /, like any daemon."""
+    cfg.mountpoint = cfg.mountpoint.absolute()
+    if cfg.url is None:
+        cfg.store_path = (cfg.store_path or default_store_path()).expanduser().absolute()
+    if cfg.log_file is not None:
+        cfg.log_file = cfg.log_file.absolute()
+    return cfg
+
+
+def mount(cfg: MountConfig) -> None:
+    """Mount as configured: return once the mount answers (background) or is unmounted (-f)."""
+    cfg = _absolute(cfg)
+    check_mountpoint(cfg.mountpoint, allow_nonempty=bool(cfg.options.get("nonempty")))
+    fuse_options(cfg)  # option errors now, not in the child
+    if cfg.foreground:
+        MountDaemon(cfg).run()
+        return
+    read_fd, write_fd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child; tests see it through the mount
+        os.close(read_fd)
+        os._exit(_child(cfg, write_fd))
+    os.close(write_fd)
+    _await_child(pid, read_fd, cfg.connect_timeout + START_GRACE)
+
+
+def _child(cfg: MountConfig, write_fd: int) -> int:
+    ready = _PipeReady(write_fd, cfg.log_file)
+    daemon = MountDaemon(cfg, ready)
+    try:
+        os.setsid()  # out of the shell's process group: its Ctrl-C is not for us
+        os.chdir("/")
+        daemon.run()
+        return 0
+    except BaseException as exc:
+        message = str(exc) if isinstance(exc, SemfsError) else f"{type(exc).__name__}: {exc}"
+        # The parent prints the message; the log (when it is a file) keeps it too.
+        level = logging.ERROR if cfg.log_file is not None else logging.DEBUG
+        logger.log(level, "%s", message, exc_info=logger.isEnabledFor(logging.DEBUG))
+        with contextlib.suppress(OSError):
+            daemon.report(message)
+        return 1
+    finally:
+        logging.shutdown()
+
+
+def _await_child(pid: int, fd: int, timeout: float) -> None:
+    """Wait for the child's start-up line; raise MountError with its reason on failure."""
+    deadline = time.monotonic() + timeout
+    data = b""
+    try:
+        while b"\n" not in data:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGTERM)
+                raise MountError(f"the mount did not come up within {timeout:.0f} s; stopped it")
+            if not select.select([fd], [], [], remaining)[0]:
+                continue
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+    except KeyboardInterrupt:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+        raise
+    finally:
+        os.close(fd)
+    line = data.decode("utf-8", "replace").strip()
+    if line == "ok":
+        return
+    if line.startswith("error: "):
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        raise MountError(line.removeprefix("error: "))
+    _, status = os.waitpid(pid, 0)
+    raise MountError(
+        f"the mount daemon exited (status {os.waitstatus_to_exitcode(status)}) before the "
+        "mount was ready; run with --foreground or --log-file to see why"
+    )
+
+
+# -- unmounting --------------------------------------------------------------------------
+
+
+def is_stale(path: Path) -> bool:
+    """A FUSE mount whose daemon is gone: stat fails with ENOTCONN."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ENOTCONN
+    return False
+
+
+def unmount_commands(mountpoint: Path, lazy: bool = False) -> list[list[str]]:
+    """Commands to try in order: fusermount3/fusermount on Linux, umount elsewhere."""
+    mnt = str(mountpoint)
+    if sys.platform == "darwin":
+        return [["diskutil", "unmount", "force", mnt]] if lazy else [["umount", mnt]]
+    commands = [
+        [exe, "-u", *(["-z"] if lazy else []), mnt]
+        for exe in filter(None, (shutil.which("fusermount3"), shutil.which("fusermount")))
+    ]
+    return commands or [["umount", *(["-l"] if lazy else []), mnt]]
+
+
+def daemon_pid(mountpoint: Path) -> int | None:
+    """The pid of the semfs daemon serving ``mountpoint``, as its root xattr says."""
+    getxattr = getattr(os, "getxattr", None)  # Linux only
+    if getxattr is None:
+        return None
+    try:
+        return int(getxattr(mountpoint, XATTR_PREFIX + "pid"))
+    except (OSError, ValueError):
+        return None
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return fields[0] != "Z"  # a zombie has exited
+    return True
+
+
+def unmount(mountpoint: Path, lazy: bool = False, wait: float = 10.0) -> None:
+    """Unmount, then wait (up to ``wait`` s) for the daemon to exit and release the store."""
+    mnt = mountpoint.absolute()
+    stale = is_stale(mnt)
+    if not stale and not os.path.ismount(mnt):
+        raise MountError(f"{mnt} is not mounted")
+    pid = None if stale else daemon_pid(mnt)
+    errors = []
+    for command in unmount_commands(mnt, lazy):
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, check=False)
+        except OSError as exc:
+            errors.append(f"{command[0]}: {exc.strerror}")
+            continue
+        if proc.returncode == 0:
+            break
+        errors.append((proc.stderr or proc.stdout).strip() or f"{command[0]} failed")
+    else:
+        raise MountError(f"cannot unmount {mnt}: {errors[-1] if errors else 'no unmount tool'}")
+    deadline = time.monotonic() + wait
+    while pid is not None and process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def configure_logging(log_file: Path | None, verbose: int) -> None:
+    """Send the log to ``log_file`` only (INFO by default there), else leave it on stderr."""
+    if log_file is None:
+        return
+    root = logging.getLogger()
+    for handler in root.handlers[:]:
+        root.removeHandler(handler)
+    handler = logging.FileHandler(log_file)
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+    )
+    root.addHandler(handler)
+    if verbose <= 0:
+        root.setLevel(logging.INFO)

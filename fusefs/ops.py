@@ -1,0 +1,302 @@
+"""The FUSE callbacks: a thin translation from paths and handles to the tree and the reader.
+
+Every path goes through :meth:`SemfsOperations._lookup`, which returns a :class:`Node`
+(or raises ENOENT); what a callback does then depends on the node's kind. Paths the tree
+does not hold are offered to ``resolvers`` in order, which is where virtual nodes (such as
+search directories) plug in without touching the callbacks.
+
+Errors are precise: a missing path is ENOENT, every mutation EROFS, a missing xattr
+ENODATA (ENOATTR on macOS), an unknown or outdated handle ESTALE, and a store failure is
+logged and becomes EIO.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import logging
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+from ingest.schema import DocumentRecord
+
+from .bindings import ENOATTR, FuseOSError, Operations, overrides
+from .reader import ChunksMissingError, DocumentReader
+from .tree import DIR, FILE, SYMLINK, Node, Tree
+
+logger = logging.getLogger(__name__)
+
+XATTR_PREFIX = "user.semfs."
+BLOCK_SIZE = 4096
+
+Resolver = Callable[[str], "Node | None"]
+
+
+class Handle(Protocol):
+    """An open file: what ``read`` serves from until ``release``."""
+
+    def read(self, offset: int, size: int) -> bytes: ...
+
+
+class DocumentHandle:
+    """One committed version of a document, pinned at open so reads never mix versions."""
+
+    def __init__(self, reader: DocumentReader, doc: DocumentRecord) -> None:
+        self.reader = reader
+        self.doc = doc
+
+    def read(self, offset: int, size: int) -> bytes:
+        return self.reader.read(self.doc, offset, size)
+
+
+class SemfsOperations(Operations):
+    """The read-only filesystem over one :class:`Tree`, swapped whole by :meth:`set_tree`.
+
+    ``on_init`` runs in ``init()``, once the kernel has connected: the place to start
+    threads (never before daemonizing) and to tell a waiting parent the mount is up.
+    """
+
+    use_ns = True
+
+    def __init__(
+        self,
+        tree: Tree,
+        reader: DocumentReader,
+        on_init: Callable[[], None] | None = None,
+    ) -> None:
+        self.tree = tree
+        self.reader = reader
+        self.resolvers: list[Resolver] = []
+        self.on_init = on_init
+        self._handles: dict[int, Handle] = {}
+        self._fh = itertools.count(1)
+        # ino -> (gen, sha256) of the version the kernel may hold in its page cache:
+        # one small entry per file ever opened.
+        self._kernel_versions: dict[int, tuple[int, str]] = {}
+
+    def set_tree(self, tree: Tree) -> None:
+        """Show a new snapshot; callbacks already running finish on the old one."""
+        self.tree = tree
+
+    def _lookup(self, path: str) -> Node:
+        rel = path.lstrip("/")
+        node = self.tree.lookup(rel)
+        if node is None:
+            node = next((n for n in (r(rel) for r in self.resolvers) if n is not None), None)
+        if node is None:
+            raise FuseOSError(errno.ENOENT)
+        return node
+
+    @contextmanager
+    def _store_errors(self, what: str, path: str) -> Iterator[None]:
+        """Store failures become EIO (logged); an outdated version becomes ESTALE."""
+        try:
+            yield
+        except FuseOSError:
+            raise
+        except ChunksMissingError as exc:
+            logger.info("%s %s: %s (re-ingested while open)", what, path, exc)
+            raise FuseOSError(errno.ESTALE) from exc
+        except Exception as exc:
+            logger.error(
+                "%s %s failed: %s: %s",
+                what,
+                path,
+                type(exc).__name__,
+                exc,
+                exc_info=logger.isEnabledFor(logging.DEBUG),
+            )
+            raise FuseOSError(errno.EIO) from exc
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    @overrides(Operations)
+    def init(self, path: str) -> None:
+        if self.on_init is not None:
+            self.on_init()
+
+    # -- reading --------------------------------------------------------------------------
+
+    @overrides(Operations)
+    def getattr(self, path: str, fh: Any = None) -> dict[str, Any]:
+        return dict(self._lookup(path).attrs)
+
+    @overrides(Operations)
+    def access(self, path: str, amode: int) -> int:
+        node = self._lookup(path)
+        if amode & os.W_OK:
+            raise FuseOSError(errno.EROFS)
+        if amode & os.X_OK and node.kind != DIR:
+            raise FuseOSError(errno.EACCES)
+        return 0
+
+    @overrides(Operations)
+    def readlink(self, path: str) -> str:
+        node = self._lookup(path)
+        if node.kind != SYMLINK:
+            raise FuseOSError(errno.EINVAL)
+        return node.target
+
+    @overrides(Operations)
+    def opendir(self, path: str) -> int:
+        if self._lookup(path).kind != DIR:
+            raise FuseOSError(errno.ENOTDIR)
+        return 0
+
+    @overrides(Operations)
+    def readdir(self, path: str, fh: int) -> list[str | tuple[str, dict[str, int], int]]:
+        node = self._lookup(path)
+        if node.kind != DIR:
+            raise FuseOSError(errno.ENOTDIR)
+        parent = self.tree.lookup(node.path.rpartition("/")[0]) or node
+        # With use_ino the inode numbers are ours; glibc hides entries whose inode is 0.
+        entries: list[str | tuple[str, dict[str, int], int]] = [
+            (".", {"st_mode": node.attrs["st_mode"], "st_ino": node.ino}, 0),
+            ("..", {"st_mode": parent.attrs["st_mode"], "st_ino": parent.ino}, 0),
+        ]
+        entries.extend(
+            (name, {"st_mode": child.attrs["st_mode"], "st_ino": child.ino}, 0)
+            for name, child in node.children.items()
+        )
+        return entries
+
+    @overrides(Operations)
+    def open(self, path: str, fi: Any) -> int:
+        node = self._lookup(path)
+        if fi.flags & (os.O_WRONLY | os.O_RDWR | os.O_TRUNC):
+            raise FuseOSError(errno.EROFS)
+        if node.kind == DIR:
+            raise FuseOSError(errno.EISDIR)
+        if node.kind != FILE or node.doc is None:
+            raise FuseOSError(errno.EOPNOTSUPP)
+        with self._store_errors("open", path):
+            doc = self.reader.document(node.doc)
+        if doc is None:  # deleted since the tree was built
+            raise FuseOSError(errno.ENOENT)
+        fi.fh = next(self._fh)
+        self._handles[fi.fh] = DocumentHandle(self.reader, doc)
+        # Keep the kernel's cached pages only when they are of this very version; otherwise
+        # the kernel drops this file's pages (and only this file's) at this open.
+        version = (doc.gen, doc.sha256)
+        fi.keep_cache = int(self._kernel_versions.get(node.ino) == version)
+        self._kernel_versions[node.ino] = version
+        return 0
+
+    @overrides(Operations)
+    def read(self, path: str, size: int, offset: int, fh: Any) -> bytes:
+        handle = self._handles.get(fh.fh)
+        if handle is None:
+            raise FuseOSError(errno.ESTALE)
+        with self._store_errors("read", path):
+            return handle.read(offset, size)
+
+    @overrides(Operations)
+    def release(self, path: str, fh: Any) -> int:
+        self._handles.pop(fh.fh, None)
+        return 0
+
+    @overrides(Operations)
+    def statfs(self, path: str) -> dict[str, int]:
+        tree = self.tree
+        return {
+            "f_bsize": BLOCK_SIZE,
+            "f_frsize": BLOCK_SIZE,
+            "f_blocks": -(-tree.total_bytes // BLOCK_SIZE),
+            "f_bfree": 0,
+            "f_bavail": 0,
+            "f_files": len(tree),
+            "f_ffree": 0,
+            "f_favail": 0,
+            "f_namemax": 255,
+        }
+
+    def _xattrs(self, node: Node) -> dict[str, bytes]:
+        if node.doc is not None:
+            return {
+                XATTR_PREFIX + "sha256": node.doc.sha256.encode(),
+                XATTR_PREFIX + "generation": str(node.doc.gen).encode(),
+                XATTR_PREFIX + "chunks": str(node.doc.chunks).encode(),
+            }
+        if node.path == "":
+            # Lets `semfs umount` wait for this daemon to exit (and release the store).
+            return {XATTR_PREFIX + "pid": str(os.getpid()).encode()}
+        return {}
+
+    @overrides(Operations)
+    def getxattr(self, path: str, name: str, position: int = 0) -> bytes:
+        value = self._xattrs(self._lookup(path)).get(name)
+        if value is None:
+            raise FuseOSError(ENOATTR)
+        return value
+
+    @overrides(Operations)
+    def listxattr(self, path: str) -> list[str]:
+        return list(self._xattrs(self._lookup(path)))
+
+    # -- every mutation: EROFS, nothing changes -------------------------------------------
+
+    @overrides(Operations)
+    def chmod(self, path: str, mode: int) -> int:
+        raise FuseOSError(errno.EROFS)
+
+    @overrides(Operations)
+    def chown(self, path: str, uid: int, gid: int) -> int:
+        raise FuseOSError(errno.EROFS)
+
+    @overrides(Operations)
+    def create(self, path: str, mode: int, fi: Any = None) -> int:
+        raise FuseOSError(errno.EROFS)
+
+    @overrides(Operations)
+    def fallocate(self, path: str, mode: int, offset: int, size: int, fh: Any) -> int:
+        raise FuseOSError(errno.EROFS)
+
+    @overrides(Operations)
+    def link(self, target: str, source: str) -> int:
+        raise FuseOSError(errno.EROFS)
+
+    @overrides(Operations)
+    def mkdir(self, path: str, mode: int) -> int:
+        raise FuseOSError(errno.EROFS)
+
+    @overrides(Operations)
+    def mknod(self, path: str, mode: int, dev: int) -> int:
+        raise FuseOSError(errno.EROFS)
+
+    @overrides(Operations)
+    def removexattr(self, path: str, name: str) -> int:
+        raise FuseOSError(errno.EROFS)
+
+    @overrides(Operations)
+    def rename(self, old: str, new: str) -> int:
+        raise FuseOSError(errno.EROFS)
+
+    @overrides(Operations)
+    def rmdir(self, path: str) -> int:
+        raise FuseOSError(errno.EROFS)
+
+    @overrides(Operations)
+    def setxattr(self, path: str, name: str, value: bytes, options: int, position: int = 0) -> int:
+        raise FuseOSError(errno.EROFS)
+
+    @overrides(Operations)
+    def symlink(self, target: str, source: str) -> int:
+        raise FuseOSError(errno.EROFS)
+
+    @overrides(Operations)
+    def truncate(self, path: str, length: int, fh: Any = None) -> int:
+        raise FuseOSError(errno.EROFS)
+
+    @overrides(Operations)
+    def unlink(self, path: str) -> int:
+        raise FuseOSError(errno.EROFS)
+
+    @overrides(Operations)
+    def utimens(self, path: str, times: tuple[int, int] | None = None) -> int:
+        raise FuseOSError(errno.EROFS)
+
+    @overrides(Operations)
+    def write(self, path: str, data: bytes, offset: int, fh: Any) -> int:
+        raise FuseOSError(errno.EROFS)

@@ -1,0 +1,154 @@
+"""Document bytes by range: a read fetches only the chunks it covers, through a bounded cache.
+
+A document's text is the concatenation of its chunks in index order, and its record's
+``offsets`` say where each chunk starts (in bytes), so a range maps to chunk indexes with
+two bisections. Chunks are keyed by (path, gen, index): a key names one immutable version,
+so cached bytes never go stale; a re-ingested document has a new generation and new keys,
+and the old entries age out.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from typing import Generic, TypeVar
+
+from ingest.schema import DocumentRecord
+from ingest.store import Store
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
+DEFAULT_RECORD_CACHE = 1024
+# Rough per-entry cost of a cached bytes object and its key beyond the bytes themselves.
+_ENTRY_OVERHEAD = 200
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class ChunksMissingError(Exception):
+    """The chunks of this document version are gone: it was re-ingested or deleted meanwhile."""
+
+
+class CorruptDocumentError(Exception):
+    """The stored chunks do not add up to the record's byte spans."""
+
+
+class LRUCache(Generic[K, V]):
+    """A thread-safe LRU bounded by a total weight (bytes, or 1 per entry).
+
+    An item heavier than the whole bound is not cached at all.
+    """
+
+    def __init__(self, max_weight: int) -> None:
+        self.max_weight = max_weight
+        self.weight = 0
+        self.hits = 0
+        self.misses = 0
+        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                self.misses += 1
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return item[0]
+
+    def put(self, key: K, value: V, weight: int = 1) -> None:
+        if weight > self.max_weight:
+            return
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self.weight -= old[1]
+            self._items[key] = (value, weight)
+            self.weight += weight
+            while self.weight > self.max_weight:
+                _key, (_value, w) = self._items.popitem(last=False)
+                self.weight -= w
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class DocumentReader:
+    """Reads byte ranges of committed documents from a store. Thread-safe.
+
+    Caches, both bounded:
+
+    * chunk bytes, keyed by (path, gen, index): at most ``cache_bytes`` bytes
+      (default 64 MiB) plus ~200 bytes per entry;
+    * document records with their offsets, keyed by (path, gen): at most
+      ``record_cache`` records (default 1024), so re-opening a file costs no store call.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        record_cache: int = DEFAULT_RECORD_CACHE,
+    ) -> None:
+        self.store = store
+        self.chunks: LRUCache[tuple[str, int, int], bytes] = LRUCache(cache_bytes)
+        self.records: LRUCache[tuple[str, int], DocumentRecord] = LRUCache(record_cache)
+        self.chunks_fetched = 0
+
+    def document(self, shown: DocumentRecord) -> DocumentRecord | None:
+        """The committed record (with offsets) of the document ``shown`` in the tree.
+
+        That is ``shown``'s version when it is still committed, else the newer one the
+        store holds now; None when the document was deleted.
+        """
+        cached = self.records.get((shown.path, shown.gen))
+        if cached is not None:
+            return cached
+        rec = self.store.get_document(shown.path)
+        if rec is not None:
+            self.records.put((rec.path, rec.gen), rec)
+        return rec
+
+    def read(self, doc: DocumentRecord, offset: int, size: int) -> bytes:
+        """Bytes ``[offset, offset + size)`` of ``doc`` (fewer at the end of the document)."""
+        end = min(offset + size, doc.size)
+        if offset >= end:
+            return b""
+        offsets = doc.offsets or ()
+        if not offsets or offsets[0] != 0:
+            raise CorruptDocumentError(f"{doc.path}: record has no chunk offsets")
+        first = bisect_right(offsets, offset) - 1
+        last = bisect_right(offsets, end - 1) - 1
+        data = b"".join(self._chunks(doc, range(first, last + 1)))
+        base = offsets[first]
+        return data[offset - base : end - base]
+
+    def _span(self, doc: DocumentRecord, index: int) -> int:
+        offsets = doc.offsets or ()
+        stop = offsets[index + 1] if index + 1 < len(offsets) else doc.size
+        return stop - offsets[index]
+
+    def _chunks(self, doc: DocumentRecord, indexes: Sequence[int]) -> list[bytes]:
+        found = {i: self.chunks.get((doc.path, doc.gen, i)) for i in indexes}
+        missing = [i for i, data in found.items() if data is None]
+        if missing:
+            for rec in self.store.get_chunks(doc.path, doc.gen, missing):
+                data = rec.text.encode("utf-8")
+                if len(data) != self._span(doc, rec.index):
+                    raise CorruptDocumentError(
+                        f"{doc.path}: chunk {rec.index} of generation {doc.gen} has "
+                        f"{len(data)} bytes, its span {self._span(doc, rec.index)}"
+                    )
+                found[rec.index] = data
+                self.chunks.put((doc.path, doc.gen, rec.index), data, len(data) + _ENTRY_OVERHEAD)
+            self.chunks_fetched += len(missing)
+        out = [data for data in (found[i] for i in indexes) if data is not None]
+        if len(out) != len(indexes):
+            raise ChunksMissingError(f"{doc.path}: generation {doc.gen} is no longer stored")
+        return out

@@ -1,0 +1,128 @@
+"""Keeping a mounted tree in step with its store while `semfs ingest` changes it.
+
+The store's meta point carries a generation counter and a ``dirty`` flag that every ingest
+run updates, so a change costs one point read to notice. The refresher reads it every
+``interval`` seconds (a Qdrant server can be written by anyone, so polling is the only
+signal) and at once when woken (the embedded daemon's ipc server calls :meth:`wake` after
+an ingest wrote through it). A change means one ``list_documents`` scroll and a new
+:class:`Tree`, published only when the records differ.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from ingest.schema import DocumentRecord, StoreMeta
+from ingest.store import Store
+
+from .tree import InodeMap, Ownership, Tree
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL = 1.0
+
+
+def _meta_key(meta: StoreMeta | None) -> tuple[int, bool] | None:
+    return None if meta is None else (meta.generation, meta.dirty)
+
+
+class TreeRefresher:
+    """Builds trees from ``store`` and hands each new one to ``publish``.
+
+    :meth:`check` is one poll, callable from any thread (calls are serialized); :meth:`start`
+    runs it in a daemon thread every ``interval`` seconds until :meth:`stop`.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        inodes: InodeMap,
+        owner: Ownership,
+        publish: Callable[[Tree], None] | None = None,
+        interval: float = DEFAULT_INTERVAL,
+    ) -> None:
+        self.store = store
+        self.inodes = inodes
+        self.owner = owner
+        self.publish = publish
+        self.interval = interval
+        self.tree: Tree | None = None
+        self._records: list[DocumentRecord] | None = None
+        self._seen: tuple[int, bool] | None = None
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failing = False
+
+    def load(self) -> Tree:
+        """The first tree, built now (store errors propagate: the mount cannot start)."""
+        self.check(force=True)
+        assert self.tree is not None
+        return self.tree
+
+    def check(self, force: bool = False) -> bool:
+        """Rebuild if the store changed since the last check; True when a new tree was published.
+
+        While an ingest run is under way (``dirty``), documents are committed one by one
+        without a meta change, so every check lists the documents then.
+        """
+        with self._lock:
+            meta = self.store.read_meta()
+            key = _meta_key(meta)
+            if not force and key == self._seen and not (meta is not None and meta.dirty):
+                return False
+            records = sorted(self.store.list_documents(), key=lambda r: r.path)
+            self._seen = key
+            if records == self._records:
+                return False
+            tree = Tree.build(records, self.inodes, self.owner)
+            if self._records is not None:
+                logger.info(
+                    "store changed (generation %s): now %d documents, %d bytes",
+                    key[0] if key else "-",
+                    tree.files,
+                    tree.total_bytes,
+                )
+            self._records, self.tree = records, tree
+        if self.publish is not None:
+            self.publish(tree)
+        return True
+
+    def wake(self) -> None:
+        """Check now rather than at the next interval (the store says it changed)."""
+        self._wake.set()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="semfs-refresh", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(self.interval + 5.0)
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                self.check()
+            except Exception as exc:
+                # Keep showing the last tree; say so once per outage, not every second.
+                if not self._failing:
+                    logger.warning(
+                        "cannot check the store for changes: %s",
+                        exc,
+                        exc_info=logger.isEnabledFor(logging.DEBUG),
+                    )
+                self._failing = True
+            else:
+                if self._failing:
+                    logger.info("the store answers again")
+                self._failing = False

@@ -1,0 +1,214 @@
+"""The directory tree a mount shows: an immutable snapshot built from the document records.
+
+A :class:`Tree` is built from :meth:`ingest.store.Store.list_documents` alone (one scroll,
+no chunks read), so mounting and refreshing stay cheap. Directories are inferred from the
+document paths. A refresh builds a whole new tree and swaps it in with one assignment, so a
+callback sees either the old tree or the new one, never a mix.
+
+Inode numbers come from an :class:`InodeMap` that outlives the trees: a path keeps its
+number across refreshes for the life of the mount.
+"""
+
+from __future__ import annotations
+
+import logging
+import stat
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from ingest.schema import DocumentRecord
+
+logger = logging.getLogger(__name__)
+
+# Node kinds. A kind decides which callbacks a node answers (read for files, readdir for
+# directories, readlink for symlinks); virtual kinds can be added beside these.
+FILE = "file"
+DIR = "dir"
+SYMLINK = "symlink"
+
+ROOT_INO = 1
+FILE_MODE = stat.S_IFREG | 0o444
+DIR_MODE = stat.S_IFDIR | 0o555
+SYMLINK_MODE = stat.S_IFLNK | 0o777
+_EMPTY: Mapping[str, Node] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Node:
+    """One entry of a tree. ``path`` is relative, '/'-separated; the root's is ``""``.
+
+    ``attrs`` is the stat dict ``getattr`` returns (times in ns); callers must not mutate it.
+    """
+
+    kind: str
+    path: str
+    ino: int
+    attrs: Mapping[str, int]
+    doc: DocumentRecord | None = None  # FILE: the committed version shown
+    children: Mapping[str, Node] = field(default_factory=lambda: _EMPTY)  # DIR: name -> node
+    target: str = ""  # SYMLINK: what readlink returns
+
+    @property
+    def name(self) -> str:
+        return self.path.rpartition("/")[2]
+
+
+class InodeMap:
+    """(kind, path) -> inode number, stable for the life of the mount. Thread-safe.
+
+    Grows by one small entry per distinct (kind, path) ever shown and never shrinks, so a
+    document that disappears and comes back keeps its number; a path that changes kind
+    (file -> directory) gets a new one. 100k paths cost about 15 MB.
+    """
+
+    def __init__(self) -> None:
+        self._inos: dict[tuple[str, str], int] = {(DIR, ""): ROOT_INO}
+        self._next = ROOT_INO + 1
+        self._lock = threading.Lock()
+
+    def get(self, kind: str, path: str) -> int:
+        key = (kind, path)
+        ino = self._inos.get(key)
+        if ino is not None:
+            return ino
+        with self._lock:
+            ino = self._inos.setdefault(key, self._next)
+            if ino == self._next:
+                self._next += 1
+            return ino
+
+    def __len__(self) -> int:
+        return len(self._inos)
+
+
+def _ns(seconds: float) -> int:
+    return round(seconds * 1e9)
+
+
+def valid_path(path: str) -> bool:
+    """A relative path with no empty, '.' or '..' component (anything else cannot be shown)."""
+    if not path or "\0" in path:
+        return False
+    return all(part not in ("", ".", "..") for part in path.split("/"))
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """Who the files belong to (the mounting user) and the fallback time for empty dirs."""
+
+    uid: int
+    gid: int
+    mounted_at: float = field(default_factory=time.time)
+
+
+class Tree:
+    """An immutable snapshot of the collection as directories and files.
+
+    Lookups are one dict access by relative path. Build with :meth:`build`.
+    """
+
+    def __init__(self, nodes: Mapping[str, Node], files: int, total_bytes: int) -> None:
+        self._nodes = nodes
+        self.files = files
+        self.total_bytes = total_bytes
+
+    @property
+    def root(self) -> Node:
+        return self._nodes[""]
+
+    def lookup(self, path: str) -> Node | None:
+        """The node at a relative path (``""`` is the root), or None."""
+        return self._nodes.get(path)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    @classmethod
+    def build(cls, records: Iterable[DocumentRecord], inodes: InodeMap, owner: Ownership) -> Tree:
+        docs = _usable(records)
+        dirs: dict[str, dict[str, Node]] = {"": {}}
+        newest: dict[str, float] = {}
+        for path, rec in docs.items():
+            parts = path.split("/")
+            for depth in range(len(parts)):
+                parent = "/".join(parts[:depth])
+                dirs.setdefault(parent, {})
+                newest[parent] = max(newest.get(parent, rec.mtime), rec.mtime)
+        nodes: dict[str, Node] = {}
+        for path, rec in docs.items():
+            ino = inodes.get(FILE, path)
+            node = Node(FILE, path, ino, _file_attrs(ino, rec, owner), doc=rec)
+            nodes[path] = node
+            dirs[path.rpartition("/")[0]][node.name] = node
+        # Deepest first, so every directory's subdirectories exist before it does.
+        for path in sorted(dirs, key=lambda p: p.count("/") + bool(p), reverse=True):
+            children = dirs[path]
+            subdirs = sum(1 for c in children.values() if c.kind == DIR)
+            mtime = newest.get(path, owner.mounted_at)
+            ino = inodes.get(DIR, path)
+            attrs = _dir_attrs(ino, subdirs, mtime, owner)
+            kids = MappingProxyType(dict(sorted(children.items())))
+            node = Node(DIR, path, ino, attrs, children=kids)
+            nodes[path] = node
+            if path:
+                dirs[path.rpartition("/")[0]][node.name] = node
+        return cls(MappingProxyType(nodes), len(docs), sum(r.size for r in docs.values()))
+
+
+def _usable(records: Iterable[DocumentRecord]) -> dict[str, DocumentRecord]:
+    """The records a tree can show, by path; a bad or clashing path is logged and left out."""
+    docs: dict[str, DocumentRecord] = {}
+    for rec in records:
+        if valid_path(rec.path):
+            docs[rec.path] = rec
+        else:
+            logger.warning("not showing document with unusable path %r", rec.path)
+    dir_paths: set[str] = set()
+    for path in docs:
+        parent = path
+        while parent:
+            parent = parent.rpartition("/")[0]
+            dir_paths.add(parent)
+    for clash in sorted(dir_paths & docs.keys()):
+        # Cannot come from one source directory; a directory wins over a file of its name.
+        logger.warning("not showing document %r: a directory has the same path", clash)
+        del docs[clash]
+    return dict(sorted(docs.items()))
+
+
+def _file_attrs(ino: int, rec: DocumentRecord, owner: Ownership) -> Mapping[str, int]:
+    mtime = _ns(rec.mtime)
+    attrs: dict[str, Any] = {
+        "st_ino": ino,
+        "st_mode": FILE_MODE,
+        "st_nlink": 1,
+        "st_size": rec.size,
+        "st_blocks": (rec.size + 511) // 512,
+        "st_uid": owner.uid,
+        "st_gid": owner.gid,
+        "st_mtime": mtime,
+        "st_ctime": mtime,
+        "st_atime": mtime,
+    }
+    return MappingProxyType(attrs)
+
+
+def _dir_attrs(ino: int, subdirs: int, mtime_s: float, owner: Ownership) -> Mapping[str, int]:
+    mtime = _ns(mtime_s)
+    attrs: dict[str, Any] = {
+        "st_ino": ino,
+        "st_mode": DIR_MODE,
+        "st_nlink": 2 + subdirs,
+        "st_size": 0,
+        "st_blocks": 0,
+        "st_uid": owner.uid,
+        "st_gid": owner.gid,
+        "st_mtime": mtime,
+        "st_ctime": mtime,
+        "st_atime": mtime,
+    }
+    return MappingProxyType(attrs)

@@ -1,0 +1,167 @@
+"""Helpers for tests that mount for real: start a mount, always unmount, check its log.
+
+:func:`mounted` runs ``semfs mount -f`` as a subprocess with ``--log-file``, polls
+``os.path.ismount`` every 0.1 s, and in ``finally`` unmounts (``fusermount -u``, then a
+lazy ``-uz``), stops the process (SIGTERM, then SIGKILL) and fails the test when the log
+holds a WARNING, ERROR or traceback the test did not declare with ``expect_log``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import SEMFS
+
+from ingest.pipeline import IngestReport, ingest
+from ingest.store import open_store
+
+MOUNT_TIMEOUT = 20.0
+POLL = 0.1
+_BAD_LOG_LINE = re.compile(r"\b(WARNING|ERROR|CRITICAL)\b|Traceback")
+
+
+def ingest_hash(
+    source: Path, store: Path | None = None, url: str | None = None, **kwargs: object
+) -> IngestReport:
+    """Ingest ``source`` with the fast stand-in embedder (library call, this process)."""
+    with open_store(store, url=url) as s:
+        return ingest(source, s, model="hash", **kwargs)  # type: ignore[arg-type]
+
+
+def semfs(*args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``semfs`` console script."""
+    proc = subprocess.run([SEMFS, *args], capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        pytest.fail(f"semfs {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}{proc.stderr}")
+    return proc
+
+
+def read_log(log: Path) -> str:
+    try:
+        return log.read_text(errors="replace")
+    except FileNotFoundError:
+        return "(no log file)"
+
+
+def force_unmount(mountpoint: Path) -> None:
+    """Unmount whatever is at ``mountpoint``, by every means; quiet when nothing is."""
+    tools = [t for t in (shutil.which("fusermount3"), shutil.which("fusermount")) if t]
+    for flags in (["-u"], ["-uz"]):
+        if not (os.path.ismount(mountpoint) or _stale(mountpoint)):
+            return
+        for tool in tools:
+            subprocess.run([tool, *flags, str(mountpoint)], capture_output=True, check=False)
+            if not (os.path.ismount(mountpoint) or _stale(mountpoint)):
+                return
+    subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True, check=False)
+
+
+def _stale(path: Path) -> bool:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == 107  # ENOTCONN
+    return False
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+def unexpected_log_lines(text: str, expected: Sequence[str] = ()) -> list[str]:
+    """WARNING/ERROR/traceback lines not matching any of the ``expected`` regexes."""
+    return [
+        line
+        for line in text.splitlines()
+        if _BAD_LOG_LINE.search(line) and not any(re.search(p, line) for p in expected)
+    ]
+
+
+@dataclass
+class Mount:
+    path: Path
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def log_text(self) -> str:
+        return read_log(self.log)
+
+
+def wait_mounted(
+    path: Path, proc: subprocess.Popen[bytes] | None, log: Path, timeout: float = MOUNT_TIMEOUT
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not os.path.ismount(path):
+        if proc is not None and proc.poll() is not None:
+            pytest.fail(f"semfs mount exited {proc.returncode} before mounting:\n{read_log(log)}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"{path} not mounted after {timeout} s:\n{read_log(log)}")
+        time.sleep(POLL)
+
+
+def wait_until(predicate: Callable[[], object], timeout: float, what: str) -> float:
+    """Poll ``predicate()`` every 0.05 s; the seconds it took, or fail the test."""
+    start = time.monotonic()
+    while not predicate():
+        if time.monotonic() - start > timeout:
+            pytest.fail(f"{what} not within {timeout} s")
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+@contextlib.contextmanager
+def mounted(
+    mountpoint: Path,
+    *args: str,
+    expect_log: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+) -> Iterator[Mount]:
+    """``semfs mount -f MOUNTPOINT ARGS...`` for the duration of the block; always unmounted."""
+    mountpoint.mkdir(parents=True, exist_ok=True)
+    log = mountpoint.with_name(mountpoint.name + ".log")
+    with open(log, "ab") as err:
+        proc = subprocess.Popen(
+            [SEMFS, "mount", "-f", str(mountpoint), "--log-file", str(log), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=err,
+            stderr=err,
+            env=env,
+        )
+    failed = True
+    try:
+        wait_mounted(mountpoint, proc, log)
+        yield Mount(mountpoint, proc, log)
+        failed = False
+    finally:
+        force_unmount(mountpoint)
+        stop_process(proc)
+        bad = unexpected_log_lines(read_log(log), expect_log)
+    assert not os.path.ismount(mountpoint)
+    if bad and not failed:
+        pytest.fail("unexpected lines in the mount log:\n" + "\n".join(bad))
+
+
+def fuse_mounts() -> list[str]:
+    with open("/proc/mounts") as f:
+        return [line for line in f if " fuse" in line]

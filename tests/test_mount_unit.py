@@ -1,0 +1,574 @@
+"""fusefs without the kernel: tree, reader, operations, refresher, options, mount helper.
+
+Real stores throughout (Qdrant Edge, and qdrant-client's local mode as the server stand-in);
+the FUSE callbacks are called directly, as libfuse would.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import random
+import shutil
+import stat
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from conftest import SAMPLE_CORPUS
+from mounting import ingest_hash
+
+from fusefs.bindings import ENOATTR, FuseOSError
+from fusefs.cli import cli
+from fusefs.daemon import (
+    MountConfig,
+    MountError,
+    check_mountpoint,
+    fuse_options,
+    parse_options,
+    unmount_commands,
+)
+from fusefs.mounthelper import translate
+from fusefs.ops import SemfsOperations
+from fusefs.reader import ChunksMissingError, CorruptDocumentError, DocumentReader, LRUCache
+from fusefs.refresh import TreeRefresher
+from fusefs.tree import DIR, FILE, ROOT_INO, InodeMap, Node, Ownership, Tree
+from ingest.pipeline import ingest
+from ingest.schema import ChunkPoint, ChunkRecord, DocumentRecord, ScoredChunk, StoreMeta
+from ingest.store import SparseQuery, Store, open_store
+
+OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
+
+
+def source_files(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def at(tree: Tree, path: str) -> Node:
+    node = tree.lookup(path)
+    assert node is not None, path
+    return node
+
+
+def record(path: str, size: int = 10, mtime: float = 1.5, gen: int = 1) -> DocumentRecord:
+    return DocumentRecord(path, size, mtime, "0" * 64, 1, gen)
+
+
+class CountingStore(Store):
+    """A real store, wrapped to count the chunks read through it (a spy, not a mock)."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.backend = inner.backend
+        self.collection = inner.collection
+        self.chunk_reads: list[int] = []
+
+    def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> list[ChunkRecord]:
+        self.chunk_reads.extend(indexes)
+        return self.inner.get_chunks(path, gen, indexes)
+
+    @property
+    def location(self) -> str:
+        return self.inner.location
+
+    def exists(self) -> bool:
+        return self.inner.exists()
+
+    def create(self, dimension: int) -> None:
+        self.inner.create(dimension)
+
+    def read_meta(self) -> StoreMeta | None:
+        return self.inner.read_meta()
+
+    def write_meta(self, meta: StoreMeta) -> None:
+        self.inner.write_meta(meta)
+
+    def list_documents(self) -> list[DocumentRecord]:
+        return self.inner.list_documents()
+
+    def get_document(self, path: str) -> DocumentRecord | None:
+        return self.inner.get_document(path)
+
+    def put_document(self, record: DocumentRecord) -> None:
+        self.inner.put_document(record)
+
+    def delete_documents(self, paths: Sequence[str]) -> None:
+        self.inner.delete_documents(paths)
+
+    def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
+        self.inner.upsert_chunks(points)
+
+    def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
+        self.inner.delete_stale_chunks(path, keep_gen)
+
+    def chunk_versions(self) -> set[tuple[str, int]]:
+        return self.inner.chunk_versions()
+
+    def query(
+        self,
+        dense: list[float],
+        sparse: SparseQuery,
+        mode: str,
+        limit: int,
+        under: str | None = None,
+    ) -> list[ScoredChunk]:
+        return self.inner.query(dense, sparse, mode, limit, under)
+
+    def count_chunks(self) -> int:
+        return self.inner.count_chunks()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@pytest.fixture
+def store(sample_copy: Path, store_dir: Path) -> Iterator[Store]:
+    """The sample corpus ingested into a store of this test's own (free to change it)."""
+    ingest_hash(sample_copy, store_dir)
+    s = open_store(store_dir)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Path]]:
+    """The sample corpus ingested once for the tests that only read: (store, source)."""
+    root = tmp_path_factory.mktemp("shared")
+    source = root / "src"
+    shutil.copytree(SAMPLE_CORPUS, source)
+    ingest_hash(source, root / "store")
+    s = open_store(root / "store")
+    yield s, source
+    s.close()
+
+
+@pytest.fixture
+def ro_store(shared: tuple[Store, Path]) -> Store:
+    return shared[0]
+
+
+@pytest.fixture
+def ro_source(shared: tuple[Store, Path]) -> Path:
+    return shared[1]
+
+
+@pytest.fixture
+def ops(ro_store: Store) -> SemfsOperations:
+    tree = Tree.build(ro_store.list_documents(), InodeMap(), OWNER)
+    return SemfsOperations(tree, DocumentReader(ro_store))
+
+
+def fi(flags: int = os.O_RDONLY) -> Any:
+    """A stand-in for libfuse's fuse_file_info (raw_fi=True): the fields open() sets."""
+    return SimpleNamespace(flags=flags, fh=0, keep_cache=0, direct_io=0)
+
+
+def read_all(ops: SemfsOperations, path: str, block: int = 4096) -> tuple[bytes, Any]:
+    info = fi()
+    ops.open(path, info)
+    out = bytearray()
+    while chunk := ops.read(path, block, len(out), info):
+        out += chunk
+    ops.release(path, info)
+    return bytes(out), info
+
+
+# -- tree -------------------------------------------------------------------------------
+
+
+def test_tree_mirrors_the_records(ro_store: Store, ro_source: Path) -> None:
+    tree = Tree.build(ro_store.list_documents(), InodeMap(), OWNER)
+    files = source_files(ro_source)
+    assert tree.files == len(files) == 42
+    assert tree.total_bytes == sum(map(len, files.values()))
+    for path, data in files.items():
+        node = tree.lookup(path)
+        assert node is not None and node.kind == FILE
+        st = os.stat(ro_source / path)
+        assert node.attrs["st_size"] == len(data)
+        assert node.attrs["st_mode"] == stat.S_IFREG | 0o444
+        assert node.attrs["st_nlink"] == 1
+        assert abs(node.attrs["st_mtime"] - st.st_mtime_ns) < 1000
+        assert (node.attrs["st_uid"], node.attrs["st_gid"]) == (1234, 5678)
+    source_dirs = {
+        "",
+        *(p.relative_to(ro_source).as_posix() for p in ro_source.rglob("*") if p.is_dir()),
+    }
+    for path in source_dirs:
+        node = tree.lookup(path)
+        assert node is not None and node.kind == DIR
+        subdirs = sum(1 for c in node.children.values() if c.kind == DIR)
+        assert node.attrs["st_nlink"] == 2 + subdirs
+        assert node.attrs["st_mode"] == stat.S_IFDIR | 0o555
+        assert list(node.children) == sorted(node.children)
+    assert tree.root.ino == ROOT_INO
+    assert len({at(tree, p).ino for p in [*files, *source_dirs]}) == len(files) + len(source_dirs)
+    assert tree.lookup("nope") is None
+
+
+def test_inode_numbers_survive_rebuilds() -> None:
+    inodes = InodeMap()
+    first = Tree.build([record("a/b.md"), record("a/c.md"), record("d.md")], inodes, OWNER)
+    second = Tree.build([record("a/c.md"), record("e/f.md")], inodes, OWNER)
+    third = Tree.build([record("a/b.md"), record("a/c.md")], inodes, OWNER)
+    ino = {p: at(first, p).ino for p in ("a", "a/b.md", "a/c.md", "d.md")}
+    assert at(second, "a/c.md").ino == ino["a/c.md"]
+    assert at(second, "a").ino == ino["a"]
+    assert at(second, "e/f.md").ino not in ino.values()
+    assert at(third, "a/b.md").ino == ino["a/b.md"]
+    # A path that changes kind gets a new number: the kernel must not mistake one for the other.
+    fourth = Tree.build([record("d.md/x")], inodes, OWNER)
+    assert at(fourth, "d.md").ino != ino["d.md"]
+
+
+def test_unusable_and_clashing_paths_are_left_out(caplog: pytest.LogCaptureFixture) -> None:
+    records = [record(p) for p in ("", "a//b", "../x", "/abs", "x/./y", "a", "a/b", "ok.md")]
+    with caplog.at_level(logging.WARNING, logger="fusefs.tree"):
+        tree = Tree.build(records, InodeMap(), OWNER)
+    assert list(tree.root.children) == ["a", "ok.md"]
+    assert at(tree, "a").kind == DIR
+    assert tree.files == 2
+    assert len(caplog.records) == 6
+
+
+def test_directory_mtime_is_its_newest_document() -> None:
+    tree = Tree.build([record("a/x", mtime=5.0), record("a/b/y", mtime=9.0)], InodeMap(), OWNER)
+    assert at(tree, "a").attrs["st_mtime"] == 9 * 10**9
+    assert at(tree, "a/b").attrs["st_mtime"] == 9 * 10**9
+    empty = Tree.build([], InodeMap(), OWNER)
+    assert empty.root.attrs["st_mtime"] == 1_000_000 * 10**9
+    assert empty.root.attrs["st_nlink"] == 2
+
+
+# -- reader -----------------------------------------------------------------------------
+
+
+def test_reader_ranges_are_the_source_bytes(ro_store: Store, ro_source: Path) -> None:
+    reader = DocumentReader(ro_store)
+    rnd = random.Random(3)
+    for path, data in source_files(ro_source).items():
+        doc = reader.document(record(path))
+        assert doc is not None and doc.offsets is not None
+        assert reader.read(doc, 0, len(data) + 10) == data
+        for _ in range(5):
+            offset = rnd.randrange(0, len(data) + 5)
+            size = rnd.choice([1, 7, 100, 4096, 70000])
+            assert reader.read(doc, offset, size) == data[offset : offset + size]
+        assert reader.read(doc, len(data), 10) == b""
+
+
+def test_a_read_fetches_only_the_chunks_it_covers(ro_store: Store, ro_source: Path) -> None:
+    counting = CountingStore(ro_store)
+    reader = DocumentReader(counting)
+    path = "ai/model-context-protocol.mdx"  # the largest sample file: many chunks
+    data = (ro_source / path).read_bytes()
+    doc = reader.document(record(path))
+    assert doc is not None and doc.offsets is not None and doc.chunks > 10
+    middle = doc.offsets[5] + 3
+    assert reader.read(doc, middle, 10) == data[middle : middle + 10]
+    assert counting.chunk_reads == [5]
+    span = doc.offsets[8] - doc.offsets[6]
+    assert reader.read(doc, doc.offsets[6], span + 1) == data[doc.offsets[6] : doc.offsets[8] + 1]
+    assert counting.chunk_reads == [5, 6, 7, 8]
+    assert reader.read(doc, middle, 10) == data[middle : middle + 10]  # cached
+    assert counting.chunk_reads == [5, 6, 7, 8]
+
+
+def test_chunk_cache_is_bounded_by_bytes() -> None:
+    cache: LRUCache[int, bytes] = LRUCache(max_weight=1000)
+    for i in range(10):
+        cache.put(i, b"x" * 300, 300)
+    assert cache.weight <= 1000 and len(cache) == 3
+    assert cache.get(0) is None and cache.get(9) is not None
+    cache.put(99, b"y" * 2000, 2000)  # bigger than the bound: not cached at all
+    assert cache.get(99) is None and cache.weight <= 1000
+
+
+def test_reader_reports_a_replaced_version_and_corrupt_offsets(ro_store: Store) -> None:
+    reader = DocumentReader(ro_store)
+    doc = reader.document(record("index.mdx"))
+    assert doc is not None and doc.offsets is not None
+    gone = DocumentRecord(
+        doc.path, doc.size, doc.mtime, doc.sha256, doc.chunks, doc.gen + 99, doc.offsets
+    )
+    with pytest.raises(ChunksMissingError):
+        reader.read(gone, 0, 10)
+    shifted = DocumentRecord(
+        doc.path,
+        doc.size,
+        doc.mtime,
+        doc.sha256,
+        doc.chunks,
+        doc.gen,
+        tuple(o + 1 if i else 0 for i, o in enumerate(doc.offsets)),
+    )
+    with pytest.raises(CorruptDocumentError):
+        DocumentReader(ro_store).read(shifted, 0, doc.size)
+
+
+# -- operations -------------------------------------------------------------------------
+
+
+def errno_of(call: Any, *args: Any) -> int:
+    with pytest.raises(FuseOSError) as info:
+        call(*args)
+    return int(info.value.errno)
+
+
+MUTATIONS: list[tuple[str, tuple[Any, ...]]] = [
+    ("chmod", ("/index.mdx", 0o777)),
+    ("chown", ("/index.mdx", 0, 0)),
+    ("create", ("/new.md", 0o644, None)),
+    ("fallocate", ("/index.mdx", 0, 0, 10, None)),
+    ("link", ("/new.md", "/index.mdx")),
+    ("mkdir", ("/newdir", 0o755)),
+    ("mknod", ("/fifo", stat.S_IFIFO | 0o644, 0)),
+    ("removexattr", ("/index.mdx", "user.semfs.sha256")),
+    ("rename", ("/index.mdx", "/moved.mdx")),
+    ("rmdir", ("/ai",)),
+    ("setxattr", ("/index.mdx", "user.x", b"1", 0)),
+    ("symlink", ("/link", "index.mdx")),
+    ("truncate", ("/index.mdx", 0)),
+    ("unlink", ("/index.mdx",)),
+    ("utimens", ("/index.mdx", (0, 0))),
+    ("write", ("/index.mdx", b"x", 0, None)),
+]
+
+
+@pytest.mark.parametrize(("name", "args"), MUTATIONS, ids=[m[0] for m in MUTATIONS])
+def test_every_mutation_is_erofs(ops: SemfsOperations, name: str, args: tuple[Any, ...]) -> None:
+    before = ops.tree
+    assert errno_of(getattr(ops, name), *args) == errno.EROFS
+    assert ops.tree is before
+    assert ops.getattr("/index.mdx")["st_size"] > 0
+
+
+def test_lookup_errors_are_precise(ops: SemfsOperations) -> None:
+    assert errno_of(ops.getattr, "/nope") == errno.ENOENT
+    assert errno_of(ops.getattr, "/ai/nope/deeper") == errno.ENOENT
+    assert errno_of(ops.readdir, "/index.mdx", 0) == errno.ENOTDIR
+    assert errno_of(ops.opendir, "/index.mdx") == errno.ENOTDIR
+    assert errno_of(ops.readlink, "/index.mdx") == errno.EINVAL
+    assert errno_of(ops.getxattr, "/index.mdx", "user.nope") == ENOATTR == errno.ENODATA
+    assert errno_of(ops.access, "/index.mdx", os.W_OK) == errno.EROFS
+    assert errno_of(ops.access, "/index.mdx", os.X_OK) == errno.EACCES
+    assert ops.access("/ai", os.R_OK | os.X_OK) == 0
+    assert errno_of(ops.open, "/index.mdx", fi(os.O_WRONLY)) == errno.EROFS
+    assert errno_of(ops.open, "/index.mdx", fi(os.O_RDONLY | os.O_TRUNC)) == errno.EROFS
+    assert errno_of(ops.open, "/ai", fi()) == errno.EISDIR
+    assert errno_of(ops.read, "/index.mdx", 10, 0, SimpleNamespace(fh=12345)) == errno.ESTALE
+
+
+def test_readdir_getattr_xattrs(ops: SemfsOperations, ro_source: Path) -> None:
+    entries = ops.readdir("/", 0)
+    names = [e if isinstance(e, str) else e[0] for e in entries]
+    assert names == [".", "..", *sorted(os.listdir(ro_source))]
+    for entry in entries:
+        assert not isinstance(entry, str) and entry[1]["st_ino"] > 0
+    st = ops.getattr("/ai")
+    assert stat.S_ISDIR(st["st_mode"])
+    sha = ops.getxattr("/index.mdx", "user.semfs.sha256")
+    assert len(sha) == 64
+    assert set(ops.listxattr("/index.mdx")) == {
+        "user.semfs.sha256",
+        "user.semfs.generation",
+        "user.semfs.chunks",
+    }
+    assert int(ops.getxattr("/", "user.semfs.pid")) == os.getpid()
+    assert ops.statfs("/")["f_files"] == len(ops.tree)
+
+
+def test_open_read_and_page_cache_versions(store: Store, sample_copy: Path) -> None:
+    inodes = InodeMap()
+    tree = Tree.build(store.list_documents(), inodes, OWNER)
+    ops = SemfsOperations(tree, DocumentReader(store))
+    data, first = read_all(ops, "/index.mdx")
+    assert data == (sample_copy / "index.mdx").read_bytes()
+    assert first.keep_cache == 0  # nothing cached yet: either would do
+    _, again = read_all(ops, "/index.mdx")
+    assert again.keep_cache == 1  # same version: the kernel keeps its pages
+    (sample_copy / "index.mdx").write_bytes(b"new text\n")
+    ingest(sample_copy, store, model="hash")
+    ops.set_tree(Tree.build(store.list_documents(), inodes, OWNER))
+    data, changed = read_all(ops, "/index.mdx")
+    assert data == b"new text\n"
+    assert changed.keep_cache == 0  # new version: the kernel drops this file's pages
+    read_all(ops, "/quickstart.mdx")
+    _, other_again = read_all(ops, "/quickstart.mdx")
+    assert other_again.keep_cache == 1
+
+
+def test_store_failure_is_eio_and_logged(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    ops = SemfsOperations(
+        Tree.build(store.list_documents(), InodeMap(), OWNER), DocumentReader(store)
+    )
+    info = fi()
+    ops.open("/index.mdx", info)
+    store.close()
+    with caplog.at_level(logging.ERROR, logger="fusefs.ops"):
+        assert errno_of(ops.read, "/index.mdx", 100, 0, info) == errno.EIO
+    assert any("read /index.mdx failed" in r.getMessage() for r in caplog.records)
+    assert ops.getattr("/index.mdx")["st_size"] > 0  # the tree still answers
+
+
+def test_resolvers_add_virtual_nodes_that_readdir_does_not_list(ops: SemfsOperations) -> None:
+    virtual = Node(DIR, ".search", 999, {"st_mode": stat.S_IFDIR | 0o555, "st_nlink": 2})
+    ops.resolvers.append(lambda rel: virtual if rel == ".search" else None)
+    assert ops.getattr("/.search")["st_mode"] == stat.S_IFDIR | 0o555
+    assert ".search" not in [e if isinstance(e, str) else e[0] for e in ops.readdir("/", 0)]
+    assert errno_of(ops.getattr, "/.other") == errno.ENOENT
+
+
+# -- refresher --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_copy(tmp_path: Path) -> Path:
+    """Three files of the sample: qdrant-client's local mode is slow to write."""
+    dst = tmp_path / "small"
+    for rel in ("index.mdx", "quickstart.mdx", "ai/llmstxt.mdx"):
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(SAMPLE_CORPUS / rel, dst / rel)
+    return dst
+
+
+@pytest.mark.parametrize("backend", ["embedded", "server"])
+def test_refresher_follows_the_store(small_copy: Path, tmp_path: Path, backend: str) -> None:
+    """The polling path the server backend relies on, driven directly against a real store."""
+    sample_copy = small_copy
+    url = f"file://{tmp_path / 'qdrant'}" if backend == "server" else None
+    store = open_store(tmp_path / "store", url=url)
+    try:
+        ingest(sample_copy, store, model="hash")
+        trees: list[Tree] = []
+        refresher = TreeRefresher(store, InodeMap(), OWNER, publish=trees.append)
+        first = refresher.load()
+        assert trees == [first]
+        assert refresher.check() is False  # nothing changed: no listing, no new tree
+        ino = at(first, "quickstart.mdx").ino
+
+        (sample_copy / "index.mdx").write_text("changed\n")
+        (sample_copy / "ai" / "llmstxt.mdx").unlink()
+        (sample_copy / "new" / "deep").mkdir(parents=True)
+        (sample_copy / "new" / "deep" / "file.md").write_text("# New\n\nhello\n")
+        ingest(sample_copy, store, model="hash")
+        assert refresher.check() is True
+        tree = trees[-1]
+        assert at(tree, "index.mdx").attrs["st_size"] == len("changed\n")
+        assert tree.lookup("ai/llmstxt.mdx") is None
+        assert tree.lookup("new/deep/file.md") is not None
+        assert at(tree, "quickstart.mdx").ino == ino
+        assert refresher.check() is False
+
+        # A run under way (dirty) commits documents one by one: every check lists them.
+        meta = store.read_meta()
+        assert meta is not None
+        store.write_meta(StoreMeta(meta.model, meta.dimension, meta.generation + 1, dirty=True))
+        assert refresher.check() is False  # same records: no new tree
+        store.delete_documents(["index.mdx"])
+        assert refresher.check() is True
+        assert trees[-1].lookup("index.mdx") is None
+    finally:
+        store.close()
+
+
+# -- options, checks, helper, CLI -------------------------------------------------------
+
+
+def test_parse_and_fuse_options(tmp_path: Path) -> None:
+    assert parse_options(["allow_other,uid=5", "attr_timeout=3", "uid=7"]) == {
+        "allow_other": True,
+        "uid": "7",
+        "attr_timeout": "3",
+    }
+    cfg = MountConfig(tmp_path, options={"attr_timeout": "3", "allow_other": True})
+    opts = fuse_options(cfg)
+    assert opts["ro"] is True and opts["use_ino"] is True
+    assert opts["attr_timeout"] == "3" and opts["allow_other"] is True
+    assert opts["fsname"] == "semfs:docs"
+    with pytest.raises(MountError, match="read-only"):
+        fuse_options(MountConfig(tmp_path, options={"rw": True}))
+
+
+def test_mountpoint_checks(tmp_path: Path) -> None:
+    with pytest.raises(MountError, match="does not exist"):
+        check_mountpoint(tmp_path / "missing")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(MountError, match="not a directory"):
+        check_mountpoint(tmp_path / "file")
+    with pytest.raises(MountError, match="not empty"):
+        check_mountpoint(tmp_path)
+    check_mountpoint(tmp_path, allow_nonempty=True)
+    with pytest.raises(MountError, match="already a mount point"):
+        check_mountpoint(Path("/proc"))
+
+
+def test_unmount_commands() -> None:
+    commands = unmount_commands(Path("/mnt/x"))
+    assert commands[0][-2:] == ["-u", "/mnt/x"]
+    assert "-z" in unmount_commands(Path("/mnt/x"), lazy=True)[0]
+
+
+def test_mount_helper_translates_mount8_arguments() -> None:
+    args = translate(
+        [
+            "/srv/store",
+            "/mnt/docs",
+            "-o",
+            "rw,noauto,user,_netdev,collection=acme,allow_other,x-systemd.automount,attr_timeout=2",
+        ]
+    )
+    assert args == [
+        "mount",
+        "/mnt/docs",
+        "--store",
+        "/srv/store",
+        "--collection",
+        "acme",
+        "-o",
+        "allow_other,attr_timeout=2",
+    ]
+    assert translate(["http://q:6333", "/mnt/d", "-o", "collection=c", "-v"]) == [
+        "-v",
+        "mount",
+        "/mnt/d",
+        "--url",
+        "http://q:6333",
+        "--collection",
+        "c",
+    ]
+    assert translate(["qdrant", "/mnt/d", "-ourl=http://q:6333,api_key=k", "-t", "semfs"]) == [
+        "mount",
+        "/mnt/d",
+        "--url",
+        "http://q:6333",
+        "--api-key",
+        "k",
+    ]
+    assert translate(["/s", "/m", "-f", "-o", "collection=x"]) is None  # mount -f: fake
+    with pytest.raises(SystemExit):
+        translate(["/only-one"])
+
+
+def test_commands_have_help() -> None:
+    runner = CliRunner()
+    result = runner.invoke(cli, ["mount", "--help"], catch_exceptions=False)
+    assert result.exit_code == 0
+    assert "Example:" in result.output and "mount.semfs" in result.output
+    assert "noauto,user,collection=docs" in result.output
+    result = runner.invoke(cli, ["umount", "--help"], catch_exceptions=False)
+    assert result.exit_code == 0 and "Example:" in result.output
+
+
+def test_umount_of_something_not_mounted_is_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["umount", str(tmp_path)])
+    assert result.exit_code == 1
+    assert result.output.strip() == f"Error: {tmp_path} is not mounted"
