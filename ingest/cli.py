@@ -13,16 +13,28 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from . import __version__
+from .embedder import DEFAULT_BATCH_SIZE
 from .errors import SemfsError
-from .pipeline import DEFAULT_BATCH_SIZE, IngestReport, ingest
-from .search import DEFAULT_K, MAX_K, Searcher
 from .sources import DEFAULT_MAX_BYTES
-from .store import DEFAULT_COLLECTION, MODES, Store, default_store_path, open_store
+from .store import (
+    DEFAULT_COLLECTION,
+    DEFAULT_K,
+    MAX_K,
+    MODES,
+    Store,
+    default_store_path,
+    open_store,
+)
+
+# pipeline and search import qdrant_edge and the chunker: imported inside the commands that
+# need them, so that `semfs --help` and `semfs mount` start fast.
+if TYPE_CHECKING:
+    from .pipeline import IngestReport
 
 logger = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -177,6 +189,8 @@ def ingest_cmd(
         semfs ingest ./docs --include '*.md' --include '*.mdx' --exclude 'drafts/'
         semfs ingest ./docs --url http://localhost:6333 --collection acme
     """
+    from .pipeline import ingest
+
     bar: Any = None
     show_bar = not as_json and sys.stderr.isatty()
 
@@ -314,6 +328,8 @@ def search(
         semfs search "how do I rotate an api key"
         semfs search "custom domain" --under deploy -k 3 --json
     """
+    from .search import Searcher
+
     with opened(store_path, url, api_key, collection) as store:
         hits = Searcher(store).search(query, k=k, mode=mode, under=under, min_score=min_score)
     if as_json:

@@ -143,7 +143,8 @@ class EdgeStore(Store):
             raise StoreUnavailableError(f"cannot open store {self.dir}: {exc}") from exc
 
     def _write_owner(self) -> None:
-        info = {"pid": os.getpid(), "command": " ".join(["semfs", *sys.argv[1:2]])}
+        command = " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]])
+        info = {"pid": os.getpid(), "command": command[:200]}
         try:
             (self.dir / "owner.json").write_text(json.dumps(info))
         except OSError as exc:  # informational only
@@ -166,7 +167,13 @@ class EdgeStore(Store):
             if self._shard is not None:
                 return
             config = qe.EdgeConfig(
-                vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
+                # Cold: vectors stay on disk (mmap) instead of being read in at every open,
+                # which would put the whole vector file between `semfs mount` and its first ls.
+                vectors={
+                    DENSE: qe.EdgeVectorParams(
+                        size=dimension, distance=qe.Distance.Cosine, memory=qe.Memory.Cold
+                    )
+                },
                 sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
             )
             if self._owner_fd is None:

@@ -21,6 +21,7 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 HASH_MODEL = "hash"
 # Room left in the model window for the context line (title > heading) added before a chunk.
 CONTEXT_RESERVE_TOKENS = 32
+DEFAULT_BATCH_SIZE = 32
 
 
 class Embedder(Protocol):

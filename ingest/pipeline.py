@@ -18,7 +18,13 @@ from typing import Any
 import qdrant_edge as qe
 
 from .chunking import chunk_text, document_title, embedding_text
-from .embedder import DEFAULT_MODEL, Embedder, canonical_model_name, load_embedder
+from .embedder import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MODEL,
+    Embedder,
+    canonical_model_name,
+    load_embedder,
+)
 from .errors import ModelMismatchError
 from .schema import ChunkPoint, ChunkRecord, DocumentRecord, StoreMeta
 from .sources import DEFAULT_MAX_BYTES, Document, Skipped, read_document, scan
@@ -26,7 +32,6 @@ from .store import Store
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_BATCH_SIZE = 32
 # Chunks handed to the model per encode() call. sentence-transformers sorts a call's texts by
 # length before batching, so larger calls waste less on padding; this bounds memory.
 ENCODE_WINDOW_BATCHES = 8

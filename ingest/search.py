@@ -14,10 +14,8 @@ import qdrant_edge as qe
 
 from .embedder import Embedder, load_embedder
 from .errors import SemfsError
-from .store import MODES, SparseQuery, Store
+from .store import DEFAULT_K, MAX_K, MODES, SparseQuery, Store
 
-DEFAULT_K = 10
-MAX_K = 100
 # Chunks fetched per wanted document: several chunks of one page often rank together.
 CHUNKS_PER_DOC = 5
 

@@ -21,6 +21,8 @@ from .schema import ChunkPoint, ChunkRecord, DocumentRecord, ScoredChunk, StoreM
 
 DEFAULT_COLLECTION = "docs"
 MODES = ("hybrid", "semantic", "keyword")
+DEFAULT_K = 10  # documents per search
+MAX_K = 100
 # Reciprocal Rank Fusion's k: the usual 60 from Cormack et al.; not tuned to any test set.
 RRF_K = 60
 _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
