@@ -51,6 +51,7 @@ class Node:
     doc: DocumentRecord | None = None  # FILE: the committed version shown
     children: Mapping[str, Node] = field(default_factory=lambda: _EMPTY)  # DIR: name -> node
     target: str = ""  # SYMLINK: what readlink returns
+    data: bytes | None = None  # FILE without a doc: a virtual file's bytes (search results)
 
     @property
     def name(self) -> str:
@@ -181,7 +182,7 @@ def _usable(records: Iterable[DocumentRecord]) -> dict[str, DocumentRecord]:
 
 
 def _file_attrs(ino: int, rec: DocumentRecord, owner: Ownership) -> Mapping[str, int]:
-    mtime = _ns(rec.mtime)
+    mtime = rec.st_mtime_ns
     attrs: dict[str, Any] = {
         "st_ino": ino,
         "st_mode": FILE_MODE,

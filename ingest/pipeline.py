@@ -133,7 +133,7 @@ def ingest(
         old = existing.get(doc.path)
         if old is not None and old.sha256 == doc.sha256:
             report.unchanged.append(doc.path)
-            if old.mtime != doc.mtime:
+            if old.st_mtime_ns != doc.mtime_ns:
                 touched.append(doc)
         else:
             changed.append(doc)
@@ -169,6 +169,7 @@ def ingest(
                     old_rec.chunks,
                     old_rec.gen,
                     old_rec.offsets,
+                    mtime_ns=doc.mtime_ns,
                 )
             )
     report.chunks_embedded = _embed_documents(
@@ -277,6 +278,7 @@ def _commit_finished(
                 len(p.chunks),
                 gen,
                 tuple(c.start for c in p.chunks),
+                mtime_ns=doc.mtime_ns,
             )
         )
         store.delete_stale_chunks(doc.path, gen)

@@ -101,6 +101,12 @@ class DocumentRecord:
     chunks: int
     gen: int
     offsets: tuple[int, ...] | None = field(default=None, compare=False)
+    # Exact source mtime; ``mtime`` (float seconds) loses the last digits of nanoseconds.
+    mtime_ns: int | None = None
+
+    @property
+    def st_mtime_ns(self) -> int:
+        return self.mtime_ns if self.mtime_ns is not None else round(self.mtime * 1e9)
 
     def to_payload(self) -> dict[str, Any]:
         return {
@@ -108,6 +114,7 @@ class DocumentRecord:
             "path": self.path,
             "size": self.size,
             "mtime": self.mtime,
+            "mtime_ns": self.mtime_ns,
             "sha256": self.sha256,
             "chunks": self.chunks,
             "gen": self.gen,
@@ -125,11 +132,12 @@ class DocumentRecord:
             chunks=int(p["chunks"]),
             gen=int(p["gen"]),
             offsets=tuple(int(o) for o in offsets) if offsets is not None else None,
+            mtime_ns=int(p["mtime_ns"]) if p.get("mtime_ns") is not None else None,
         )
 
 
 # The payload fields of a doc record that a tree needs; "offsets" is left out.
-DOC_TREE_FIELDS = ["kind", "path", "size", "mtime", "sha256", "chunks", "gen"]
+DOC_TREE_FIELDS = ["kind", "path", "size", "mtime", "mtime_ns", "sha256", "chunks", "gen"]
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ class Document:
     size: int
     mtime: float
     sha256: str
+    mtime_ns: int
 
 
 def _matches(path: str, patterns: Sequence[str]) -> bool:
@@ -144,5 +145,6 @@ def read_document(f: SourceFile, max_bytes: int = DEFAULT_MAX_BYTES) -> Document
         text=text,
         size=len(data),
         mtime=st.st_mtime,
+        mtime_ns=st.st_mtime_ns,
         sha256=hashlib.sha256(data).hexdigest(),
     )
