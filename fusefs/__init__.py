@@ -4,7 +4,8 @@
 * :mod:`fusefs.tree`: the immutable directory tree built from the document records, and
   the path -> inode map that outlives trees.
 * :mod:`fusefs.reader`: document bytes by range, through a bounded chunk cache.
-* :mod:`fusefs.ops`: the FUSE callbacks, a thin translation onto tree and reader.
+* :mod:`fusefs.searchdir`: ``<dir>/.search/<question>/``: search results as directories.
+* :mod:`fusefs.ops`: the FUSE callbacks, a thin translation onto tree, reader and searchdir.
 * :mod:`fusefs.refresh`: rebuilding the tree when the store changes (live ingest).
 * :mod:`fusefs.daemon`: mount lifecycle: checks, daemonizing, ready signal, unmounting.
 * :mod:`fusefs.cli`: ``semfs mount`` / ``semfs umount``; :mod:`fusefs.mounthelper`:

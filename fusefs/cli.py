@@ -11,10 +11,35 @@ from pathlib import Path
 import click
 
 from ingest.cli import cli, handle_errors, store_options
+from ingest.search import DEFAULT_K, MAX_K
+from ingest.store import MODES
 
 from .daemon import MountConfig, configure_logging, mount, parse_options, unmount
+from .searchdir import DEFAULT_NAME, SearchOptions, check_folder_name
 
 MOUNT_EPILOG = """\b
+Search as directories: every folder answers .search (--search-dir), listed nowhere,
+so ls -a, find, grep -r and diff -r see only your documents:
+    ls ~/mnt/docs/.search/"how do I rotate an api key"/
+    ls ~/mnt/docs/deploy/.search/"serve docs under a subpath"/  # only inside deploy/
+    cat ~/mnt/docs/.search/"rotate api key"/00-results.md     # passages, paths, lines, scores
+    cat ~/mnt/docs/.search/"rotate api key"/01-*              # the best document, whole
+    ls -U ~/mnt/docs/.search/                                 # recent queries, newest first
+
+\b
+A query folder holds 00-results.md, then one symlink per document, best first
+(01-NAME, 02-NAME, ...; relative, so cat, grep and editors reach the real file).
+Per-query options are parameter folders before the question, in any order:
+    @hybrid @semantic @keyword   the mode (hybrid: dense + BM25 fused by rank)
+    @k=N                         how many documents (1-100)
+    @min=X                       drop hits scoring below X (RRF, cosine or BM25 scale)
+    e.g. ls ~/mnt/docs/.search/@keyword/@k=3/"nginx subpath"/
+The question is one file name: no '/', at most 255 bytes (NAME_MAX). Names starting with
+'.' are not queries (.DS_Store, .git probes); '@' starts a parameter; for a question
+that starts with either, begin the name with a space. Results are cached per question
+and refreshed when the collection changes.
+
+\b
 System mount (mount -t semfs, /etc/fstab), after a one-time install of the helper:
     sudo ln -s "$(command -v mount.semfs)" /sbin/mount.semfs
     sudo mount -t semfs ~/.local/share/semfs ~/mnt/docs -o collection=docs
@@ -51,6 +76,34 @@ For a Qdrant server, give its URL instead of the store folder (or -o url=URL).
     "background, stderr with -f].",
 )
 @click.option(
+    "--search-dir",
+    default=DEFAULT_NAME,
+    show_default=True,
+    metavar="NAME",
+    help="The search folder every directory answers (listed nowhere).",
+)
+@click.option(
+    "-k",
+    "--k",
+    "k",
+    default=DEFAULT_K,
+    show_default=True,
+    type=click.IntRange(1, MAX_K),
+    help="Documents per search; @k=N changes it per query.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default="hybrid",
+    show_default=True,
+    help="Search mode; @semantic, @keyword, @hybrid change it per query.",
+)
+@click.option(
+    "--min-score",
+    type=float,
+    help="Drop hits scoring below this; @min=X changes it per query.",
+)
+@click.option(
     "--connect-timeout",
     default=10.0,
     show_default=True,
@@ -69,6 +122,10 @@ def mount_cmd(
     foreground: bool,
     options: tuple[str, ...],
     log_file: Path | None,
+    search_dir: str,
+    k: int,
+    mode: str,
+    min_score: float | None,
     connect_timeout: float,
 ) -> None:
     """Show a collection as a read-only directory tree at MOUNTPOINT.
@@ -76,7 +133,8 @@ def mount_cmd(
     The tree mirrors the ingested folder, file for file and byte for byte, so ls, cat,
     grep -r, rg, find, diff -r and editors work on it. Goes to the background once the
     mount answers. `semfs ingest` into the same collection while mounted updates the tree
-    within about a second. Unmount with `semfs umount MOUNTPOINT`.
+    within about a second. Each folder also answers `.search/QUESTION/` with the documents
+    that best answer QUESTION (see below). Unmount with `semfs umount MOUNTPOINT`.
 
     \b
     Example:
@@ -84,8 +142,11 @@ def mount_cmd(
         ls -l ~/mnt/docs; grep -rn "api key" ~/mnt/docs; diff -r ./docs ~/mnt/docs
         semfs mount ~/mnt/acme --url http://localhost:6333 --collection acme -o allow_other
         semfs mount -f ~/mnt/docs --log-file /tmp/semfs.log
+        semfs mount ~/mnt/docs --k 5 --mode keyword --search-dir .find
         semfs umount ~/mnt/docs
     """
+    search = SearchOptions(mode=mode, k=k, min_score=min_score)  # checked before forking
+    check_folder_name(search_dir)
     configure_logging(log_file, ctx.find_root().meta.get("semfs.verbose", 0))
     mount(
         MountConfig(
@@ -98,6 +159,8 @@ def mount_cmd(
             foreground=foreground,
             log_file=log_file,
             connect_timeout=connect_timeout,
+            search_dir=search_dir,
+            search=search,
         )
     )
 

@@ -21,6 +21,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -30,12 +31,14 @@ from typing import Any
 from ingest.edge_store import EdgeStore
 from ingest.errors import SemfsError, StoreNotFoundError
 from ingest.ipc import RemoteStore, StoreServer
+from ingest.search import Searcher
 from ingest.store import DEFAULT_COLLECTION, Store, default_store_path, open_store
 
 from .bindings import FUSE, fuse_exit, fuse_major_version
 from .ops import XATTR_PREFIX, SemfsOperations
 from .reader import DocumentReader
 from .refresh import DEFAULT_INTERVAL, TreeRefresher
+from .searchdir import DEFAULT_NAME, SearchDirectories, SearchOptions
 from .tree import InodeMap, Ownership
 
 logger = logging.getLogger(__name__)
@@ -64,6 +67,8 @@ class MountConfig:
     log_file: Path | None = None
     connect_timeout: float = 10.0
     poll_interval: float = DEFAULT_INTERVAL
+    search_dir: str = DEFAULT_NAME
+    search: SearchOptions = field(default_factory=SearchOptions)  # defaults for queries
 
 
 def parse_options(values: Iterable[str]) -> dict[str, str | bool]:
@@ -172,9 +177,15 @@ class MountDaemon:
                 interval=self.cfg.poll_interval,
             )
             tree = refresher.load()
+            searcher = Searcher(store)  # reads the store's model name; loads nothing yet
             ops = SemfsOperations(
-                tree, DocumentReader(store), on_init=lambda: self._started(store, refresher)
+                tree,
+                DocumentReader(store),
+                on_init=lambda: self._started(store, refresher, searcher),
             )
+            searches = SearchDirectories(searcher.search, self.cfg.search_dir, self.cfg.search)
+            # ops.tree is read per call: a search always runs against the tree shown now.
+            ops.resolvers.append(lambda rel: searches.resolve(ops.tree, rel))
             refresher.publish = ops.set_tree
             logger.debug(
                 "mounting %s (%d documents) at %s", store.location, tree.files, self.cfg.mountpoint
@@ -196,7 +207,7 @@ class MountDaemon:
             raise MountError(self.error or f"cannot mount {self.cfg.mountpoint}")
         logger.info("unmounted %s", self.cfg.mountpoint)
 
-    def _started(self, store: Store, refresher: TreeRefresher) -> None:
+    def _started(self, store: Store, refresher: TreeRefresher, searcher: Searcher) -> None:
         """FUSE init(): the kernel is connected. Start the threads, then report."""
         try:
             refresher.start()
@@ -210,6 +221,8 @@ class MountDaemon:
             self.report(self.error)
             fuse_exit()
             return
+        # The model takes seconds to load: start now, so the first search rarely waits.
+        threading.Thread(target=_warm_up, args=(searcher,), name="semfs-model", daemon=True).start()
         self.started = True
         logger.info(
             "mounted %s at %s in %.0f ms",
@@ -231,6 +244,24 @@ class MountDaemon:
                 stop()
             except Exception as exc:
                 logger.error("shutting down: %s", exc, exc_info=logger.isEnabledFor(logging.DEBUG))
+
+
+def _warm_up(searcher: Searcher) -> None:
+    started = time.monotonic()
+    try:
+        searcher.warm_up()
+    except Exception as exc:
+        # Searches retry the load and fail one by one (EIO) if it cannot be done.
+        logger.warning(
+            "cannot load the embedding model %s: %s",
+            searcher.embedder.name,
+            exc,
+            exc_info=logger.isEnabledFor(logging.DEBUG),
+        )
+        return
+    logger.info(
+        "embedding model %s ready in %.1f s", searcher.embedder.name, time.monotonic() - started
+    )
 
 
 # -- background mode ---------------------------------------------------------------------

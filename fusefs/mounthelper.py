@@ -1,8 +1,9 @@
 """``mount.semfs``: the helper mount(8) runs for ``mount -t semfs`` and /etc/fstab entries.
 
 mount(8) calls ``mount.semfs SPEC DIR [-sfnv] [-N NS] [-o OPTIONS] [-t TYPE]``. SPEC is the
-store folder, or a Qdrant URL; ``collection=``, ``url=``, ``api_key=``, ``log_file=`` and
-``connect_timeout=`` become the matching ``semfs mount`` options; options that only mean
+store folder, or a Qdrant URL; ``collection=``, ``url=``, ``api_key=``, ``log_file=``,
+``connect_timeout=`` and ``search_dir=``, ``search_k=``, ``search_mode=``,
+``search_min_score=`` become the matching ``semfs mount`` options; options that only mean
 something to mount(8) or fstab are dropped; everything else goes to FUSE as ``-o``.
 Then the normal ``semfs mount`` runs, in the background, and the helper exits once the
 mount answers. Install once with ``sudo ln -s "$(command -v mount.semfs)" /sbin/mount.semfs``.
@@ -30,6 +31,10 @@ TRANSLATED = {
     "api_key": "--api-key",
     "log_file": "--log-file",
     "connect_timeout": "--connect-timeout",
+    "search_dir": "--search-dir",
+    "search_k": "--k",
+    "search_mode": "--mode",
+    "search_min_score": "--min-score",
 }
 
 

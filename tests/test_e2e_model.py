@@ -56,7 +56,7 @@ def test_cli_search_uses_the_store_model(model_store_dir: Path) -> None:
         [
             SEMFS,
             "search",
-            "change the typeface used across my site",
+            "how do I point my own web address at the documentation",
             "--store",
             str(model_store_dir),
             "-k",
@@ -68,4 +68,4 @@ def test_cli_search_uses_the_store_model(model_store_dir: Path) -> None:
         check=True,
     )
     hits = json.loads(r.stdout)
-    assert "customize/fonts.mdx" in [h["path"] for h in hits]
+    assert "customize/custom-domain.mdx" in [h["path"] for h in hits]

@@ -1,0 +1,546 @@
+"""Search as directories: ``<any dir>/.search/<question>/`` lists the documents that answer it.
+
+The paths below any directory ``D`` of the tree (the folder name ``.search`` is the default;
+``semfs mount --search-dir NAME`` changes it)::
+
+    D/.search/                      recent queries run here, most recent first
+    D/.search/@keyword/@k=3/        parameter folders: options for the queries below them
+    D/.search/[@PARAM/...]QUESTION/ a query directory: its name is the query text
+        00-results.md               rank, score, path, line range and passage of every hit
+        01-NAME -> ../../PATH       one relative symlink per document, best first
+
+Parameters, chained in any order (a later one wins): ``@hybrid``, ``@semantic``,
+``@keyword`` (the mode), ``@k=N`` (documents, 1-100) and ``@min=X`` (drop hits scoring
+below X; the scale is the mode's: RRF for hybrid, cosine for semantic, BM25 for keyword).
+
+Rules a caller may rely on:
+
+* The search folder answers a lookup in every directory and is listed in none, so ``ls -a``,
+  ``find``, ``grep -r``, ``du`` and ``diff -r`` see exactly the source tree. A real entry of
+  the same name in the source wins (choose another ``--search-dir`` then).
+* A search under ``D`` returns only documents inside ``D``.
+* A name starting with ``.`` is never a query (shells and file managers probe ``.DS_Store``,
+  ``._x``, ``.git``): not found. A name starting with ``@`` is a parameter; an unknown one is
+  not found. To search for text starting with either, start the name with a space (query
+  text is stripped).
+* A query is one path component, so it cannot hold ``/`` and is at most 255 bytes (NAME_MAX:
+  the kernel answers ENAMETOOLONG beyond that before the mount sees the name). Whitespace
+  and control characters count as spaces; bytes that are not UTF-8 are replaced.
+* Symlink names are the rank (zero-padded to the width of ``k``), a dash and the document's
+  file name, cut to fit 255 bytes; targets are relative, so they resolve inside the mount
+  wherever it is.
+
+This module never imports FUSE: it turns paths into :class:`fusefs.tree.Node` objects for
+:class:`fusefs.ops.SemfsOperations` and is tested without a mount.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Protocol
+
+from ingest.errors import SemfsError
+from ingest.search import DEFAULT_K, MAX_K, Hit
+from ingest.store import MODES
+
+from .tree import DIR, DIR_MODE, FILE, FILE_MODE, SYMLINK, SYMLINK_MODE, Node, Tree
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_NAME = ".search"
+NAME_MAX = 255
+# Query results kept. An entry holds k passages (~1 kB each) twice, as hits and rendered in
+# the results file: ~20 kB at the default k=10, so 256 entries take ~5 MB (~50 MB at k=100).
+DEFAULT_CACHE_ENTRIES = 256
+# Queries remembered for listing search folders: a few dozen bytes each.
+DEFAULT_RECENT_ENTRIES = 100
+RESULTS_STEM = "-results.md"
+PARAMETER_PREFIX = "@"
+# Virtual nodes take inode numbers from a hash of their path, in a range the tree's counter
+# never reaches: every query ever typed would otherwise grow the mount's InodeMap forever.
+_VIRTUAL_INO_BIT = 1 << 62
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_BACKTICKS = re.compile(r"`+")
+# Every entry of a query directory is a rank or zeros, then a dash.
+_ENTRY = re.compile(r"[0-9]{2,}-")
+
+
+class SearchFunction(Protocol):
+    """:meth:`ingest.search.Searcher.search`, or anything called like it."""
+
+    def __call__(
+        self,
+        query: str,
+        k: int = ...,
+        mode: str = ...,
+        under: str | None = ...,
+        min_score: float | None = ...,
+        committed: Callable[[str, int], bool] | None = ...,
+    ) -> list[Hit]: ...
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How a query runs: the mount's defaults, changed by parameter folders."""
+
+    mode: str = "hybrid"
+    k: int = DEFAULT_K
+    min_score: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise SemfsError(f"unknown search mode {self.mode!r}: use one of {', '.join(MODES)}")
+        if not 1 <= self.k <= MAX_K:
+            raise SemfsError(f"k must be between 1 and {MAX_K}, not {self.k}")
+        if self.min_score is not None and not math.isfinite(self.min_score):
+            raise SemfsError(f"the score floor must be a finite number, not {self.min_score}")
+
+    def with_parameter(self, name: str) -> SearchOptions | None:
+        """These options changed by a parameter folder name (``@keyword``, ``@k=3``,
+        ``@min=0.02``); None when the name is not a valid parameter."""
+        key, sep, value = name.removeprefix(PARAMETER_PREFIX).partition("=")
+        try:
+            if not sep and key in MODES:
+                return replace(self, mode=key)
+            if sep and key == "k" and value.isascii() and value.isdigit():
+                return replace(self, k=int(value))
+            if sep and key == "min":
+                return replace(self, min_score=float(value))
+        except (SemfsError, ValueError):
+            return None
+        return None
+
+    def describe(self) -> str:
+        floor = "none" if self.min_score is None else f"{self.min_score:g}"
+        return f"mode {self.mode} · k {self.k} · min score {floor}"
+
+
+def check_folder_name(name: str) -> str:
+    """The search folder name, or SemfsError: one path component, not ``.`` or ``..``."""
+    if (
+        not name
+        or name in (".", "..")
+        or "/" in name
+        or "\0" in name
+        or name.startswith(PARAMETER_PREFIX)
+        or len(name.encode("utf-8", "surrogateescape")) > NAME_MAX
+    ):
+        raise SemfsError(
+            f"invalid search folder name {name!r}: use one file name (not '.' or '..', no '/', "
+            f"not starting with {PARAMETER_PREFIX!r}, at most {NAME_MAX} bytes)"
+        )
+    return name
+
+
+def query_text(name: str) -> str:
+    """The text searched for a query directory name: valid UTF-8, whitespace and control
+    characters as single spaces, stripped."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return " ".join(_CONTROL.sub(" ", text).split())
+
+
+@dataclass(frozen=True)
+class SearchPath:
+    """A path below a search folder, parsed. ``scope`` is the directory searched ("" for the
+    root); ``params`` the parameter folders as written; ``query`` the query directory's name
+    (None for the search folder or a parameter folder); ``entry`` a name inside it."""
+
+    scope: str
+    folder: str
+    params: tuple[str, ...]
+    options: SearchOptions
+    query: str | None = None
+    entry: str | None = None
+
+    def _join(self, *parts: str) -> str:
+        return "/".join(p for p in (self.scope, self.folder, *parts) if p)
+
+    @property
+    def dir_path(self) -> str:
+        """The path of the directory named (or holding ``entry``)."""
+        return self._join(*self.params, *((self.query,) if self.query is not None else ()))
+
+    @property
+    def depth(self) -> int:
+        """Components in :attr:`dir_path`: how many ``..`` lead from it to the mount root."""
+        return self.dir_path.count("/") + 1
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """One search's outcome, immutable: the hits, their link names (rank order) and the
+    rendered results file."""
+
+    text: str
+    hits: tuple[Hit, ...]
+    names: tuple[str, ...]
+    results_name: str
+    results_file: bytes
+    created: float
+    _positions: Mapping[str, int] = field(repr=False, compare=False, default_factory=dict)
+
+    def position(self, name: str) -> int | None:
+        """The index in :attr:`hits` of the link called ``name``, or None."""
+        return self._positions.get(name)
+
+
+def link_names(hits: tuple[Hit, ...], k: int) -> tuple[str, ...]:
+    """``01-fonts.mdx``, ...: the rank keeps names unique and makes ``ls`` order rank order."""
+    width = max(2, len(str(k)))
+    return tuple(_fit(f"{h.rank:0{width}d}-", h.path.rpartition("/")[2]) for h in hits)
+
+
+def results_name(k: int) -> str:
+    """``00-results.md``: zeros as wide as the ranks, so it sorts before them."""
+    return "0" * max(2, len(str(k))) + RESULTS_STEM
+
+
+def _fit(prefix: str, name: str) -> str:
+    """``prefix + name`` cut to NAME_MAX bytes, keeping a short extension."""
+    full = prefix + name
+    if len(full.encode("utf-8", "surrogateescape")) <= NAME_MAX:
+        return full
+    stem, dot, ext = name.rpartition(".")
+    suffix = dot + ext if stem and len(ext) <= 16 else ""
+    base = name[: len(name) - len(suffix)]
+    while (
+        base and len((prefix + base + "…" + suffix).encode("utf-8", "surrogateescape")) > NAME_MAX
+    ):
+        base = base[:-1]
+    return prefix + base + "…" + suffix
+
+
+def render_results(
+    sp: SearchPath, text: str, hits: tuple[Hit, ...], names: tuple[str, ...]
+) -> bytes:
+    """The results file: a header with the query and options, then per hit its rank, path,
+    line range, score, section and the matching passage (fenced, verbatim)."""
+    where = f"{sp.scope}/" if sp.scope else "the whole collection"
+    lines = [
+        f"# Search: {text}" if text else "# Search: (empty query)",
+        "",
+        f"{sp.options.describe()} · in {where} · {len(hits)} document"
+        + ("" if len(hits) == 1 else "s"),
+        "",
+    ]
+    if not hits:
+        lines.append("No documents match." if text else "Name the folder after a question.")
+        if text and sp.options.min_score is not None:
+            lines.append(f"Every hit scored below the floor {sp.options.min_score:g} (@min).")
+        return ("\n".join(lines) + "\n").encode()
+    lines += [
+        "Each hit is also a link in this folder, to the whole document.",
+        "",
+    ]
+    for hit, name in zip(hits, names, strict=True):
+        lines.append(
+            f"## {hit.rank}. {hit.path} (lines {hit.start_line}-{hit.end_line}) "
+            f"score {hit.score:.4f}"
+        )
+        lines.append("")
+        meta = f"link: {name}"
+        if hit.heading:
+            meta += f" · section: {' '.join(hit.heading.split())}"
+        lines += [meta, ""]
+        passage = hit.text.strip("\n")
+        # A fence longer than any backtick run inside, so the passage cannot close it.
+        longest = max((len(m) for m in _BACKTICKS.findall(passage)), default=0)
+        fence = "`" * max(3, longest + 1)
+        lines += [fence, passage, fence, ""]
+    return "\n".join(lines).encode("utf-8", "surrogateescape")
+
+
+class QueryCache:
+    """Query results of one tree, computed once per key even under concurrent lookups.
+
+    Holds at most ``max_entries`` results (least recently used dropped first; default 256,
+    ~5 MB at k=10, see ``DEFAULT_CACHE_ENTRIES``). Results are
+    kept only for the tree last asked about: a lookup with another tree (a refresh after
+    `semfs ingest`) drops them all. Callers asking for a key being computed wait for that
+    computation; a failed one is not kept, so the next lookup tries again.
+    """
+
+    def __init__(self, max_entries: int = DEFAULT_CACHE_ENTRIES) -> None:
+        self.max_entries = max_entries
+        self.computed = 0
+        self._tree: Tree | None = None
+        self._entries: OrderedDict[Any, Future[QueryResult]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, tree: Tree, key: Any, compute: Callable[[], QueryResult]) -> QueryResult:
+        with self._lock:
+            if tree is not self._tree:
+                self._tree = tree
+                self._entries.clear()
+            future = self._entries.get(key)
+            owner = future is None
+            if future is None:
+                future = Future()
+                self._entries[key] = future
+                while len(self._entries) > self.max_entries:
+                    self._entries.popitem(last=False)
+            else:
+                self._entries.move_to_end(key)
+        if owner:
+            try:
+                future.set_result(compute())
+                self.computed += 1
+            except Exception as exc:
+                with self._lock:
+                    if self._entries.get(key) is future:
+                        del self._entries[key]
+                future.set_exception(exc)
+        return future.result()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class RecentQueries:
+    """The last ``max_entries`` distinct query directories used, most recent first, by the
+    folder they were used in (scope and parameter folders as written)."""
+
+    def __init__(self, max_entries: int = DEFAULT_RECENT_ENTRIES) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple[str, tuple[str, ...], str], None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, scope: str, params: tuple[str, ...], name: str) -> None:
+        key = (scope, params, name)
+        with self._lock:
+            self._entries[key] = None
+            self._entries.move_to_end(key, last=False)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=True)
+
+    def names(self, scope: str, params: tuple[str, ...]) -> list[str]:
+        with self._lock:
+            return [n for s, p, n in self._entries if s == scope and p == params]
+
+
+class _LazyChildren(Mapping[str, Node]):
+    """A directory's entries, built on first use: a query directory's ``getattr`` then costs
+    no search, its ``readdir`` one (cached)."""
+
+    def __init__(self, build: Callable[[], Mapping[str, Node]]) -> None:
+        self._build = build
+        self._built: Mapping[str, Node] | None = None
+
+    def _get(self) -> Mapping[str, Node]:
+        if self._built is None:
+            self._built = self._build()
+        return self._built
+
+    def __getitem__(self, name: str) -> Node:
+        return self._get()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+
+def virtual_ino(kind: str, path: str) -> int:
+    digest = hashlib.blake2b(f"{kind}\0{path}".encode("utf-8", "surrogateescape"), digest_size=8)
+    return _VIRTUAL_INO_BIT | (int.from_bytes(digest.digest(), "little") & (_VIRTUAL_INO_BIT - 1))
+
+
+class SearchDirectories:
+    """Resolves paths below search folders to nodes; thread-safe.
+
+    ``search`` runs a query (normally :meth:`ingest.search.Searcher.search`); it is called
+    with ``committed`` set from the tree, so results name exactly the documents the tree
+    shows. Each distinct (scope, options, query text) is searched once per tree
+    (:class:`QueryCache`); :class:`RecentQueries` remembers what to list in search folders.
+    """
+
+    def __init__(
+        self,
+        search: SearchFunction,
+        folder: str = DEFAULT_NAME,
+        defaults: SearchOptions | None = None,
+        cache_entries: int = DEFAULT_CACHE_ENTRIES,
+        recent_entries: int = DEFAULT_RECENT_ENTRIES,
+    ) -> None:
+        self.search = search
+        self.folder = check_folder_name(folder)
+        self.defaults = defaults or SearchOptions()
+        self.cache = QueryCache(cache_entries)
+        self.recent = RecentQueries(recent_entries)
+
+    # -- paths ----------------------------------------------------------------------------
+
+    def parse(self, tree: Tree, rel: str) -> SearchPath | None:
+        """The search path ``rel`` names, or None when it names none (not found)."""
+        parts = rel.split("/") if rel else []
+        for i, part in enumerate(parts):
+            if part != self.folder:
+                continue
+            scope = "/".join(parts[:i])
+            if tree.lookup("/".join(parts[: i + 1])) is not None:
+                continue  # a real entry of that name: the source's, not ours
+            scope_node = tree.lookup(scope)
+            if scope_node is None or scope_node.kind != DIR:
+                return None
+            return self._parse_below(scope, parts[i + 1 :])
+        return None
+
+    def _parse_below(self, scope: str, rest: list[str]) -> SearchPath | None:
+        options = self.defaults
+        params: list[str] = []
+        while rest and rest[0].startswith(PARAMETER_PREFIX):
+            changed = options.with_parameter(rest[0])
+            if changed is None:
+                return None
+            options = changed
+            params.append(rest.pop(0))
+        sp = SearchPath(scope, self.folder, tuple(params), options)
+        if not rest:
+            return sp
+        if len(rest) > 2 or not rest[0] or rest[0].startswith("."):
+            return None
+        if len(rest) == 2 and not _ENTRY.match(rest[1]):
+            return None  # no entry is named so: answer without searching
+        return replace(sp, query=rest[0], entry=rest[1] if len(rest) == 2 else None)
+
+    # -- searching ------------------------------------------------------------------------
+
+    def results(self, tree: Tree, sp: SearchPath) -> QueryResult:
+        """The result of the query directory ``sp`` names, from the cache or searched now.
+
+        Raises whatever the search raises (a store failure): the caller reports it.
+        """
+        assert sp.query is not None
+        text = query_text(sp.query)
+        key = (sp.scope, sp.options, text)
+        result = self.cache.get(tree, key, lambda: self._run(tree, sp, text))
+        self.recent.add(sp.scope, sp.params, sp.query)
+        return result
+
+    def _run(self, tree: Tree, sp: SearchPath, text: str) -> QueryResult:
+        started = time.perf_counter()
+
+        def committed(path: str, gen: int) -> bool:
+            node = tree.lookup(path)
+            return node is not None and node.doc is not None and node.doc.gen == gen
+
+        opts = sp.options
+        hits = (
+            tuple(
+                self.search(
+                    text,
+                    k=opts.k,
+                    mode=opts.mode,
+                    under=sp.scope or None,
+                    min_score=opts.min_score,
+                    committed=committed,
+                )
+            )
+            if text
+            else ()
+        )
+        names = link_names(hits, opts.k)
+        logger.debug(
+            "search %r in %r (%s): %d documents in %.1f ms",
+            text,
+            sp.scope or "/",
+            opts.describe(),
+            len(hits),
+            (time.perf_counter() - started) * 1000,
+        )
+        return QueryResult(
+            text=text,
+            hits=hits,
+            names=names,
+            results_name=results_name(opts.k),
+            results_file=render_results(sp, text, hits, names),
+            created=time.time(),
+            _positions=MappingProxyType({n: i for i, n in enumerate(names)}),
+        )
+
+    # -- nodes ----------------------------------------------------------------------------
+
+    def resolve(self, tree: Tree, rel: str) -> Node | None:
+        """The node at ``rel`` below a search folder, or None. An entry of a query directory
+        runs its search (cached); the query directory itself only when listed."""
+        sp = self.parse(tree, rel)
+        if sp is None:
+            return None
+        if sp.query is None:
+            return self._folder_node(tree, sp)
+        if sp.entry is None:
+            return self._query_node(tree, sp)
+        return self._entry_node(tree, sp, self.results(tree, sp), sp.entry)
+
+    def _attrs(
+        self, tree: Tree, ino: int, mode: int, size: int, mtime: int | None = None, nlink: int = 1
+    ) -> Mapping[str, int]:
+        root = tree.root.attrs
+        when = root["st_mtime"] if mtime is None else mtime
+        return MappingProxyType(
+            {
+                "st_ino": ino,
+                "st_mode": mode,
+                "st_nlink": nlink,
+                "st_size": size,
+                "st_blocks": (size + 511) // 512,
+                "st_uid": root["st_uid"],
+                "st_gid": root["st_gid"],
+                "st_mtime": when,
+                "st_ctime": when,
+                "st_atime": when,
+            }
+        )
+
+    def _dir_node(self, tree: Tree, path: str, children: Mapping[str, Node]) -> Node:
+        ino = virtual_ino(DIR, path)
+        return Node(DIR, path, ino, self._attrs(tree, ino, DIR_MODE, 0, nlink=2), children=children)
+
+    def _folder_node(self, tree: Tree, sp: SearchPath) -> Node:
+        """A search or parameter folder: lists the queries recently used in it."""
+
+        def build() -> Mapping[str, Node]:
+            names = self.recent.names(sp.scope, sp.params)
+            return {n: self._query_node(tree, replace(sp, query=n)) for n in names}
+
+        return self._dir_node(tree, sp.dir_path, _LazyChildren(build))
+
+    def _query_node(self, tree: Tree, sp: SearchPath) -> Node:
+        def build() -> Mapping[str, Node]:
+            result = self.results(tree, sp)
+            names = (result.results_name, *result.names)
+            return {n: node for n in names if (node := self._entry_node(tree, sp, result, n))}
+
+        return self._dir_node(tree, sp.dir_path, _LazyChildren(build))
+
+    def _entry_node(
+        self, tree: Tree, sp: SearchPath, result: QueryResult, name: str
+    ) -> Node | None:
+        path = f"{sp.dir_path}/{name}"
+        mtime = round(result.created * 1e9)
+        if name == result.results_name:
+            ino = virtual_ino(FILE, path)
+            data = result.results_file
+            return Node(
+                FILE, path, ino, self._attrs(tree, ino, FILE_MODE, len(data), mtime), data=data
+            )
+        index = result.position(name)
+        if index is None:
+            return None
+        target = "../" * sp.depth + result.hits[index].path
+        ino = virtual_ino(SYMLINK, path)
+        size = len(target.encode("utf-8", "surrogateescape"))
+        return Node(
+            SYMLINK, path, ino, self._attrs(tree, ino, SYMLINK_MODE, size, mtime), target=target
+        )

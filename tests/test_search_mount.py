@@ -1,0 +1,326 @@
+"""Search directories through a real mount: ls, cat, readlink, find, grep -r, diff -r.
+
+The real-model tests share one store and one mount per module (loading the model takes
+~10 s, ingesting the sample ~40 s); the others use the hash embedder.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from conftest import SAMPLE_CORPUS
+from mounting import Mount, ingest_hash, mounted, semfs, wait_until
+from paraphrases import QUESTIONS
+
+from ingest.pipeline import ingest
+from ingest.store import open_store
+
+pytestmark = pytest.mark.mount
+T = TypeVar("T")
+# A lookup that takes longer than this is a hang, not a slow search.
+HANG = 60.0
+
+
+def within(seconds: float, func: Callable[[], T]) -> T:
+    """``func()`` in a thread; fail the test (instead of hanging it) if it does not return."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = func()
+        except BaseException as exc:  # re-raised below, in the test's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        pytest.fail(f"no answer within {seconds} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
+def as_name(question: str) -> str:
+    """A question as a folder name: '/' cannot be in one, so it becomes a space."""
+    return question.replace("/", " ")
+
+
+def ranked_paths(mnt: Path, query_dir: Path) -> list[str]:
+    """The documents a query directory links to, in ls order, as paths in the collection."""
+    names = sorted(os.listdir(query_dir))
+    assert names and names[0].endswith("-results.md"), names
+    out = []
+    for name in names[1:]:
+        link = query_dir / name
+        target = os.readlink(link)
+        assert not os.path.isabs(target), target
+        out.append(os.path.relpath(os.path.realpath(link), os.path.realpath(mnt)))
+    return out
+
+
+# -- the real model: one store, one mount for the module -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def model_mount(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mount]:
+    base = tmp_path_factory.mktemp("search-model")
+    store = base / "store"
+    with open_store(store) as s:
+        report = ingest(SAMPLE_CORPUS, s)
+    assert len(report.added) == 42
+    with mounted(base / "mnt", "--store", str(store)) as mount:
+        started = time.perf_counter()
+        # The first query of a fresh mount: waits for the model (loaded in the background).
+        ranked_paths(mount.path, mount.path / ".search" / "warm up the model")
+        print(f"\nfirst query after mount: {time.perf_counter() - started:.2f} s")
+        yield mount
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("mode", ["hybrid", "semantic", "keyword"])
+def test_paraphrased_questions_find_their_page_through_the_mount(
+    model_mount: Mount, mode: str
+) -> None:
+    mnt = model_mount.path
+    found = []
+    for question, page in QUESTIONS:
+        top = ranked_paths(mnt, mnt / ".search" / f"@{mode}" / "@k=3" / as_name(question))
+        assert len(top) <= 3
+        found.append(page in top)
+    print(f"\n{mode}: expected page in the top 3 for {sum(found)} of {len(QUESTIONS)}")
+    minimum = {"hybrid": 10, "semantic": 9, "keyword": 0}[mode]
+    assert sum(found) >= minimum
+
+
+@pytest.mark.model
+def test_results_file_and_links_reach_the_documents(model_mount: Mount) -> None:
+    mnt = model_mount.path
+    query = mnt / ".search" / "change the typeface used across my site"
+    names = sorted(os.listdir(query))
+    assert names[0] == "00-results.md"
+    assert 1 <= len(names) - 1 <= 10
+    assert names[1:] == [n for n in names[1:] if n[:2].isdigit() and n[2] == "-"]
+    results = (query / "00-results.md").read_text()
+    assert results.startswith("# Search: change the typeface used across my site\n")
+    assert "mode hybrid · k 10" in results
+    ranked = ranked_paths(mnt, query)
+    assert "customize/fonts.mdx" in ranked
+    for rank, path in enumerate(ranked, start=1):
+        assert f"## {rank}. {path} (lines " in results
+    assert "score 0." in results
+    one = next(query.glob("01-*"))
+    assert one.read_bytes() == (SAMPLE_CORPUS / ranked[0]).read_bytes()
+    assert os.path.realpath(one) == os.path.realpath(mnt / ranked[0])
+    assert os.readlink(one) == "../../" + ranked[0]
+    st = os.lstat(query / "00-results.md")
+    assert st.st_size == len(results.encode())
+
+
+@pytest.mark.model
+def test_warm_listing_is_fast(model_mount: Mount) -> None:
+    mnt = model_mount.path
+    times = []
+    for i in range(10):
+        start = time.perf_counter()
+        os.listdir(mnt / ".search" / f"how do I set up single sign on, take {i}")
+        times.append(time.perf_counter() - start)
+    repeat = time.perf_counter()
+    os.listdir(mnt / ".search" / "how do I set up single sign on, take 0")
+    cached = time.perf_counter() - repeat
+    times.sort()
+    print(f"\nwarm listing, new query: p50 {times[5] * 1000:.1f} ms; cached {cached * 1000:.1f} ms")
+
+
+@pytest.mark.model
+def test_scoped_search_stays_inside_its_directory(model_mount: Mount) -> None:
+    mnt = model_mount.path
+    question = as_name("serve the docs under /docs of my website through nginx")
+    everywhere = ranked_paths(mnt, mnt / ".search" / question)
+    assert any(not p.startswith("deploy/") for p in everywhere)
+    inside = ranked_paths(mnt, mnt / "deploy" / ".search" / question)
+    assert inside and all(p.startswith("deploy/") for p in inside)
+    assert "deploy/reverse-proxy.mdx" in inside[:3]
+    link = next((mnt / "deploy" / ".search" / question).glob("01-*"))
+    assert os.readlink(link).startswith("../../../deploy/")
+    deeper = ranked_paths(mnt, mnt / "deploy" / ".search" / "@keyword" / "@k=2" / "nginx")
+    assert 1 <= len(deeper) <= 2 and all(p.startswith("deploy/") for p in deeper)
+
+
+@pytest.mark.model
+def test_concurrent_queries_from_eight_threads(model_mount: Mount) -> None:
+    mnt = model_mount.path
+    questions = [as_name(q) for q, _page in QUESTIONS[:4]] * 2  # each asked twice at once
+    barrier = threading.Barrier(len(questions))
+    results: dict[int, list[str]] = {}
+    errors: list[BaseException] = []
+
+    def ask(i: int) -> None:
+        try:
+            barrier.wait()
+            results[i] = ranked_paths(mnt, mnt / ".search" / "@k=5" / questions[i])
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(questions))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(HANG)
+    assert not errors and len(results) == len(questions), errors
+    for i in range(4):
+        assert results[i] == results[i + 4] and results[i]
+
+
+# -- the hash embedder: one mount per test ---------------------------------------------------
+
+
+@pytest.fixture
+def hash_store(tmp_path: Path, sample_copy: Path) -> Path:
+    store = tmp_path / "store"
+    ingest_hash(sample_copy, store)
+    return store
+
+
+def test_search_folder_is_listed_nowhere(tmp_path: Path, hash_store: Path) -> None:
+    with mounted(tmp_path / "mnt", "--store", str(hash_store)) as m:
+        mnt = m.path
+        assert os.path.isdir(mnt / ".search") and os.path.isdir(mnt / "deploy" / ".search")
+        os.listdir(mnt / ".search" / "custom domain")  # a recent query exists
+        assert ".search" not in os.listdir(mnt)
+        assert ".search" not in os.listdir(mnt / "deploy")
+        found = subprocess.run(["find", str(mnt)], capture_output=True, text=True, check=True)
+        assert ".search" not in found.stdout
+        listed = sorted(os.path.relpath(p, mnt) for p in found.stdout.split("\n")[1:] if p)
+        expected = sorted(str(p.relative_to(SAMPLE_CORPUS)) for p in SAMPLE_CORPUS.rglob("*"))
+        assert listed == expected
+        grep = subprocess.run(
+            ["grep", "-rl", "domain", str(mnt)], capture_output=True, text=True, check=True
+        )
+        assert grep.stdout and ".search" not in grep.stdout
+        diff = subprocess.run(
+            ["diff", "-r", str(SAMPLE_CORPUS), str(mnt)], capture_output=True, text=True
+        )
+        assert diff.returncode == 0, diff.stdout + diff.stderr
+        du = subprocess.run(["du", "-a", str(mnt)], capture_output=True, text=True, check=True)
+        assert ".search" not in du.stdout
+        ls = subprocess.run(["ls", "-aR", str(mnt)], capture_output=True, text=True, check=True)
+        assert ".search" not in ls.stdout
+
+
+def test_dot_names_are_not_queries(tmp_path: Path, hash_store: Path) -> None:
+    with mounted(tmp_path / "mnt", "--store", str(hash_store)) as m:
+        search = m.path / ".search"
+        for name in (".DS_Store", "._custom domain", ".git", ".hidden"):
+            with pytest.raises(FileNotFoundError):
+                os.lstat(search / name)
+            with pytest.raises(FileNotFoundError):
+                os.listdir(search / "deploy" / name)
+        with pytest.raises(FileNotFoundError):
+            os.listdir(search / "@fuzzy" / "custom domain")
+        with pytest.raises(NotADirectoryError):  # the kernel's answer: a file has no .search
+            os.lstat(m.path / "deploy" / "export.mdx" / ".search")
+        assert os.listdir(search) == []  # no probe above ran a search
+
+
+def test_odd_query_names_answer_cleanly(tmp_path: Path, hash_store: Path) -> None:
+    names = [
+        "x" * 255,
+        "é" * 127,
+        "   ",
+        "日本語 のドキュメント 🚀",
+        "tab\there",
+        "new\nline and \x01 control",
+        "* ? [ ] $HOME `ls` ; | & > <",
+        "-rf --help",
+        "a\\b:c",
+    ]
+    with mounted(tmp_path / "mnt", "--store", str(hash_store)) as m:
+        search = m.path / ".search"
+        for name in names:
+            entries = within(HANG, lambda n=name: os.listdir(search / n))  # type: ignore[misc]
+            assert "00-results.md" in entries, name
+            text = within(HANG, lambda n=name: (search / n / "00-results.md").read_text())  # type: ignore[misc]
+            assert text.startswith("# Search: ")
+        with pytest.raises(OSError) as too_long:
+            os.listdir(search / ("x" * 256))
+        assert too_long.value.errno == errno.ENAMETOOLONG
+        latin1 = os.fsencode(search) + b"/caf\xe9 au lait"  # not UTF-8: bytes replaced
+        assert b"00-results.md" in within(HANG, lambda: os.listdir(latin1))
+        assert b"caf\xe9 au lait" in os.listdir(os.fsencode(search))
+    # Nothing above may have crashed the daemon: the mount log is checked on exit.
+
+
+def test_reingest_changes_the_results(tmp_path: Path, sample_copy: Path) -> None:
+    store = tmp_path / "store"
+    ingest_hash(sample_copy, store)
+    with mounted(tmp_path / "mnt", "--store", str(store)) as m:
+        query = m.path / ".search" / "@keyword" / "zanzibar quokka"
+        assert os.listdir(query) == ["00-results.md"]
+        (sample_copy / "customize" / "fonts.mdx").write_text("# Fonts\n\nzanzibar quokka\n")
+        semfs("ingest", str(sample_copy), "--store", str(store))
+        wait_until(lambda: len(os.listdir(query)) == 2, 10, "the new document in the results")
+        assert ranked_paths(m.path, query) == ["customize/fonts.mdx"]
+
+
+def test_cli_search_and_the_directory_rank_alike(tmp_path: Path, hash_store: Path) -> None:
+    question = "custom domain for the documentation"
+    expected = {}
+    for mode in ("hybrid", "semantic", "keyword"):
+        for under in (None, "deploy"):
+            args = ["search", question, "--store", str(hash_store), "--mode", mode, "--json"]
+            out = semfs(*args, *(["--under", under] if under else [])).stdout
+            expected[mode, under] = [h["path"] for h in json.loads(out)]
+    with mounted(tmp_path / "mnt", "--store", str(hash_store)) as m:
+        for (mode, under), paths in expected.items():
+            base = m.path / under if under else m.path
+            assert paths, (mode, under)
+            assert ranked_paths(m.path, base / ".search" / f"@{mode}" / question) == paths
+
+
+def test_mount_options_set_folder_name_and_defaults(tmp_path: Path, hash_store: Path) -> None:
+    with mounted(
+        tmp_path / "mnt",
+        "--store",
+        str(hash_store),
+        "--search-dir",
+        ".find",
+        "--k",
+        "3",
+        "--mode",
+        "keyword",
+    ) as m:
+        with pytest.raises(FileNotFoundError):
+            os.listdir(m.path / ".search")
+        query = m.path / ".find" / "deploy"
+        assert len(ranked_paths(m.path, query)) == 3
+        assert "mode keyword · k 3" in (query / "00-results.md").read_text()
+        assert len(ranked_paths(m.path, m.path / ".find" / "@k=5" / "deploy")) == 5
+
+
+def test_search_options_are_checked_before_mounting(tmp_path: Path, hash_store: Path) -> None:
+    (tmp_path / "mnt").mkdir()
+    for args in (
+        ["--search-dir", "a/b"],
+        ["--k", "0"],
+        ["--mode", "fuzzy"],
+        ["--search-dir", ".."],
+    ):
+        proc = semfs("mount", str(tmp_path / "mnt"), "--store", str(hash_store), *args, check=False)
+        assert proc.returncode != 0 and "Error" in proc.stderr, (args, proc.stderr)
+        assert not os.path.ismount(tmp_path / "mnt")
+
+
+def test_mount_help_documents_search_syntax() -> None:
+    out = semfs("mount", "--help").stdout
+    for word in (".search", "@keyword", "@k=", "@min=", "255", "--search-dir", "00-results.md"):
+        assert word in out, word

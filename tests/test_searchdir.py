@@ -1,0 +1,606 @@
+"""Search directories without a mount: paths, nodes, results file, cache and recent list.
+
+A real Edge store holding the sample corpus, ingested with the hash embedder, and the real
+:class:`ingest.search.Searcher`; the nodes are what the FUSE callbacks would serve.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import posixpath
+import random
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from conftest import SAMPLE_CORPUS
+
+from fusefs.bindings import FuseOSError
+from fusefs.mounthelper import translate
+from fusefs.ops import SemfsOperations
+from fusefs.reader import DocumentReader
+from fusefs.searchdir import (
+    NAME_MAX,
+    QueryCache,
+    QueryResult,
+    RecentQueries,
+    SearchDirectories,
+    SearchOptions,
+    check_folder_name,
+    link_names,
+    query_text,
+    render_results,
+    results_name,
+)
+from fusefs.tree import DIR, FILE, SYMLINK, InodeMap, Node, Ownership, Tree
+from ingest.errors import SemfsError
+from ingest.pipeline import ingest
+from ingest.search import Hit, Searcher
+from ingest.store import Store, open_store
+
+OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    with open_store(tmp_path_factory.mktemp("searchdir-store")) as s:
+        ingest(SAMPLE_CORPUS, s, model="hash")
+        yield s
+
+
+@pytest.fixture(scope="module")
+def tree(store: Store) -> Tree:
+    return Tree.build(store.list_documents(), InodeMap(), OWNER)
+
+
+class CountingSearch:
+    """The real Searcher, counting its calls (a spy); ``delay`` widens race windows."""
+
+    def __init__(self, searcher: Searcher, delay: float = 0.0) -> None:
+        self.searcher = searcher
+        self.delay = delay
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.fail: Exception | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, query: str, **kwargs: Any) -> list[Hit]:
+        with self._lock:
+            self.calls.append((query, kwargs))
+        time.sleep(self.delay)
+        if self.fail is not None:
+            raise self.fail
+        return self.searcher.search(query, **kwargs)
+
+
+@pytest.fixture
+def spy(store: Store) -> CountingSearch:
+    return CountingSearch(Searcher(store))
+
+
+@pytest.fixture
+def dirs(spy: CountingSearch) -> SearchDirectories:
+    return SearchDirectories(spy)
+
+
+def listing(node: Node) -> list[str]:
+    return list(node.children)
+
+
+def resolve(dirs: SearchDirectories, tree: Tree, rel: str) -> Node:
+    node = dirs.resolve(tree, rel)
+    assert node is not None, rel
+    return node
+
+
+# -- paths -----------------------------------------------------------------------------
+
+
+def test_search_folder_answers_in_every_directory_and_nowhere_else(
+    dirs: SearchDirectories, tree: Tree
+) -> None:
+    for scope in ("", "deploy", "customize"):
+        rel = f"{scope}/.search" if scope else ".search"
+        node = resolve(dirs, tree, rel)
+        assert node.kind == DIR
+        assert ".search" not in tree.lookup(scope).children  # type: ignore[union-attr]
+    assert dirs.resolve(tree, "quickstart.mdx/.search") is None  # not a directory
+    assert dirs.resolve(tree, "nope/.search") is None
+    assert dirs.resolve(tree, "deploy") is None  # the tree's, not ours
+
+
+def test_parse_parameters_and_query(dirs: SearchDirectories, tree: Tree) -> None:
+    sp = dirs.parse(tree, "deploy/.search/@keyword/@k=3/@min=0.5/serve docs/01-x.mdx")
+    assert sp is not None
+    assert sp.scope == "deploy"
+    assert sp.params == ("@keyword", "@k=3", "@min=0.5")
+    assert sp.options == SearchOptions(mode="keyword", k=3, min_score=0.5)
+    assert (sp.query, sp.entry) == ("serve docs", "01-x.mdx")
+    assert sp.dir_path == "deploy/.search/@keyword/@k=3/@min=0.5/serve docs"
+    assert sp.depth == 6
+    later_wins = dirs.parse(tree, ".search/@k=3/@semantic/@k=5/q")
+    assert later_wins is not None and later_wins.options == SearchOptions("semantic", 5)
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        ".search/.DS_Store",
+        ".search/._foo",
+        ".search/.git",
+        ".search/.hidden/01-x",
+        "deploy/.search/@keyword/.directory",
+        ".search/@k=0/q",
+        ".search/@k=101/q",
+        ".search/@k=three/q",
+        ".search/@k=-1/q",
+        ".search/@min=nan/q",
+        ".search/@min=/q",
+        ".search/@fuzzy/q",
+        ".search/@/q",
+        ".search/q/01-x/deeper",
+        ".search/q/.DS_Store",
+        ".search/q/desktop.ini",
+        ".search/q/1-x",
+    ],
+)
+def test_not_search_paths(
+    dirs: SearchDirectories, spy: CountingSearch, tree: Tree, rel: str
+) -> None:
+    assert dirs.parse(tree, rel) is None
+    assert dirs.resolve(tree, rel) is None
+    assert not spy.calls, "a probe must not run a search"
+
+
+def test_a_real_entry_of_the_folder_name_shadows_the_search_folder(spy: CountingSearch) -> None:
+    records = [
+        _record("a/.search/b/notes.md"),
+        _record("a/other.md"),
+    ]
+    tree = Tree.build(records, InodeMap(), OWNER)
+    dirs = SearchDirectories(spy)
+    assert dirs.parse(tree, "a/.search/x") is None  # a/.search is the source's folder
+    sp = dirs.parse(tree, "a/.search/b/.search/x")
+    assert sp is not None and sp.scope == "a/.search/b"
+
+
+def _record(path: str) -> Any:
+    from ingest.schema import DocumentRecord
+
+    return DocumentRecord(path, 1, 1.0, "0" * 64, 1, 1)
+
+
+def test_folder_names_and_options_are_checked() -> None:
+    assert check_folder_name(".find") == ".find"
+    for bad in ("", ".", "..", "a/b", "@x", "x" * 256):
+        with pytest.raises(SemfsError):
+            check_folder_name(bad)
+    with pytest.raises(SemfsError, match="mode"):
+        SearchOptions(mode="fuzzy")
+    with pytest.raises(SemfsError, match="k must be"):
+        SearchOptions(k=0)
+    with pytest.raises(SemfsError, match="finite"):
+        SearchOptions(min_score=float("inf"))
+
+
+def test_query_text_is_clean() -> None:
+    assert query_text("  rotate\tapi\nkey  ") == "rotate api key"
+    assert query_text("\x01\x1b[31m") == "[31m"
+    assert query_text("caf\udce9") == "caf\ufffd"  # a non-UTF-8 byte, as FUSE passes it
+    assert query_text("   ") == ""
+
+
+# -- query directories -------------------------------------------------------------------
+
+
+def test_query_directory_lists_results_file_then_ranked_links(
+    dirs: SearchDirectories, spy: CountingSearch, tree: Tree
+) -> None:
+    question = "custom domain"
+    node = resolve(dirs, tree, f".search/{question}")
+    assert node.kind == DIR and node.attrs["st_mode"] & 0o777 == 0o555
+    assert not spy.calls, "getattr of a query directory must not search"
+    names = listing(node)
+    assert names[0] == "00-results.md"
+    assert names == sorted(names), "ls order is rank order"
+    expected = spy.searcher.search(question)  # the `semfs search` code path
+    assert len(names) == len(expected) + 1 <= 11
+    for name, hit in zip(names[1:], expected, strict=True):
+        assert name == f"{hit.rank:02d}-{posixpath.basename(hit.path)}"
+        child = node.children[name]
+        assert child.kind == SYMLINK
+        assert child.attrs["st_size"] == len(child.target.encode())
+        assert (
+            posixpath.normpath(posixpath.join(posixpath.dirname(child.path), child.target))
+            == hit.path
+        )
+    assert len(spy.calls) == 1
+
+
+@pytest.mark.parametrize(
+    "query_dir",
+    [".search/q", "deploy/.search/q", "deploy/.search/@keyword/@k=3/q", ".search/@k=2/q"],
+)
+def test_link_targets_are_relative_to_their_depth(
+    dirs: SearchDirectories, tree: Tree, query_dir: str
+) -> None:
+    node = resolve(dirs, tree, query_dir.replace("/q", "/deploy to vercel or cloudflare"))
+    links = [c for c in node.children.values() if c.kind == SYMLINK]
+    assert links
+    for link in links:
+        assert not link.target.startswith("/")
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(link.path), link.target))
+        assert tree.lookup(resolved) is not None and tree.lookup(resolved).kind == FILE  # type: ignore[union-attr]
+        assert not resolved.startswith("..")
+
+
+def test_scoped_search_stays_inside_its_directory(dirs: SearchDirectories, tree: Tree) -> None:
+    everywhere = resolve(dirs, tree, ".search/custom domain setup")
+    assert any(
+        not c.target.startswith("../../deploy/")
+        for c in everywhere.children.values()
+        if c.kind == SYMLINK
+    )
+    scoped = resolve(dirs, tree, "deploy/.search/custom domain setup")
+    links = [c for c in scoped.children.values() if c.kind == SYMLINK]
+    assert links and all(c.target.startswith("../../../deploy/") for c in links)
+
+
+def test_parameters_change_mode_k_and_floor(
+    dirs: SearchDirectories, spy: CountingSearch, tree: Tree
+) -> None:
+    three = resolve(dirs, tree, ".search/@keyword/@k=3/nginx reverse proxy")
+    assert len(listing(three)) == 4
+    assert spy.calls[-1][1]["mode"] == "keyword" and spy.calls[-1][1]["k"] == 3
+    keyword = spy.searcher.search("nginx reverse proxy", k=3, mode="keyword")
+    assert [
+        c.target.rpartition("../")[2] for c in three.children.values() if c.kind == SYMLINK
+    ] == [h.path for h in keyword]
+    nothing = resolve(dirs, tree, ".search/@min=1000/nginx reverse proxy")
+    assert listing(nothing) == ["00-results.md"]
+    text = nothing.children["00-results.md"]
+    assert text.data is not None
+    assert b"below the floor 1000" in text.data
+
+
+def test_entry_lookup_without_listing(dirs: SearchDirectories, tree: Tree) -> None:
+    names = listing(resolve(dirs, tree, ".search/fonts"))
+    link = resolve(dirs, tree, f".search/fonts/{names[1]}")
+    assert link.kind == SYMLINK
+    results = resolve(dirs, tree, ".search/fonts/00-results.md")
+    assert results.data is not None and results.attrs["st_size"] == len(results.data)
+    assert dirs.resolve(tree, ".search/fonts/99-nothing.mdx") is None
+    assert dirs.resolve(tree, ".search/fonts/.DS_Store") is None
+
+
+def test_results_file_holds_what_an_agent_needs(dirs: SearchDirectories, tree: Tree) -> None:
+    node = resolve(dirs, tree, "customize/.search/@k=3/change the fonts")
+    data = node.children["00-results.md"]
+    assert data.data is not None
+    text = data.data.decode()
+    assert text.startswith("# Search: change the fonts\n")
+    assert "mode hybrid · k 3 · min score none · in customize/ · 3 documents" in text
+    for rank, name in enumerate(listing(node)[1:], start=1):
+        assert f"link: {name}" in text
+        assert f"## {rank}. customize/" in text
+    assert "(lines " in text and "score 0." in text
+
+
+def test_results_file_fences_passages_that_hold_fences() -> None:
+    hit = Hit(1, "a/b.md", 0.5, 3, 9, "```python\nprint(1)\n```\n", "Intro > Code")
+    sp = SearchDirectories(lambda *a, **k: []).parse(  # type: ignore[arg-type]
+        Tree.build([_record("a/b.md")], InodeMap(), OWNER), ".search/q"
+    )
+    assert sp is not None
+    text = render_results(sp, "q", (hit,), ("01-b.md",)).decode()
+    assert "## 1. a/b.md (lines 3-9) score 0.5000" in text
+    assert "section: Intro > Code" in text
+    assert "````\n```python\nprint(1)\n```\n````" in text
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "x" * NAME_MAX,
+        "é" * (NAME_MAX // 2),
+        "   ",
+        "\t",
+        "what\nabout\rcontrol\x01chars\x7f",
+        "caf\udce9 au lait",
+        "日本語のドキュメント 🚀",
+        "* ? [ ] $HOME `ls` ; rm -rf",
+        "no..dots..",
+        "a:b|c<d>e\\f",
+    ],
+)
+def test_odd_query_names_give_a_result(dirs: SearchDirectories, tree: Tree, name: str) -> None:
+    node = resolve(dirs, tree, f".search/{name}")
+    names = listing(node)
+    assert names[0] == "00-results.md"
+    results = node.children["00-results.md"]
+    assert results.data is not None
+    results.data.decode("utf-8")
+    assert all(len(n.encode("utf-8", "surrogateescape")) <= NAME_MAX for n in names)
+
+
+def test_long_file_names_are_cut_to_name_max() -> None:
+    hits = tuple(Hit(i, f"d/{'n' * 300}.mdx", 1.0, 1, 1, "") for i in (1, 2))
+    names = link_names(hits, 10)
+    assert all(len(n.encode()) == NAME_MAX or len(n.encode()) <= NAME_MAX for n in names)
+    assert names[0].startswith("01-n") and names[0].endswith("….mdx")
+    assert len(set(names)) == 2
+    wide = link_names((Hit(7, "a.md", 1.0, 1, 1, ""),), 100)
+    assert wide == ("007-a.md",)
+    assert results_name(100) == "000-results.md"
+    assert sorted([wide[0], results_name(100)])[0] == results_name(100)
+    assert results_name(10) == "00-results.md"
+
+
+# -- the cache ---------------------------------------------------------------------------
+
+
+def test_repeated_lookups_search_once(
+    dirs: SearchDirectories, spy: CountingSearch, tree: Tree
+) -> None:
+    for _ in range(3):
+        node = resolve(dirs, tree, ".search/api keys")
+        for name in listing(node):
+            resolve(dirs, tree, f".search/api keys/{name}")
+    resolve(dirs, tree, ".search/  api   keys ")  # the same text
+    listing(resolve(dirs, tree, ".search/  api   keys "))
+    assert len(spy.calls) == 1
+    listing(resolve(dirs, tree, ".search/@k=3/api keys"))  # other options: another search
+    listing(resolve(dirs, tree, "deploy/.search/api keys"))  # another scope: another search
+    assert len(spy.calls) == 3
+
+
+def test_concurrent_lookups_of_one_query_search_once(store: Store, tree: Tree) -> None:
+    spy = CountingSearch(Searcher(store), delay=0.2)
+    dirs = SearchDirectories(spy)
+    barrier = threading.Barrier(8)
+    seen: list[list[str]] = []
+    errors: list[BaseException] = []
+
+    def worker(i: int) -> None:
+        try:
+            barrier.wait()
+            if i % 2:
+                seen.append(listing(resolve(dirs, tree, ".search/preview deployments")))
+            else:
+                node = resolve(dirs, tree, ".search/preview deployments/00-results.md")
+                seen.append([node.name])
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors
+    assert len(seen) == 8
+    assert len(spy.calls) == 1
+    assert len({tuple(s) for s in seen if len(s) > 1}) == 1
+
+
+def test_a_new_tree_drops_the_cached_results(
+    store: Store, tree: Tree, dirs: SearchDirectories, spy: CountingSearch
+) -> None:
+    listing(resolve(dirs, tree, ".search/themes"))
+    listing(resolve(dirs, tree, ".search/themes"))
+    assert len(spy.calls) == 1
+    newer = Tree.build(store.list_documents(), InodeMap(), OWNER)
+    listing(resolve(dirs, newer, ".search/themes"))
+    assert len(spy.calls) == 2
+    assert len(dirs.cache) == 1
+
+
+def test_results_name_only_documents_the_tree_shows(store: Store, spy: CountingSearch) -> None:
+    docs = [d for d in store.list_documents() if d.path != "customize/fonts.mdx"]
+    smaller = Tree.build(docs, InodeMap(), OWNER)
+    dirs = SearchDirectories(spy)
+    node = resolve(dirs, smaller, ".search/fonts typeface")
+    targets = [c.target for c in node.children.values() if c.kind == SYMLINK]
+    assert targets and all(not t.endswith("customize/fonts.mdx") for t in targets)
+
+
+def test_a_failed_search_reaches_every_waiter_and_is_not_kept(store: Store, tree: Tree) -> None:
+    spy = CountingSearch(Searcher(store), delay=0.1)
+    spy.fail = RuntimeError("store down")
+    dirs = SearchDirectories(spy)
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            listing(resolve(dirs, tree, ".search/cards"))
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(errors) == 4 and len(spy.calls) == 1
+    assert len(dirs.cache) == 0
+    spy.fail = None
+    assert listing(resolve(dirs, tree, ".search/cards"))[0] == "00-results.md"
+    assert len(spy.calls) == 2
+
+
+def test_cache_is_bounded(tree: Tree) -> None:
+    cache = QueryCache(max_entries=3)
+    made: list[str] = []
+
+    def compute(key: str) -> Callable[[], QueryResult]:
+        def run() -> QueryResult:
+            made.append(key)
+            return QueryResult(key, (), (), "00-results.md", b"", 0.0)
+
+        return run
+
+    for key in ("a", "b", "c", "a", "d", "a", "b"):
+        cache.get(tree, key, compute(key))
+    assert len(cache) == 3
+    assert made == ["a", "b", "c", "d", "b"]  # "b" was least recently used when "d" came
+
+
+# -- recent queries ----------------------------------------------------------------------
+
+
+def test_search_folders_list_recent_queries_most_recent_first(
+    dirs: SearchDirectories, spy: CountingSearch, tree: Tree
+) -> None:
+    assert listing(resolve(dirs, tree, ".search")) == []
+    for q in ("tabs", "cards", "steps"):
+        listing(resolve(dirs, tree, f".search/{q}"))
+    listing(resolve(dirs, tree, ".search/tabs"))
+    listing(resolve(dirs, tree, "deploy/.search/vercel"))
+    listing(resolve(dirs, tree, ".search/@keyword/callouts"))
+    calls = len(spy.calls)
+    folder = resolve(dirs, tree, ".search")
+    assert listing(folder) == ["tabs", "steps", "cards"]
+    assert all(c.kind == DIR for c in folder.children.values())
+    assert listing(resolve(dirs, tree, "deploy/.search")) == ["vercel"]
+    assert listing(resolve(dirs, tree, ".search/@keyword")) == ["callouts"]
+    assert len(spy.calls) == calls, "listing a search folder must not search"
+    assert resolve(dirs, tree, ".search/@keyword").attrs["st_nlink"] == 2
+
+
+def test_recent_queries_are_bounded() -> None:
+    recent = RecentQueries(max_entries=3)
+    for q in "abcde":
+        recent.add("", (), q)
+    recent.add("", (), "c")
+    assert recent.names("", ()) == ["c", "e", "d"]
+
+
+def test_mount_defaults_apply(spy: CountingSearch, tree: Tree) -> None:
+    dirs = SearchDirectories(spy, folder=".find", defaults=SearchOptions("keyword", 2, None))
+    assert dirs.resolve(tree, ".search/x") is None
+    node = resolve(dirs, tree, ".find/gitlab")
+    assert len(listing(node)) == 3
+    assert spy.calls[-1][1]["mode"] == "keyword"
+    assert listing(resolve(dirs, tree, ".find/@semantic/gitlab"))
+    assert spy.calls[-1][1]["mode"] == "semantic" and spy.calls[-1][1]["k"] == 2
+
+
+def test_inode_numbers_are_stable_and_apart_from_the_tree(
+    dirs: SearchDirectories, tree: Tree
+) -> None:
+    a = resolve(dirs, tree, ".search/tabs")
+    b = resolve(dirs, tree, ".search/tabs")
+    assert a.ino == b.ino and a.ino >= 1 << 62
+    assert a.ino != resolve(dirs, tree, "deploy/.search/tabs").ino
+    assert max(n.ino for n in (tree.lookup(p) for p in ("", "deploy")) if n) < 1 << 62
+
+
+def test_module_never_imports_fuse() -> None:
+    import fusefs.searchdir as mod
+
+    source = Path(mod.__file__).read_text()
+    assert "bindings" not in source and "mfusepy" not in source
+
+
+# -- through the FUSE callbacks, called directly as libfuse would -----------------------------
+
+
+@pytest.fixture
+def ops(store: Store, tree: Tree, dirs: SearchDirectories) -> SemfsOperations:
+    ops = SemfsOperations(tree, DocumentReader(store))
+    ops.resolvers.append(lambda rel: dirs.resolve(ops.tree, rel))
+    return ops
+
+
+def errno_of(call: Callable[..., Any], *args: Any) -> int:
+    with pytest.raises(FuseOSError) as info:
+        call(*args)
+    return int(info.value.errno)
+
+
+def test_callbacks_serve_search_directories(ops: SemfsOperations) -> None:
+    root = [e[0] for e in ops.readdir("/", 0)]  # type: ignore[index]
+    assert ".search" not in root
+    assert stat.S_ISDIR(ops.getattr("/.search")["st_mode"])
+    assert stat.S_ISDIR(ops.getattr("/deploy/.search/vercel")["st_mode"])
+    names = [e[0] for e in ops.readdir("/deploy/.search/vercel", 0)]  # type: ignore[index]
+    assert names[:3] == [".", "..", "00-results.md"]
+    link = f"/deploy/.search/vercel/{names[3]}"
+    assert stat.S_ISLNK(ops.getattr(link)["st_mode"])
+    assert ops.readlink(link).startswith("../../../deploy/")
+    info = SimpleNamespace(flags=os.O_RDONLY, fh=0, keep_cache=0, direct_io=0)
+    ops.open("/deploy/.search/vercel/00-results.md", info)
+    size = ops.getattr("/deploy/.search/vercel/00-results.md")["st_size"]
+    data = ops.read("/deploy/.search/vercel/00-results.md", size + 100, 0, info)
+    assert len(data) == size and data.startswith(b"# Search: vercel\n")
+    assert ops.read("/deploy/.search/vercel/00-results.md", 10, size, info) == b""
+    ops.release("/deploy/.search/vercel/00-results.md", info)
+    assert errno_of(ops.readlink, "/deploy/.search/vercel") == errno.EINVAL
+    assert (
+        errno_of(
+            ops.open,
+            link.replace(names[3], "00-results.md"),
+            SimpleNamespace(flags=os.O_WRONLY, fh=0, keep_cache=0, direct_io=0),
+        )
+        == errno.EROFS
+    )
+    assert errno_of(ops.mkdir, "/.search/new", 0o755) == errno.EROFS
+
+
+def test_callbacks_answer_precise_errors(
+    ops: SemfsOperations, spy: CountingSearch, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert errno_of(ops.getattr, "/.search/.DS_Store") == errno.ENOENT
+    assert errno_of(ops.getattr, "/.search/@nope/q") == errno.ENOENT
+    assert errno_of(ops.getattr, "/.search/" + "x" * 256) == errno.ENAMETOOLONG
+    assert errno_of(ops.getattr, "/.search/" + "é" * 128) == errno.ENAMETOOLONG
+    assert stat.S_ISDIR(ops.getattr("/.search/" + "x" * 255)["st_mode"])
+    assert not spy.calls
+    spy.fail = RuntimeError("store down")
+    with caplog.at_level(logging.ERROR, logger="fusefs.ops"):
+        assert errno_of(ops.readdir, "/.search/cards", 0) == errno.EIO
+        assert errno_of(ops.getattr, "/.search/cards/01-cards.mdx") == errno.EIO
+    assert "store down" in caplog.text
+    spy.fail = None
+    assert len(ops.readdir("/.search/cards", 0)) > 3
+
+
+def test_ranking_ignores_the_order_of_tied_chunks(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RRF ties are common and Qdrant returns them in no fixed order; `semfs search` and a
+    search directory (two calls, often two processes) must still rank alike."""
+    searcher = Searcher(store)
+    expected = {m: searcher.search("deploy docs", mode=m) for m in ("hybrid", "keyword")}
+    real_query = store.query
+
+    def shuffled(*args: Any, **kwargs: Any) -> Any:
+        chunks = real_query(*args, **kwargs)
+        random.Random(len(chunks)).shuffle(chunks)
+        return chunks
+
+    monkeypatch.setattr(store, "query", shuffled)
+    for mode, hits in expected.items():
+        assert searcher.search("deploy docs", mode=mode) == hits
+
+
+def test_fstab_options_set_the_search_defaults() -> None:
+    args = translate(["/s", "/m", "-o", "search_dir=.find,search_k=3,search_mode=keyword"])
+    assert args == [
+        "mount",
+        "/m",
+        "--store",
+        "/s",
+        "--search-dir",
+        ".find",
+        "--k",
+        "3",
+        "--mode",
+        "keyword",
+    ]
