@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Install semfs with its test tools, then run lint, type checks and the test suite.
+# Install semfs with its test and benchmark tools, then run lint, type checks and the test suite.
 # Extra arguments go to pytest, e.g. scripts/test.sh -k mount -x
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh test
+# The bench extra too: CI runs the benchmark as a smoke test, plot included.
+scripts/setup.sh test,bench
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy

@@ -83,7 +83,9 @@ def test_shell_tools_see_the_source_tree(sample_mount: tuple[Mount, Path]) -> No
     assert (diff.returncode, diff.stdout, diff.stderr) == (0, "", "")
     assert files_of(mnt).keys() == files_of(source).keys()
     assert dirs_of(mnt) == dirs_of(source)
-    same_output("find", ".", "-type", "f", "-printf", "%p %s %m\n", source=source, mount=mnt)
+    same_output("find", ".", "-type", "f", "-printf", "%p %s\n", source=source, mount=mnt)
+    modes = run("find", ".", "-printf", "%y %m\n", cwd=mnt).stdout.split("\n")
+    assert set(filter(None, modes)) == {"f 444", "d 555"}
     same_output("grep", "-rni", "api key", ".", source=source, mount=mnt)
     same_output("rg", "-j8", "-n", "--no-heading", "mcp", ".", source=source, mount=mnt)
     same_output("sh", "-c", "find . -type f -print0 | xargs -0 wc -lc", source=source, mount=mnt)
