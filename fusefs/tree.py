@@ -182,34 +182,26 @@ def _usable(records: Iterable[DocumentRecord]) -> dict[str, DocumentRecord]:
 
 
 def _file_attrs(ino: int, rec: DocumentRecord, owner: Ownership) -> Mapping[str, int]:
-    mtime = rec.st_mtime_ns
-    attrs: dict[str, Any] = {
-        "st_ino": ino,
-        "st_mode": FILE_MODE,
-        "st_nlink": 1,
-        "st_size": rec.size,
-        "st_blocks": (rec.size + 511) // 512,
-        "st_uid": owner.uid,
-        "st_gid": owner.gid,
-        "st_mtime": mtime,
-        "st_ctime": mtime,
-        "st_atime": mtime,
-    }
-    return MappingProxyType(attrs)
+    return _attrs(ino, FILE_MODE, 1, rec.size, rec.st_mtime_ns, owner)
 
 
 def _dir_attrs(ino: int, subdirs: int, mtime_s: float, owner: Ownership) -> Mapping[str, int]:
-    mtime = _ns(mtime_s)
+    return _attrs(ino, DIR_MODE, 2 + subdirs, 0, _ns(mtime_s), owner)
+
+
+def _attrs(
+    ino: int, mode: int, nlink: int, size: int, mtime_ns: int, owner: Ownership
+) -> Mapping[str, int]:
     attrs: dict[str, Any] = {
         "st_ino": ino,
-        "st_mode": DIR_MODE,
-        "st_nlink": 2 + subdirs,
-        "st_size": 0,
-        "st_blocks": 0,
+        "st_mode": mode,
+        "st_nlink": nlink,
+        "st_size": size,
+        "st_blocks": (size + 511) // 512,
         "st_uid": owner.uid,
         "st_gid": owner.gid,
-        "st_mtime": mtime,
-        "st_ctime": mtime,
-        "st_atime": mtime,
+        "st_mtime": mtime_ns,
+        "st_ctime": mtime_ns,
+        "st_atime": mtime_ns,
     }
     return MappingProxyType(attrs)
