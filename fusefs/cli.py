@@ -168,18 +168,26 @@ def mount_cmd(
 @cli.command(name="umount")
 @click.argument("mountpoint", type=click.Path(path_type=Path))
 @click.option("-z", "--lazy", is_flag=True, help="Detach now even if busy (fusermount -uz).")
+@click.option(
+    "--force", is_flag=True, help="Unmount even what is not a semfs mount (any filesystem)."
+)
 @handle_errors
-def umount_cmd(mountpoint: Path, lazy: bool) -> None:
+def umount_cmd(mountpoint: Path, lazy: bool, force: bool) -> None:
     """Unmount a semfs mount (or a stale one) and wait for its daemon to exit.
 
-    Uses fusermount3 / fusermount on Linux and umount on macOS.
+    Refuses anything that is not a semfs mount (type fuse.semfs) unless --force. Uses
+    fusermount3 / fusermount on Linux and umount on macOS. With --lazy the daemon keeps
+    serving files still open under the mount and exits when they are closed; the command
+    says so.
 
     \b
     Example:
         semfs umount ~/mnt/docs
         semfs umount --lazy ~/mnt/docs
     """
-    unmount(mountpoint, lazy=lazy)
+    note = unmount(mountpoint, lazy=lazy, force=force)
+    if note is not None:
+        click.echo(note, err=True)
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ import contextlib
 import errno
 import logging
 import os
+import re
 import select
 import shutil
 import signal
@@ -434,12 +435,66 @@ def process_alive(pid: int) -> bool:
     return True
 
 
-def unmount(mountpoint: Path, lazy: bool = False, wait: float = 10.0) -> None:
-    """Unmount, then wait (up to ``wait`` s) for the daemon to exit and release the store."""
+# What the kernel calls a semfs mount: FUSE with our subtype (see fuse_options).
+FSTYPE = "fuse.semfs"
+MOUNTINFO = Path("/proc/self/mountinfo")
+# How long `umount --lazy` waits before saying the daemon is still serving open files.
+LAZY_WAIT = 1.0
+
+
+def _unescape_mountinfo(field: str) -> str:
+    """mountinfo writes space, tab, newline and backslash in paths as octal escapes."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def mount_fstype(path: Path, mountinfo: Path = MOUNTINFO) -> str | None:
+    """The filesystem type mounted at ``path`` (the topmost mount), None when none is.
+
+    Raises FileNotFoundError where there is no mountinfo (not Linux).
+    """
+    target = os.path.realpath(path) if not is_stale(path) else os.path.abspath(path)
+    fstype = None
+    for line in mountinfo.read_text(errors="surrogateescape").splitlines():
+        fields = line.split(" ")
+        if len(fields) < 7 or "-" not in fields[6:]:
+            continue
+        if _unescape_mountinfo(fields[4]) == target:
+            fstype = fields[fields.index("-", 6) + 1]  # later lines are mounted on top
+    return fstype
+
+
+def check_semfs_mount(mnt: Path) -> None:
+    """Refuse, with one line, a mountpoint that is not a semfs mount."""
+    try:
+        fstype = mount_fstype(mnt)
+    except FileNotFoundError:  # no mountinfo (macOS): our root answers the pid xattr
+        if is_stale(mnt) or daemon_pid(mnt) is not None:
+            return
+        fstype = "another" if os.path.ismount(mnt) else None
+    if fstype is None:
+        raise MountError(f"{mnt} is not mounted")
+    if fstype != FSTYPE:
+        raise MountError(
+            f"{mnt} is a {fstype} mount, not semfs: not unmounting it (--force to do it anyway)"
+        )
+
+
+def unmount(
+    mountpoint: Path, lazy: bool = False, force: bool = False, wait: float = 10.0
+) -> str | None:
+    """Unmount a semfs mount, then wait (up to ``wait`` s) for its daemon to exit.
+
+    Refuses anything but a semfs mount unless ``force``. Returns a line to tell the user
+    when the daemon is still running afterwards (a lazy detach leaves it serving the files
+    still open), else None.
+    """
     mnt = mountpoint.absolute()
     stale = is_stale(mnt)
-    if not stale and not os.path.ismount(mnt):
-        raise MountError(f"{mnt} is not mounted")
+    if force:
+        if not stale and not os.path.ismount(mnt):
+            raise MountError(f"{mnt} is not mounted")
+    else:
+        check_semfs_mount(mnt)
     pid = None if stale else daemon_pid(mnt)
     errors = []
     for command in unmount_commands(mnt, lazy):
@@ -453,9 +508,21 @@ def unmount(mountpoint: Path, lazy: bool = False, wait: float = 10.0) -> None:
         errors.append((proc.stderr or proc.stdout).strip() or f"{command[0]} failed")
     else:
         raise MountError(f"cannot unmount {mnt}: {errors[-1] if errors else 'no unmount tool'}")
-    deadline = time.monotonic() + wait
-    while pid is not None and process_alive(pid) and time.monotonic() < deadline:
+    if pid is None:
+        return None
+    # A lazy detach returns at once and the daemon serves open files until they close:
+    # waiting the full time would only hide that.
+    deadline = time.monotonic() + (min(wait, LAZY_WAIT) if lazy else wait)
+    while process_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
+    if not process_alive(pid):
+        return None
+    if lazy:
+        return (
+            f"detached {mnt}; its daemon (pid {pid}) keeps serving the files still open "
+            "there and exits when the last one is closed"
+        )
+    return f"unmounted {mnt}, but its daemon (pid {pid}) is still running after {wait:.0f} s"
 
 
 def configure_logging(log_file: Path | None, verbose: int) -> None:

@@ -373,6 +373,42 @@ def test_stale_mount_is_reported_and_umount_clears_it(
         stop_process(proc)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_umount_refuses_what_is_not_semfs(tmp_path: Path) -> None:
+    other = tmp_path / "tmpfs"
+    other.mkdir()
+    assert run("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(other)).returncode == 0
+    try:
+        (other / "keep").write_text("x")
+        result = semfs("umount", str(other), check=False)
+        assert result.returncode == 1
+        assert result.stderr.strip() == (
+            f"Error: {other} is a tmpfs mount, not semfs: not unmounting it "
+            "(--force to do it anyway)"
+        )
+        assert os.path.ismount(other) and (other / "keep").read_text() == "x"
+        semfs("umount", "--force", str(other))
+        assert not os.path.ismount(other)
+    finally:
+        if os.path.ismount(other):
+            run("umount", "-l", str(other))
+
+
+def test_lazy_umount_says_the_daemon_still_serves(sample_copy: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    ingest_hash(sample_copy, store)
+    with mounted(tmp_path / "mnt", "--store", str(store)) as m:
+        with open(m.path / "index.mdx", "rb") as held:
+            started = time.monotonic()
+            result = semfs("umount", "--lazy", str(m.path))
+            assert time.monotonic() - started < 5.0  # not the 10 s wait for a daemon that stays
+            assert f"its daemon (pid {m.pid}) keeps serving" in result.stderr
+            assert not os.path.ismount(m.path)
+            assert held.read() == (sample_copy / "index.mdx").read_bytes()
+            assert process_alive(m.pid)
+        wait_until(lambda: m.proc.poll() is not None, 10.0, "the daemon exiting after the close")
+
+
 def live_update(source: Path, mount: Mount, reingest: list[str]) -> None:
     """Change the source, re-ingest while mounted, and see the mount follow within 2 s."""
     mnt = mount.path

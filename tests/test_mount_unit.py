@@ -29,6 +29,7 @@ from fusefs.daemon import (
     MountError,
     check_mountpoint,
     fuse_options,
+    mount_fstype,
     parse_options,
     unmount_commands,
 )
@@ -572,3 +573,26 @@ def test_umount_of_something_not_mounted_is_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["umount", str(tmp_path)])
     assert result.exit_code == 1
     assert result.output.strip() == f"Error: {tmp_path} is not mounted"
+
+
+def test_mount_fstype_reads_mountinfo(tmp_path: Path) -> None:
+    spaced = tmp_path / "my docs"
+    spaced.mkdir()
+    escaped = str(spaced).replace(" ", "\\040")
+    info = tmp_path / "mountinfo"
+    info.write_text(
+        f"36 35 0:40 / {escaped} rw,relatime shared:1 - tmpfs tmpfs rw\n"
+        f"37 36 0:41 / {escaped} ro,nosuid - fuse.semfs semfs:docs ro,user_id=0\n"
+        f"38 35 0:42 / {tmp_path} rw - ext4 /dev/sda1 rw\n"
+    )
+    assert mount_fstype(spaced, info) == "fuse.semfs"  # the topmost of the two
+    assert mount_fstype(tmp_path, info) == "ext4"
+    assert mount_fstype(tmp_path / "elsewhere", info) is None
+
+
+def test_umount_refuses_a_non_semfs_mount_in_one_line() -> None:
+    result = CliRunner().invoke(cli, ["umount", "/proc"])
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        "Error: /proc is a proc mount, not semfs: not unmounting it (--force to do it anyway)"
+    )
