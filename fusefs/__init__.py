@@ -1,5 +1,7 @@
 """semfs fusefs: the read-only FUSE filesystem over a semfs store (reads via ingest.store).
 
+It opens its store through :class:`ingest.owner.StoreOwner`, never by backend class.
+
 * :mod:`fusefs.bindings`: the FUSE bindings (mfusepy, else fusepy), imported in one place.
 * :mod:`fusefs.tree`: the immutable directory tree built from the document records, and
   the path -> inode map that outlives trees.

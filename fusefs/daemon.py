@@ -29,11 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ingest.edge_store import EdgeStore
-from ingest.errors import SemfsError, StoreNotFoundError
-from ingest.ipc import RemoteStore, StoreServer
+from ingest.errors import SemfsError
+from ingest.owner import StoreOwnedError, StoreOwner
 from ingest.search import Searcher
-from ingest.store import DEFAULT_COLLECTION, Store, default_store_path, open_store
+from ingest.store import DEFAULT_COLLECTION, default_store_path
 
 from .bindings import FUSE, fuse_exit, fuse_major_version
 from .ops import XATTR_PREFIX, SemfsOperations
@@ -130,28 +129,21 @@ def check_mountpoint(path: Path, allow_nonempty: bool = False) -> None:
         )
 
 
-def open_mount_store(cfg: MountConfig) -> Store:
+def open_mount_store(cfg: MountConfig) -> StoreOwner:
     """The store the mount reads, owned by this process; never a proxy to another daemon."""
-    store = open_store(
-        cfg.store_path,
-        url=cfg.url,
-        collection=cfg.collection,
-        api_key=cfg.api_key,
-        timeout=cfg.connect_timeout,
-    )
-    if isinstance(store, RemoteStore):  # a mounted daemon owns the shard: never stack on it
-        store.close()
+    try:
+        return StoreOwner.open(
+            cfg.store_path,
+            url=cfg.url,
+            collection=cfg.collection,
+            api_key=cfg.api_key,
+            timeout=cfg.connect_timeout,
+        )
+    except StoreOwnedError as exc:  # a mounted daemon owns the shard: never stack on it
         raise MountError(
             f"collection {cfg.collection!r} at {cfg.store_path} is already mounted by "
-            f"pid {store.daemon_pid}: `semfs umount` it first"
-        )
-    if not store.exists():
-        location = store.location
-        store.close()
-        raise StoreNotFoundError(
-            f"no collection {cfg.collection!r} at {location}: run `semfs ingest DIR` first"
-        )
-    return store
+            f"pid {exc.pid}: `semfs umount` it first"
+        ) from None
 
 
 class MountDaemon:
@@ -168,8 +160,9 @@ class MountDaemon:
     def run(self) -> None:
         """Mount and serve until unmounted; raises MountError when the mount never came up."""
         self._began = time.monotonic()
-        store = open_mount_store(self.cfg)
-        self._services.append(store.close)
+        owner = open_mount_store(self.cfg)
+        self._services.append(owner.close)
+        store = owner.store
         try:
             refresher = TreeRefresher(
                 store,
@@ -182,7 +175,7 @@ class MountDaemon:
             ops = SemfsOperations(
                 tree,
                 DocumentReader(store),
-                on_init=lambda: self._started(store, refresher, searcher),
+                on_init=lambda: self._started(owner, refresher, searcher),
             )
             searches = SearchDirectories(searcher.search, self.cfg.search_dir, self.cfg.search)
             # ops.tree is read per call: a search always runs against the tree shown now.
@@ -208,15 +201,14 @@ class MountDaemon:
             raise MountError(self.error or f"cannot mount {self.cfg.mountpoint}")
         logger.info("unmounted %s", self.cfg.mountpoint)
 
-    def _started(self, store: Store, refresher: TreeRefresher, searcher: Searcher) -> None:
+    def _started(self, owner: StoreOwner, refresher: TreeRefresher, searcher: Searcher) -> None:
         """FUSE init(): the kernel is connected. Start the threads, then report."""
+        store = owner.store
         try:
             refresher.start()
             self._services.append(refresher.stop)
-            if isinstance(store, EdgeStore):
-                server = StoreServer(store, store.dir, on_change=refresher.wake)
-                server.start()
-                self._services.append(server.close)
+            owner.serve(on_change=refresher.wake)
+            self._services.append(owner.stop_serving)
         except Exception as exc:
             self.error = f"cannot serve {store.location} to `semfs ingest`: {exc}"
             self.report(self.error)

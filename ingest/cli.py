@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from . import __version__
+from .backends import open_store
 from .embedder import DEFAULT_BATCH_SIZE
 from .errors import SemfsError
 from .sources import DEFAULT_MAX_BYTES
@@ -28,7 +29,6 @@ from .store import (
     MODES,
     Store,
     default_store_path,
-    open_store,
 )
 
 # pipeline and search import qdrant_edge and the chunker: imported inside the commands that

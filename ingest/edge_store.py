@@ -17,13 +17,14 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import qdrant_edge as qe
 
 from .errors import StoreLockedError, StoreNotFoundError, StoreUnavailableError
+from .ipc import StoreServer
 from .schema import (
     DENSE,
     DOC_TREE_FIELDS,
@@ -70,17 +71,6 @@ def read_owner(coll_dir: Path) -> str:
         return f"pid {info['pid']} ({info['command']})"
     except (OSError, ValueError, KeyError):
         return "another process"
-
-
-def open_embedded(store_dir: Path, collection: str) -> Store:
-    """Open the embedded collection, or a proxy to the mounted daemon that owns it."""
-    from .ipc import connect_daemon
-
-    # Ask the daemon first: even a failed second load of a live shard rewrites its files.
-    remote = connect_daemon(collection_dir(store_dir, collection), collection)
-    if remote is not None:
-        return remote
-    return EdgeStore(store_dir, collection)
 
 
 class EdgeStore(Store):
@@ -343,6 +333,14 @@ class EdgeStore(Store):
                 except OSError:
                     continue
         return total
+
+    def serve_writers(
+        self, on_change: Callable[[], None] | None = None
+    ) -> Callable[[], None] | None:
+        """Serve this shard on ``COLLECTION/daemon.sock``: we hold its lock, so others cannot."""
+        server = StoreServer(self, self.dir, on_change=on_change)
+        server.start()
+        return server.close
 
     def flush(self) -> None:
         if self._shard is not None:

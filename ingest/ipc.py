@@ -557,6 +557,9 @@ class RemoteStore(Store):
     def location(self) -> str:
         return f"{self.coll_dir} (through the mounted daemon, pid {self.daemon_pid})"
 
+    def served_by(self) -> int | None:
+        return self.daemon_pid
+
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         request = {
             "method": method,

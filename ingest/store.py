@@ -1,10 +1,12 @@
-"""The store layer: one interface, two backends. This is the contract fusefs reads through.
+"""The store layer's interface: the contract fusefs reads through. No implementation here.
 
 * :class:`ingest.edge_store.EdgeStore`: Qdrant Edge, in-process, one shard directory per
   collection under the store path (the default; no server).
 * :class:`ingest.server_store.ServerStore`: qdrant-client against a Qdrant server or cluster.
+* :class:`ingest.ipc.RemoteStore`: the store of another process that owns it (a mount).
 
-:func:`open_store` picks one. Both are written against :mod:`ingest.schema`.
+:func:`ingest.backends.open_store` picks one; :class:`ingest.owner.StoreOwner` owns one and
+serves other processes' writes. All are written against :mod:`ingest.schema`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,6 +134,23 @@ class Store(ABC):
         """Bytes on disk for an embedded store; None where the backend cannot tell."""
         return None
 
+    def served_by(self) -> int | None:
+        """The pid of another process that owns this store and relays our calls (a proxy to a
+        mounted daemon); None when this process talks to the store itself."""
+        return None
+
+    def serve_writers(
+        self, on_change: Callable[[], None] | None = None
+    ) -> Callable[[], None] | None:
+        """Let other processes write through this one, when this process owns the store
+        exclusively (an embedded shard); returns the function that stops serving.
+
+        ``on_change`` runs after another process commits a change (write_meta,
+        delete_documents). None when there is nothing to serve: a server takes every writer
+        itself, and a proxy's owner serves them. Use :class:`ingest.owner.StoreOwner`.
+        """
+        return None
+
     def flush(self) -> None:  # noqa: B027 - optional for backends that persist on write
         """Make everything written so far durable."""
 
@@ -143,26 +162,3 @@ class Store(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def open_store(
-    store_path: str | os.PathLike[str] | None = None,
-    url: str | None = None,
-    collection: str = DEFAULT_COLLECTION,
-    api_key: str | None = None,
-    timeout: float = 10.0,
-) -> Store:
-    """Open a collection: a Qdrant server at ``url`` if given, else the embedded store.
-
-    A ``file:`` URL opens qdrant-client's local mode at that path: a stand-in for a server in
-    tests (slow; one process at a time). The embedded store proxies to a live ``semfs
-    mount`` daemon that owns it, when there is one, so ingesting while mounted works.
-    """
-    check_collection_name(collection)
-    if url:
-        from .server_store import ServerStore
-
-        return ServerStore(url, collection, api_key=api_key, timeout=timeout)
-    from .edge_store import open_embedded
-
-    return open_embedded(Path(store_path) if store_path else default_store_path(), collection)

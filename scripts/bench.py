@@ -52,13 +52,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ingest.backends import open_store
 from ingest.chunking import chunk_text, document_title, embedding_text
 from ingest.embedder import DEFAULT_MODEL, HASH_MODEL, Embedder, load_embedder
 from ingest.pipeline import DEFAULT_BATCH_SIZE, IngestReport, ingest
 from ingest.schema import ChunkPoint, ChunkRecord
 from ingest.search import Searcher
 from ingest.sources import DEFAULT_MAX_BYTES, Skipped, read_document, scan
-from ingest.store import SparseQuery, Store, open_store
+from ingest.store import SparseQuery, Store
 
 REPO = Path(__file__).resolve().parents[1]
 logger = logging.getLogger("bench")

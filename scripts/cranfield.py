@@ -126,8 +126,8 @@ def write_corpus(docs: Sequence[CranDoc], folder: Path) -> None:
 
 
 def ingest_corpus(corpus: Path, store_dir: Path, model: str | None) -> None:
+    from ingest.backends import open_store
     from ingest.pipeline import ingest
-    from ingest.store import open_store
 
     state = {"total": 0, "done": 0, "shown": -1}
 
@@ -162,8 +162,8 @@ def run_semfs(
     store_dir: Path, queries: Sequence[str]
 ) -> tuple[dict[str, list[list[int]]], dict[str, float]]:
     """Ranked doc ids per mode per query, and the mean seconds per query per mode."""
+    from ingest.backends import open_store
     from ingest.search import Searcher
-    from ingest.store import open_store
 
     runs: dict[str, list[list[int]]] = {}
     seconds: dict[str, float] = {}

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from conftest import SEMFS
 
+from ingest.backends import open_store
 from ingest.pipeline import IngestReport, ingest
-from ingest.store import open_store
 
 MOUNT_TIMEOUT = 20.0
 POLL = 0.1

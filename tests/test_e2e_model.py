@@ -11,9 +11,10 @@ import pytest
 from conftest import SAMPLE_CORPUS, SEMFS
 from paraphrases import QUESTIONS
 
+from ingest.backends import open_store
 from ingest.pipeline import ingest
 from ingest.search import Searcher
-from ingest.store import Store, open_store
+from ingest.store import Store
 
 pytestmark = pytest.mark.model
 

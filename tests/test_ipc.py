@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from conftest import SEMFS
 
+from ingest.backends import open_store
 from ingest.edge_store import EdgeStore, collection_dir
 from ingest.errors import (
     SemfsError,
@@ -30,7 +31,7 @@ from ingest.errors import (
 from ingest.ipc import SOCKET_NAME, TOKEN_NAME, RemoteStore, StoreServer, connect_daemon
 from ingest.pipeline import ingest
 from ingest.schema import ChunkPoint, ChunkRecord, DocumentRecord, ScoredChunk, StoreMeta
-from ingest.store import MODES, SparseQuery, open_store
+from ingest.store import MODES, SparseQuery
 
 DIM = 8
 COLLECTION = "docs"

@@ -37,7 +37,7 @@ from mounting import (
 )
 
 from fusefs.daemon import daemon_pid, is_stale, process_alive
-from ingest.store import open_store
+from ingest.backends import open_store
 
 pytestmark = pytest.mark.mount
 

@@ -38,9 +38,10 @@ from fusefs.ops import SemfsOperations
 from fusefs.reader import ChunksMissingError, CorruptDocumentError, DocumentReader, LRUCache
 from fusefs.refresh import TreeRefresher
 from fusefs.tree import DIR, FILE, ROOT_INO, InodeMap, Node, Ownership, Tree
+from ingest.backends import open_store
 from ingest.pipeline import ingest
 from ingest.schema import ChunkPoint, ChunkRecord, DocumentRecord, ScoredChunk, StoreMeta
-from ingest.store import SparseQuery, Store, open_store
+from ingest.store import SparseQuery, Store
 
 OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
 

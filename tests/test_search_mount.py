@@ -21,8 +21,8 @@ from conftest import SAMPLE_CORPUS
 from mounting import Mount, ingest_hash, mounted, semfs, wait_until
 from paraphrases import QUESTIONS
 
+from ingest.backends import open_store
 from ingest.pipeline import ingest
-from ingest.store import open_store
 
 pytestmark = pytest.mark.mount
 T = TypeVar("T")

@@ -40,10 +40,11 @@ from fusefs.searchdir import (
     results_name,
 )
 from fusefs.tree import DIR, FILE, SYMLINK, InodeMap, Node, Ownership, Tree
+from ingest.backends import open_store
 from ingest.errors import SemfsError
 from ingest.pipeline import ingest
 from ingest.search import Hit, Searcher
-from ingest.store import Store, open_store
+from ingest.store import Store
 
 OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
 

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 import qdrant_edge as qe
 
+from ingest.backends import open_store
 from ingest.edge_store import EdgeStore
 from ingest.embedder import HashEmbedder
 from ingest.errors import StoreLockedError, StoreNotFoundError
 from ingest.schema import ChunkPoint, ChunkRecord, DocumentRecord, StoreMeta
 from ingest.server_store import ServerStore
-from ingest.store import SparseQuery, Store, open_store
+from ingest.store import SparseQuery, Store
 
 BACKENDS = ["edge", "local", "server"]
 # Read at import, before the autouse fixture clears QDRANT_URL for every other test.

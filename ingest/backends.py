@@ -1,0 +1,94 @@
+"""Which class serves a collection: the one place that maps a backend name to a factory.
+
+:mod:`ingest.store` declares the interface and imports no implementation; this module is the
+composition root that picks one (like ratarmount's ``ARCHIVE_BACKENDS`` table):
+
+* ``embedded``: :class:`ingest.edge_store.EdgeStore`, Qdrant Edge in this process, or, when
+  a process already owns the shard and serves it (``semfs mount``), an
+  :class:`ingest.ipc.RemoteStore` talking to that owner.
+* ``server``: :class:`ingest.server_store.ServerStore`, qdrant-client against ``--url``
+  (a ``file:`` URL opens qdrant-client's local mode: the stand-in server of the tests).
+
+To add a backend: write a :class:`~ingest.store.Store` subclass in its own module (run the
+contract tests in ``tests/test_store_contract.py`` against it), add a factory below that
+imports it lazily, and add its name to :data:`BACKENDS` and :func:`backend_for`.
+Implementations are imported inside the factories: qdrant_client costs ~1 s to import and
+the embedded path must not pay for it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .store import DEFAULT_COLLECTION, Store, check_collection_name, default_store_path
+
+
+@dataclass(frozen=True)
+class StoreAddress:
+    """Where a collection is: everything a backend factory may need."""
+
+    collection: str = DEFAULT_COLLECTION
+    path: Path | None = None  # the embedded store's folder; None: default_store_path()
+    url: str | None = None  # a Qdrant server, or file:PATH for qdrant-client's local mode
+    api_key: str | None = None
+    timeout: float = 10.0  # seconds to reach a server
+
+
+def _embedded(address: StoreAddress) -> Store:
+    from .edge_store import EdgeStore, collection_dir
+    from .ipc import connect_daemon
+
+    store_dir = address.path or default_store_path()
+    # Ask the owner first: even a failed second load of a live shard rewrites its files.
+    remote = connect_daemon(collection_dir(store_dir, address.collection), address.collection)
+    if remote is not None:
+        return remote
+    return EdgeStore(store_dir, address.collection)
+
+
+def _server(address: StoreAddress) -> Store:
+    from .server_store import ServerStore
+
+    if address.url is None:
+        raise ValueError("the server backend needs a URL")
+    return ServerStore(
+        address.url, address.collection, api_key=address.api_key, timeout=address.timeout
+    )
+
+
+# Backend name -> factory. The name is also each Store's ``backend`` attribute.
+BACKENDS: dict[str, Callable[[StoreAddress], Store]] = {
+    "embedded": _embedded,
+    "server": _server,
+}
+
+
+def backend_for(address: StoreAddress) -> str:
+    """The backend an address names: a URL is a server, anything else the embedded store."""
+    return "server" if address.url else "embedded"
+
+
+def open_store(
+    store_path: str | os.PathLike[str] | None = None,
+    url: str | None = None,
+    collection: str = DEFAULT_COLLECTION,
+    api_key: str | None = None,
+    timeout: float = 10.0,
+) -> Store:
+    """Open a collection: a Qdrant server at ``url`` if given, else the embedded store.
+
+    A ``file:`` URL opens qdrant-client's local mode at that path: a stand-in for a server in
+    tests (slow; one process at a time). The embedded store proxies to a live owner (a
+    ``semfs mount`` daemon) when there is one, so ingesting while mounted works.
+    """
+    address = StoreAddress(
+        collection=check_collection_name(collection),
+        path=Path(store_path) if store_path else None,
+        url=url,
+        api_key=api_key,
+        timeout=timeout,
+    )
+    return BACKENDS[backend_for(address)](address)

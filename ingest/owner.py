@@ -1,0 +1,115 @@
+"""Owning a store: open it for this process, and serve other processes' writes to it.
+
+A long-running reader (the ``semfs mount`` daemon, ``semfs mcp``, a watcher) that opens the
+embedded store holds Qdrant Edge's lock for as long as it runs, so an ingest started beside
+it could not write. :class:`StoreOwner` is the one place that handles this; reuse it rather
+than looking at the store's class::
+
+    from ingest.owner import StoreOwner
+
+    owner = StoreOwner.open(store_path, url=url, collection=name)  # raises StoreOwnedError
+    try:                                        # when another process owns the store
+        owner.serve(on_change=refresh)          # start serving writers (after any fork)
+        ...  # read (and write) through owner.store
+    finally:
+        owner.close()                           # stop serving, then close the store
+
+Rules a caller may rely on:
+
+* ``open`` never returns a proxy: when another process already owns and serves the store,
+  it raises :class:`StoreOwnedError`, whose ``pid`` says who (stack nothing on a live owner).
+* ``serve`` starts threads (the socket's accept loop): call it after daemonizing. It is a
+  no-op for a server backend, which takes every writer itself. ``on_change`` runs in a
+  server thread after another process committed a change; keep it short (wake a refresher).
+* ``stop_serving`` ends the service and keeps the store open (stop it before whatever
+  ``on_change`` wakes); ``close`` is idempotent and stops the service before closing the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+
+from .backends import open_store
+from .errors import StoreLockedError, StoreNotFoundError
+from .store import DEFAULT_COLLECTION, Store
+
+logger = logging.getLogger(__name__)
+
+
+class StoreOwnedError(StoreLockedError):
+    """Another process owns the store and serves it; ``pid`` is that process."""
+
+    def __init__(self, message: str, pid: int) -> None:
+        super().__init__(message)
+        self.pid = pid
+
+
+class StoreOwner:
+    """This process's store, and the service that lets other processes write to it."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._stop: Callable[[], None] | None = None
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        store_path: str | os.PathLike[str] | None = None,
+        url: str | None = None,
+        collection: str = DEFAULT_COLLECTION,
+        api_key: str | None = None,
+        timeout: float = 10.0,
+        must_exist: bool = True,
+    ) -> StoreOwner:
+        """Open the collection owned by this process; with ``must_exist``, ingested already."""
+        store = open_store(
+            store_path, url=url, collection=collection, api_key=api_key, timeout=timeout
+        )
+        pid = store.served_by()
+        if pid is not None:
+            store.close()
+            raise StoreOwnedError(
+                f"collection {collection!r} at {store_path} is owned by pid {pid}", pid
+            )
+        if must_exist and not store.exists():
+            location = store.location
+            store.close()
+            raise StoreNotFoundError(
+                f"no collection {collection!r} at {location}: run `semfs ingest DIR` first"
+            )
+        return cls(store)
+
+    @property
+    def serving(self) -> bool:
+        """Whether other processes can write through this one now."""
+        return self._stop is not None
+
+    def serve(self, on_change: Callable[[], None] | None = None) -> None:
+        """Start serving writers (embedded store); raises SemfsError when it cannot."""
+        if self._stop is None and not self._closed:
+            self._stop = self.store.serve_writers(on_change)
+
+    def stop_serving(self) -> None:
+        """Stop taking writes from other processes (waits for calls under way); keep the store."""
+        stop, self._stop = self._stop, None
+        if stop is not None:
+            stop()
+
+    def close(self) -> None:
+        """Stop serving, then close the store. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.stop_serving()
+        finally:
+            self.store.close()
+
+    def __enter__(self) -> StoreOwner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
