@@ -45,26 +45,43 @@ def configure_logging(verbosity: int) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
 def handle_errors(func: F) -> F:
-    """Library errors become one line and exit 1; a traceback only with -v."""
+    """Library errors become one line and exit 1; a traceback only with -v.
+
+    A command called with ``--json`` (its ``as_json`` parameter) also prints the error as
+    ``{"error": "..."}`` on stdout, so a script reading stdout always gets JSON.
+    """
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return func(*args, **kwargs)
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            return _translate_errors(func, *args, **kwargs)
+        except click.ClickException as exc:
+            if kwargs.get("as_json"):
+                click.echo(json.dumps({"error": exc.format_message()}, ensure_ascii=False))
             raise
-        except SemfsError as exc:
-            raise click.ClickException(str(exc)) from exc
-        except Exception as exc:
-            ctx = click.get_current_context(silent=True)
-            if ctx is not None and ctx.find_root().meta.get("semfs.verbose", 0) > 0:
-                raise
-            raise click.ClickException(
-                f"{type(exc).__name__}: {exc} (run with -v for details)"
-            ) from exc
 
     return wrapper  # type: ignore[return-value]
+
+
+def _translate_errors(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    try:
+        return func(*args, **kwargs)
+    except (click.ClickException, click.exceptions.Exit, click.Abort):
+        raise
+    except SemfsError as exc:
+        raise click.ClickException(_one_line(str(exc))) from exc
+    except Exception as exc:
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None and ctx.find_root().meta.get("semfs.verbose", 0) > 0:
+            raise
+        raise click.ClickException(
+            _one_line(f"{type(exc).__name__}: {exc} (run with -v for details)")
+        ) from exc
 
 
 def store_options(func: F) -> F:
@@ -162,6 +179,11 @@ def cli(ctx: click.Context, verbose: int) -> None:
     type=click.IntRange(1),
     help="Skip files larger than this many bytes.",
 )
+@click.option(
+    "--follow-symlinks",
+    is_flag=True,
+    help="Also ingest files that symlinks lead to outside SOURCE (skipped by default).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
 @handle_errors
 def ingest_cmd(
@@ -175,13 +197,16 @@ def ingest_cmd(
     exclude: tuple[str, ...],
     batch_size: int,
     max_bytes: int,
+    follow_symlinks: bool,
     as_json: bool,
 ) -> None:
     """Make a collection mirror SOURCE: add new files, re-embed changed ones, drop deleted ones.
 
     Unchanged files are not re-embedded (and an unchanged re-run loads no model). VCS folders
-    are skipped; binary, non-UTF-8, unreadable and oversized files are skipped with a reason.
-    Exit status is 0 when the run succeeded, even with skipped files.
+    are skipped; binary, non-UTF-8, unreadable and oversized files are skipped with a reason,
+    and so are symlinks that lead outside SOURCE (unless --follow-symlinks). A file that
+    cannot be read this time keeps its ingested version. Exit status is 0 when the run
+    succeeded, even with skipped files.
 
     \b
     Example:
@@ -214,6 +239,7 @@ def ingest_cmd(
                 exclude=exclude,
                 batch_size=batch_size,
                 max_bytes=max_bytes,
+                follow_symlinks=follow_symlinks,
                 on_start=on_start,
                 on_progress=on_progress,
             )

@@ -9,6 +9,7 @@ dirty (an earlier run was killed) first deletes every chunk no record points to.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -105,6 +106,7 @@ def ingest(
     exclude: Sequence[str] = (),
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    follow_symlinks: bool = False,
     embedder: Embedder | None = None,
     on_start: Callable[[int], None] | None = None,
     on_progress: Progress | None = None,
@@ -112,7 +114,9 @@ def ingest(
     """Make ``store`` mirror ``source``; return what changed. Bad files are skipped, not fatal.
 
     ``on_start(total_chunks)`` and ``on_progress(n_chunks)`` drive a progress display.
-    The model loads only when something must be embedded.
+    The model loads only when something must be embedded. Symlinks that resolve outside
+    ``source`` are skipped unless ``follow_symlinks``. A file (or folder) that exists but
+    cannot be read this time keeps its ingested version, and the skip reason says so.
     """
     started = time.perf_counter()
     report = IngestReport()
@@ -120,12 +124,13 @@ def ingest(
     report.model = model_name
     files, report.skipped = scan(source, include, exclude)
     existing = {d.path: d for d in store.list_documents()}
+    root = None if follow_symlinks else os.path.realpath(source)
 
     changed: list[Document] = []
     touched: list[Document] = []
     seen: set[str] = set()
     for f in files:
-        doc = read_document(f, max_bytes)
+        doc = read_document(f, max_bytes, root)
         if isinstance(doc, Skipped):
             report.skipped.append(doc)
             continue
@@ -138,6 +143,7 @@ def ingest(
         else:
             changed.append(doc)
             (report.updated if old is not None else report.added).append(doc.path)
+    report.skipped = [_keep_old(s, existing, seen) for s in report.skipped]
     report.deleted = sorted(set(existing) - seen)
     report.skipped.sort(key=lambda s: s.path)
 
@@ -180,6 +186,20 @@ def ingest(
     store.flush()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _keep_old(skip: Skipped, existing: dict[str, DocumentRecord], seen: set[str]) -> Skipped:
+    """A transient skip keeps the ingested versions of the file (or of the folder's files):
+    they are marked seen, so not deleted, and the reason says so."""
+    if not skip.transient:
+        return skip
+    prefix = skip.path + "/"
+    kept = [p for p in existing if p == skip.path or p.startswith(prefix)]
+    if not kept:
+        return skip
+    seen.update(kept)
+    what = "the ingested version" if kept == [skip.path] else f"{len(kept)} ingested documents"
+    return Skipped(skip.path, f"{skip.reason} (kept {what})", transient=True)
 
 
 def _clean_interrupted(store: Store) -> None:

@@ -65,8 +65,15 @@ class ServerStore(Store):
             else:
                 self.client = QdrantClient(url=url, api_key=api_key, timeout=int(timeout))
             self._exists = self.client.collection_exists(collection)
-        except (ResponseHandlingException, UnexpectedResponse, OSError, RuntimeError) as exc:
-            raise StoreUnavailableError(f"cannot reach Qdrant at {url}: {exc}") from exc
+        except UnexpectedResponse as exc:
+            # Something answered, but not as Qdrant does (a web server, a proxy's error page).
+            raise StoreUnavailableError(
+                f"{url} does not answer like a Qdrant server (HTTP {exc.status_code} "
+                f"{exc.reason_phrase}): check --url"
+            ) from exc
+        except (ResponseHandlingException, OSError, RuntimeError) as exc:
+            reason = " ".join(str(exc).split())  # one line: messages may hold raw responses
+            raise StoreUnavailableError(f"cannot reach Qdrant at {url}: {reason}") from exc
 
     @property
     def location(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import errno
 import fnmatch
 import hashlib
@@ -25,8 +26,12 @@ class SourceFile:
 
 @dataclass(frozen=True)
 class Skipped:
+    """An entry not ingested, and why. ``transient``: the entry exists but could not be read
+    this time (permissions, I/O error), so an ingested version of it is kept, not deleted."""
+
     path: str
     reason: str
+    transient: bool = False
 
 
 @dataclass(frozen=True)
@@ -61,8 +66,9 @@ def scan(
 ) -> tuple[list[SourceFile], list[Skipped]]:
     """Files under ``source`` to ingest, sorted by path, and the entries skipped with reasons.
 
-    VCS folders are skipped silently. Symlinks to files are followed; symlinks to
-    directories are not (that is how loops are avoided) and are reported.
+    VCS folders are skipped silently. Symlinks to files are listed (:func:`read_document`
+    decides whether to follow them); symlinks to directories are not followed (that is how
+    loops are avoided) and are reported.
     """
     if not source.exists():
         raise SourceError(f"source directory {source} does not exist")
@@ -75,7 +81,11 @@ def scan(
 
     def on_error(exc: OSError) -> None:
         rel = os.path.relpath(exc.filename, source) if exc.filename else "?"
-        skipped.append(Skipped(rel.replace(os.sep, "/"), f"unreadable directory: {exc.strerror}"))
+        skipped.append(
+            Skipped(
+                rel.replace(os.sep, "/"), f"unreadable directory: {exc.strerror}", transient=True
+            )
+        )
 
     for root, dirs, names in os.walk(source, onerror=on_error):
         rel_root = os.path.relpath(root, source)
@@ -109,8 +119,19 @@ def scan(
     return files, skipped
 
 
-def read_document(f: SourceFile, max_bytes: int = DEFAULT_MAX_BYTES) -> Document | Skipped:
-    """The file's text, or why it cannot be ingested. Never raises for a bad file."""
+def inside(path: str, root: str) -> bool:
+    """Whether the resolved ``path`` is ``root`` or below it (both absolute, resolved)."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def read_document(
+    f: SourceFile, max_bytes: int = DEFAULT_MAX_BYTES, root: str | None = None
+) -> Document | Skipped:
+    """The file's text, or why it cannot be ingested. Never raises for a bad file.
+
+    ``root``: the resolved source directory. A symlink whose target resolves outside it is
+    skipped (a link in the source must not pull in ``/etc/shadow``); None follows any link.
+    """
     try:
         st = os.stat(f.abspath)  # follows symlinks
     except OSError as exc:
@@ -118,7 +139,13 @@ def read_document(f: SourceFile, max_bytes: int = DEFAULT_MAX_BYTES) -> Document
             return Skipped(f.path, "symlink loop")
         if exc.errno == errno.ENOENT and os.path.islink(f.abspath):
             return Skipped(f.path, f"broken symlink (to {os.readlink(f.abspath)})")
-        return Skipped(f.path, f"cannot stat: {exc.strerror}")
+        return Skipped(f.path, f"cannot stat: {exc.strerror}", transient=exc.errno != errno.ENOENT)
+    if root is not None and os.path.islink(f.abspath):
+        target = os.path.realpath(f.abspath)
+        if not inside(target, root):
+            return Skipped(
+                f.path, f"symlink to {target}, outside the source (--follow-symlinks to include)"
+            )
     if stat.S_ISDIR(st.st_mode):
         return Skipped(f.path, "symlink to a directory (not followed)")
     if not stat.S_ISREG(st.st_mode):
@@ -131,9 +158,11 @@ def read_document(f: SourceFile, max_bytes: int = DEFAULT_MAX_BYTES) -> Document
         with open(f.abspath, "rb") as fh:
             data = fh.read(max_bytes + 1)
     except OSError as exc:
-        return Skipped(f.path, f"unreadable: {exc.strerror}")
+        return Skipped(f.path, f"unreadable: {exc.strerror}", transient=exc.errno != errno.ENOENT)
     if len(data) > max_bytes:
         return Skipped(f.path, f"too large: over the {max_bytes}-byte cap (--max-size)")
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return Skipped(f.path, "UTF-16 text is not supported (convert it to UTF-8)")
     if b"\0" in data:
         return Skipped(f.path, "binary file (contains NUL bytes)")
     try:

@@ -13,13 +13,21 @@ missing=()
 command -v fusermount3 >/dev/null || command -v fusermount >/dev/null || missing+=(fuse3)
 ldconfig -p 2>/dev/null | grep -q 'libfuse.so.2' || missing+=(libfuse2)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+# Commands the tests run, as command:apt-package (tests/test_setup.py checks this list against
+# the tests). coreutils, diffutils, findutils, grep and dash are Essential on Debian.
+TEST_TOOLS="rg:ripgrep mount:mount umount:mount"
+if [[ ",$extra," == *,test,* ]]; then
+  for pair in $TEST_TOOLS; do
+    command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
+  done
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null; then
     echo "setup: installing ${missing[*]} with apt-get" >&2
     sudo_ apt-get update -qq
     sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "setup: please install ${missing[*]} (FUSE and python venv) with your package manager" >&2
+    echo "setup: please install ${missing[*]} (FUSE, python venv, test tools) with your package manager" >&2
   fi
 fi
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,3 +47,18 @@ def sample_copy(tmp_path: Path) -> Path:
 @pytest.fixture
 def store_dir(tmp_path: Path) -> Path:
     return Path(os.environ["SEMFS_STORE"])
+
+
+# Another local user, for tests of what the store and the mount let others see.
+NOBODY = 65534
+
+
+@pytest.fixture
+def open_tmp() -> Iterator[Path]:
+    """A temp folder every user may enter (pytest's own is owner-only), removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix="semfs-test-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

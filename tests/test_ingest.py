@@ -262,6 +262,7 @@ def test_skips_still_exit_zero(tmp_path: Path) -> None:
     assert "skipped 1" in r.stdout and "bad.bin: binary file" in r.stdout
 
 
+@pytest.mark.model
 def test_unchanged_rerun_does_not_import_torch(tmp_path: Path) -> None:
     """With the real default model: the second run must not load it (torch import is ~6 s)."""
     src = tmp_path / "src"

@@ -188,28 +188,35 @@ def test_parallel_readers(sample_mount: tuple[Mount, Path]) -> None:
     m, source = sample_mount
     expected = {rel: p.read_bytes() for rel, p in files_of(source).items()}
     errors: list[str] = []
+    raised: list[BaseException] = []
 
     def reader(seed: int) -> None:
         rnd = random.Random(seed)
         names = list(expected)
         rnd.shuffle(names)
-        for rel in names:
-            block = rnd.choice([512, 4096, 65536, 1 << 20])
-            fd = os.open(m.path / rel, os.O_RDONLY)
-            try:
-                got = bytearray()
-                while chunk := os.pread(fd, block, len(got)):
-                    got += chunk
-            finally:
-                os.close(fd)
-            if bytes(got) != expected[rel]:
-                errors.append(rel)
+        try:
+            for rel in names:
+                block = rnd.choice([512, 4096, 65536, 1 << 20])
+                fd = os.open(m.path / rel, os.O_RDONLY)
+                try:
+                    got = bytearray()
+                    while chunk := os.pread(fd, block, len(got)):
+                        got += chunk
+                finally:
+                    os.close(fd)
+                if bytes(got) != expected[rel]:
+                    errors.append(rel)
+        except BaseException as exc:  # an EIO in a thread must fail the test, not vanish
+            raised.append(exc)
 
     threads = [threading.Thread(target=reader, args=(i,)) for i in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(60)
+    assert not any(t.is_alive() for t in threads), "a reader hung"
+    if raised:
+        raise raised[0]
     assert not errors
 
 

@@ -127,21 +127,6 @@ def test_results_file_and_links_reach_the_documents(model_mount: Mount) -> None:
 
 
 @pytest.mark.model
-def test_warm_listing_is_fast(model_mount: Mount) -> None:
-    mnt = model_mount.path
-    times = []
-    for i in range(10):
-        start = time.perf_counter()
-        os.listdir(mnt / ".search" / f"how do I set up single sign on, take {i}")
-        times.append(time.perf_counter() - start)
-    repeat = time.perf_counter()
-    os.listdir(mnt / ".search" / "how do I set up single sign on, take 0")
-    cached = time.perf_counter() - repeat
-    times.sort()
-    print(f"\nwarm listing, new query: p50 {times[5] * 1000:.1f} ms; cached {cached * 1000:.1f} ms")
-
-
-@pytest.mark.model
 def test_scoped_search_stays_inside_its_directory(model_mount: Mount) -> None:
     mnt = model_mount.path
     question = as_name("serve the docs under /docs of my website through nginx")

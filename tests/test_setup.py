@@ -1,0 +1,70 @@
+"""scripts/setup.sh installs every external command the tests run, on a fresh Debian.
+
+A developer's machine has tools a fresh one lacks (ripgrep was one): this reads the commands
+out of the tests themselves and checks each against what setup.sh installs or what Debian
+always has (Essential packages).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from conftest import REPO
+
+# Commands from Essential: yes packages (coreutils, diffutils, findutils, grep, dash), present
+# on every Debian system; fusermount comes with fuse3, which setup.sh installs for everyone.
+ESSENTIAL = {
+    "cat",
+    "cmp",
+    "cp",
+    "diff",
+    "du",
+    "find",
+    "grep",
+    "head",
+    "ls",
+    "sh",
+    "tail",
+    "wc",
+    "xargs",
+}
+SETUP_ALWAYS = {"fusermount", "fusermount3"}
+# run("cmd", ...), run(["cmd", ...]), Popen(["cmd", ...]), same_output("cmd", ...), and the
+# commands of an `sh -c "..."` line.
+_CALL = re.compile(r'\b(?:run|Popen|same_output)\(\s*\[?\s*"([A-Za-z0-9_.-]+)"')
+_SHELL = re.compile(r'"sh",\s*"-c",\s*"([^"]*)"')
+
+
+def commands_the_tests_run() -> set[str]:
+    found: set[str] = set()
+    for path in (REPO / "tests").glob("*.py"):
+        if path.name == Path(__file__).name:
+            continue  # the examples in this file's comments
+        text = path.read_text()
+        found.update(_CALL.findall(text))
+        for line in _SHELL.findall(text):
+            found.update(part.split()[0] for part in line.split("|") if part.split())
+    found.discard("sh")  # listed in ESSENTIAL; its own commands were added above
+    return found | {"sh"}
+
+
+def setup_tools() -> set[str]:
+    text = (REPO / "scripts" / "setup.sh").read_text()
+    match = re.search(r'^TEST_TOOLS="([^"]*)"', text, re.M)
+    assert match, "scripts/setup.sh has no TEST_TOOLS line"
+    return {pair.split(":")[0] for pair in match.group(1).split()}
+
+
+def test_setup_installs_every_command_the_tests_run() -> None:
+    commands = commands_the_tests_run()
+    assert {"diff", "rg", "find"} <= commands  # the scan itself works
+    missing = commands - ESSENTIAL - SETUP_ALWAYS - setup_tools()
+    assert not missing, f"add these to TEST_TOOLS in scripts/setup.sh: {sorted(missing)}"
+
+
+def test_this_machine_has_them() -> None:
+    """What the suite needs is here: a failure names the tool instead of a FileNotFoundError."""
+    absent = sorted(c for c in commands_the_tests_run() - SETUP_ALWAYS if shutil.which(c) is None)
+    assert not absent, f"missing {absent}: run scripts/setup.sh test"
