@@ -10,9 +10,10 @@ from pathlib import Path
 
 import click
 
-from ingest.cli import cli, handle_errors, store_options
+from ingest.cli import cli, handle_errors, source_options, store_options
 from ingest.search import DEFAULT_K, MAX_K
 from ingest.store import MODES
+from ingest.watch import SourceOptions
 
 from .daemon import MountConfig, configure_logging, mount, parse_options, unmount
 from .searchdir import DEFAULT_NAME, SearchOptions, check_folder_name
@@ -110,6 +111,15 @@ For a Qdrant server, give its URL instead of the store folder (or -o url=URL).
     type=click.FloatRange(0.1),
     help="Seconds to wait for a Qdrant server before giving up.",
 )
+@click.option(
+    "-w",
+    "--watch",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Follow DIR: ingest what changed since the last run, then every change as it "
+    "happens (the options below say how DIR is read, as for `semfs ingest`).",
+)
+@source_options
 @click.pass_context
 @handle_errors
 def mount_cmd(
@@ -127,6 +137,13 @@ def mount_cmd(
     mode: str,
     min_score: float | None,
     connect_timeout: float,
+    watch: Path | None,
+    model: str | None,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    batch_size: int,
+    max_bytes: int,
+    follow_symlinks: bool,
 ) -> None:
     """Show a collection as a read-only directory tree at MOUNTPOINT.
 
@@ -135,6 +152,8 @@ def mount_cmd(
     mount answers. `semfs ingest` into the same collection while mounted updates the tree
     within about a second. Each folder also answers `.search/QUESTION/` with the documents
     that best answer QUESTION (see below). Unmount with `semfs umount MOUNTPOINT`.
+    With --watch DIR the daemon keeps the collection mirroring DIR while mounted (creating
+    it if need be): each change shows within about a second; `semfs status` says how fresh.
 
     \b
     Example:
@@ -143,6 +162,7 @@ def mount_cmd(
         semfs mount ~/mnt/acme --url http://localhost:6333 --collection acme -o allow_other
         semfs mount -f ~/mnt/docs --log-file /tmp/semfs.log
         semfs mount ~/mnt/docs --k 5 --mode keyword --search-dir .find
+        semfs mount ~/mnt/docs --watch ./docs --exclude drafts/
         semfs umount ~/mnt/docs
     """
     search = SearchOptions(mode=mode, k=k, min_score=min_score)  # checked before forking
@@ -161,6 +181,8 @@ def mount_cmd(
             connect_timeout=connect_timeout,
             search_dir=search_dir,
             search=search,
+            watch=watch,
+            source=SourceOptions(model, include, exclude, batch_size, max_bytes, follow_symlinks),
         )
     )
 

@@ -32,7 +32,10 @@ from typing import Any
 from ingest.errors import SemfsError
 from ingest.owner import StoreOwnedError, StoreOwner
 from ingest.search import Searcher
-from ingest.store import DEFAULT_COLLECTION, default_store_path
+from ingest.sources import check_source
+from ingest.store import DEFAULT_COLLECTION, Store, default_store_path
+from ingest.syncstate import state_file
+from ingest.watch import SourceOptions, SourceWatcher
 
 from .bindings import FUSE, fuse_exit, fuse_major_version
 from .ops import XATTR_PREFIX, SemfsOperations
@@ -69,6 +72,8 @@ class MountConfig:
     poll_interval: float = DEFAULT_INTERVAL
     search_dir: str = DEFAULT_NAME
     search: SearchOptions = field(default_factory=SearchOptions)  # defaults for queries
+    watch: Path | None = None  # a source folder the daemon follows (--watch)
+    source: SourceOptions = field(default_factory=SourceOptions)  # how it is read
 
 
 def parse_options(values: Iterable[str]) -> dict[str, str | bool]:
@@ -138,6 +143,7 @@ def open_mount_store(cfg: MountConfig) -> StoreOwner:
             collection=cfg.collection,
             api_key=cfg.api_key,
             timeout=cfg.connect_timeout,
+            must_exist=cfg.watch is None,  # --watch creates it
         )
     except StoreOwnedError as exc:  # a mounted daemon owns the shard: never stack on it
         raise MountError(
@@ -156,6 +162,21 @@ class MountDaemon:
         self.error: str | None = None
         self._services: list[Callable[[], None]] = []  # stop functions, run in reverse
         self._began = time.monotonic()
+        self._watcher: SourceWatcher | None = None
+
+    def _follow(self, store: Store, searcher: Searcher, refresher: TreeRefresher) -> SourceWatcher:
+        """The watcher of ``--watch``: it writes into the daemon's own store, shares the
+        search model (loaded only when something must be embedded) and shows each batch
+        at once by waking the refresher. It starts in init(), after the fork."""
+        assert self.cfg.watch is not None
+        return SourceWatcher(
+            self.cfg.watch,
+            store,
+            self.cfg.source,
+            embedder=searcher.embedder,
+            state_file=state_file(self.cfg.store_path, self.cfg.url, self.cfg.collection),
+            on_batch=lambda _report, _state: refresher.wake(),
+        )
 
     def run(self) -> None:
         """Mount and serve until unmounted; raises MountError when the mount never came up."""
@@ -164,6 +185,12 @@ class MountDaemon:
         self._services.append(owner.close)
         store = owner.store
         try:
+            if self.cfg.watch is not None:
+                from ingest.pipeline import ensure_collection, resolve_model
+
+                model = resolve_model(store, self.cfg.source.model)  # another model: fail now
+                if not store.exists():
+                    ensure_collection(store, model)
             refresher = TreeRefresher(
                 store,
                 InodeMap(),
@@ -181,6 +208,10 @@ class MountDaemon:
             # ops.tree is read per call: a search always runs against the tree shown now.
             ops.resolvers.append(lambda rel: searches.resolve(ops.tree, rel))
             refresher.publish = ops.set_tree
+            if self.cfg.watch is not None:
+                self._watcher = self._follow(store, searcher, refresher)
+                ops.root_xattrs.append(self._watcher.state.xattrs)
+                searches.status_line = self._watcher.state.freshness_line
             logger.debug(
                 "mounting %s (%d documents) at %s", store.location, tree.files, self.cfg.mountpoint
             )
@@ -214,6 +245,9 @@ class MountDaemon:
             self.report(self.error)
             fuse_exit()
             return
+        if self._watcher is not None:
+            self._watcher.start()
+            self._services.append(self._watcher.stop)
         # The model takes seconds to load: start now, so the first search rarely waits.
         threading.Thread(target=_warm_up, args=(searcher,), name="semfs-model", daemon=True).start()
         self.started = True
@@ -300,6 +334,8 @@ def _absolute(cfg: MountConfig) -> MountConfig:
         cfg.store_path = (cfg.store_path or default_store_path()).expanduser().absolute()
     if cfg.log_file is not None:
         cfg.log_file = cfg.log_file.absolute()
+    if cfg.watch is not None:
+        cfg.watch = cfg.watch.absolute()
     return cfg
 
 
@@ -308,6 +344,8 @@ def mount(cfg: MountConfig) -> None:
     cfg = _absolute(cfg)
     check_mountpoint(cfg.mountpoint, allow_nonempty=bool(cfg.options.get("nonempty")))
     fuse_options(cfg)  # option errors now, not in the child
+    if cfg.watch is not None:
+        check_source(cfg.watch)
     if cfg.foreground:
         MountDaemon(cfg).run()
         return

@@ -16,7 +16,7 @@ import errno
 import itertools
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Protocol
 
@@ -84,6 +84,8 @@ class SemfsOperations(Operations):
         self.tree = tree
         self.reader = reader
         self.resolvers: list[Resolver] = []
+        # More extended attributes of the root, asked per call (``user.semfs.`` + name).
+        self.root_xattrs: list[Callable[[], Mapping[str, str]]] = []
         self.on_init = on_init
         self._handles: dict[int, Handle] = {}
         self._fh = itertools.count(1)
@@ -247,7 +249,10 @@ class SemfsOperations(Operations):
             }
         if node.path == "":
             # Lets `semfs umount` wait for this daemon to exit (and release the store).
-            return {XATTR_PREFIX + "pid": str(os.getpid()).encode()}
+            attrs = {XATTR_PREFIX + "pid": str(os.getpid()).encode()}
+            for extra in self.root_xattrs:
+                attrs.update({XATTR_PREFIX + k: v.encode() for k, v in extra().items()})
+            return attrs
         return {}
 
     @overrides(Operations)

@@ -260,6 +260,14 @@ def render_results(
     return "\n".join(lines).encode("utf-8", "surrogateescape")
 
 
+def with_status_line(results: bytes, line: str | None) -> bytes:
+    """The results file with ``line`` as its second line, right under the title."""
+    if not line:
+        return results
+    title, sep, rest = results.partition(b"\n")
+    return title + sep + b"\n" + line.encode("utf-8", "surrogateescape") + b"\n" + rest
+
+
 class QueryCache:
     """Query results of one tree, computed once per key even under concurrent lookups.
 
@@ -378,6 +386,9 @@ class SearchDirectories:
         self.defaults = defaults or SearchOptions()
         self.cache = QueryCache(cache_entries)
         self.recent = RecentQueries(recent_entries)
+        # A line for every results file, asked when a search runs (a watched mount's
+        # "index as of HH:MM:SS, N changes pending"); None adds nothing.
+        self.status_line: Callable[[], str | None] | None = None
 
     # -- paths ----------------------------------------------------------------------------
 
@@ -464,7 +475,10 @@ class SearchDirectories:
             hits=hits,
             names=names,
             results_name=results_name(opts.k),
-            results_file=render_results(sp, text, hits, names),
+            results_file=with_status_line(
+                render_results(sp, text, hits, names),
+                self.status_line() if self.status_line is not None else None,
+            ),
             created=time.time(),
             _positions=MappingProxyType({n: i for i, n in enumerate(names)}),
         )

@@ -6,10 +6,13 @@ are added by :mod:`fusefs.cli`, which builds the full ``semfs`` group on top of 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
+import signal
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +23,7 @@ import click
 from . import __version__
 from .backends import open_store
 from .embedder import DEFAULT_BATCH_SIZE
-from .errors import SemfsError
+from .errors import SemfsError, StoreLockedError
 from .sources import DEFAULT_MAX_BYTES
 from .store import (
     DEFAULT_COLLECTION,
@@ -35,8 +38,12 @@ from .store import (
 # need them, so that `semfs --help` and `semfs mount` start fast.
 if TYPE_CHECKING:
     from .pipeline import IngestReport
+    from .syncstate import SyncState
+    from .watch import SourceOptions
 
 logger = logging.getLogger(__name__)
+# Failed files listed by `semfs status` (all of them with --json).
+STATUS_FAILED_SHOWN = 20
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -146,43 +153,65 @@ def cli(ctx: click.Context, verbose: int) -> None:
     configure_logging(verbose)
 
 
+def source_options(func: F) -> F:
+    """--model / --include / --exclude / --batch-size / --max-size / --follow-symlinks: how a
+    source is read,
+    shared by `semfs ingest` and `semfs mount --watch`."""
+    options = [
+        click.option(
+            "-m",
+            "--model",
+            help="sentence-transformers model name or path [default: the store's, "
+            "else all-MiniLM-L6-v2, packaged]. 'hash' is a fast non-semantic stand-in for tests.",
+        ),
+        click.option(
+            "--include",
+            multiple=True,
+            metavar="GLOB",
+            help="Only files matching GLOB (repeatable).",
+        ),
+        click.option(
+            "--exclude",
+            multiple=True,
+            metavar="GLOB",
+            help="Skip files or folders matching GLOB (repeatable).",
+        ),
+        click.option(
+            "--batch-size",
+            default=DEFAULT_BATCH_SIZE,
+            show_default=True,
+            type=click.IntRange(1, 4096),
+            help="Chunks per model batch.",
+        ),
+        click.option(
+            "--max-size",
+            "max_bytes",
+            default=DEFAULT_MAX_BYTES,
+            show_default=True,
+            type=click.IntRange(1),
+            help="Skip files larger than this many bytes.",
+        ),
+        click.option(
+            "--follow-symlinks",
+            is_flag=True,
+            help="Also ingest files that symlinks lead to outside SOURCE (skipped by default).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 @cli.command(name="ingest")
 @click.argument("source", type=click.Path(path_type=Path))
 @store_options
+@source_options
 @click.option(
-    "-m",
-    "--model",
-    help="sentence-transformers model name or path [default: the store's, "
-    "else all-MiniLM-L6-v2, packaged]. 'hash' is a fast non-semantic stand-in for tests.",
-)
-@click.option(
-    "--include", multiple=True, metavar="GLOB", help="Only files matching GLOB (repeatable)."
-)
-@click.option(
-    "--exclude",
-    multiple=True,
-    metavar="GLOB",
-    help="Skip files or folders matching GLOB (repeatable).",
-)
-@click.option(
-    "--batch-size",
-    default=DEFAULT_BATCH_SIZE,
-    show_default=True,
-    type=click.IntRange(1, 4096),
-    help="Chunks per model batch.",
-)
-@click.option(
-    "--max-size",
-    "max_bytes",
-    default=DEFAULT_MAX_BYTES,
-    show_default=True,
-    type=click.IntRange(1),
-    help="Skip files larger than this many bytes.",
-)
-@click.option(
-    "--follow-symlinks",
+    "-w",
+    "--watch",
     is_flag=True,
-    help="Also ingest files that symlinks lead to outside SOURCE (skipped by default).",
+    help="Then keep following SOURCE: each change is ingested within about a second "
+    "(foreground; Ctrl-C stops).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
 @handle_errors
@@ -197,6 +226,7 @@ def ingest_cmd(
     exclude: tuple[str, ...],
     batch_size: int,
     max_bytes: int,
+    watch: bool,
     follow_symlinks: bool,
     as_json: bool,
 ) -> None:
@@ -206,15 +236,24 @@ def ingest_cmd(
     are skipped; binary, non-UTF-8, unreadable and oversized files are skipped with a reason,
     and so are symlinks that lead outside SOURCE (unless --follow-symlinks). A file that
     cannot be read this time keeps its ingested version. Exit status is 0 when the run
-    succeeded, even with skipped files.
+    succeeded, even with skipped files. With --watch it then follows SOURCE until Ctrl-C,
+    one small batch per burst of changes (see `semfs status`).
 
     \b
     Example:
         semfs ingest ./docs
         semfs ingest ./docs --include '*.md' --include '*.mdx' --exclude 'drafts/'
         semfs ingest ./docs --url http://localhost:6333 --collection acme
+        semfs ingest ./docs --watch
     """
     from .pipeline import ingest
+
+    if watch:
+        from .watch import SourceOptions
+
+        opts = SourceOptions(model, include, exclude, batch_size, max_bytes, follow_symlinks)
+        _follow(source, store_path, url, api_key, collection, opts, as_json=as_json)
+        return
 
     bar: Any = None
     show_bar = not as_json and sys.stderr.isatty()
@@ -253,6 +292,59 @@ def ingest_cmd(
         _print_report(report, source, collection, location)
 
 
+def _follow(
+    source: Path,
+    store_path: Path | None,
+    url: str | None,
+    api_key: str | None,
+    collection: str,
+    options: SourceOptions,
+    *,
+    as_json: bool,
+) -> None:
+    """`semfs ingest --watch`: a full pass, then a batch per burst of changes, until Ctrl-C."""
+    from .pipeline import resolve_model
+    from .sources import check_source
+    from .syncstate import state_file
+    from .watch import SourceWatcher
+
+    check_source(source)
+
+    def on_batch(report: IngestReport, state: Any) -> None:
+        if as_json:
+            click.echo(json.dumps(report.to_json(), separators=(",", ":")))
+            return
+        if not (report.added or report.updated or report.deleted) and state.batches > 1:
+            return
+        click.echo(
+            f"{time.strftime('%H:%M:%S')} synced: added {len(report.added)}, updated "
+            f"{len(report.updated)}, deleted {len(report.deleted)}, failed "
+            f"{len(state.failed)} ({report.seconds:.1f} s)"
+        )
+
+    with opened(store_path, url, api_key, collection) as store:
+        resolve_model(store, options.model)  # another model: fail now, not per batch
+        watcher = SourceWatcher(
+            source,
+            store,
+            options,
+            state_file=state_file(store_path, url, collection),
+            on_batch=on_batch,
+        )
+        if not as_json:
+            click.echo(f"Following {source} into collection {collection!r}; Ctrl-C stops.")
+        # SIGTERM stops as Ctrl-C does: the batch under way finishes, the state says so.
+        signal.signal(signal.SIGTERM, _interrupt)
+        with contextlib.suppress(KeyboardInterrupt):
+            watcher.run()  # stops the watcher on its way out
+    if not as_json:
+        click.echo("Stopped following " + str(source))
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _print_report(report: IngestReport, source: Path, collection: str, location: str) -> None:
     click.echo(f"Ingested {source} into collection {collection!r} ({location})")
     click.echo(
@@ -276,13 +368,39 @@ def _print_report(report: IngestReport, source: Path, collection: str, location:
 def status(
     store_path: Path | None, url: str | None, api_key: str | None, collection: str, as_json: bool
 ) -> None:
-    """Show what a collection holds: documents, chunks, model, size on disk.
+    """Show what a collection holds (documents, chunks, model, size on disk) and, when a
+    folder is followed (--watch), how fresh it is: last sync, pending and failed changes.
 
     \b
     Example:
         semfs status
         semfs status --collection acme --json
     """
+    from .syncstate import load_state, state_file
+
+    watch = load_state(state_file(store_path, url, collection))
+    try:
+        info = _store_info(store_path, url, api_key, collection)
+    except StoreLockedError as exc:
+        # `semfs ingest --watch` holds an embedded store: its state file still answers.
+        if watch is None or not watch.running:
+            raise
+        info = {"collection": collection, "store": str(exc)}
+    if watch is not None:
+        info["watch"] = {**watch.to_json(), "running": watch.running}
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    for key, value in info.items():
+        if value is not None and key != "watch":
+            click.echo(f"{key:>11}: {value}")
+    if watch is not None:
+        _print_watch(watch)
+
+
+def _store_info(
+    store_path: Path | None, url: str | None, api_key: str | None, collection: str
+) -> dict[str, Any]:
     with opened(store_path, url, api_key, collection) as store:
         meta = store.read_meta()
         if meta is None:
@@ -290,7 +408,7 @@ def status(
                 f"no collection {collection!r} at {store.location}: run `semfs ingest DIR` first"
             )
         docs = store.list_documents()
-        info = {
+        return {
             "backend": store.backend,
             "location": store.location,
             "collection": collection,
@@ -303,12 +421,31 @@ def status(
             "interrupted": meta.dirty,
             "disk_bytes": store.disk_bytes(),
         }
-    if as_json:
-        click.echo(json.dumps(info, indent=2))
-        return
-    for key, value in info.items():
-        if value is not None:
-            click.echo(f"{key:>11}: {value}")
+
+
+def _print_watch(watch: SyncState) -> None:
+    """The freshness lines of `semfs status`: what is followed, last sync, pending, failed."""
+    how = f"pid {watch.pid}, {watch.watcher or 'starting'}"
+    if watch.running:
+        click.echo(f"{'following':>11}: {watch.source} ({how})")
+    else:
+        click.echo(f"{'followed':>11}: {watch.source} (not any more: {how} has stopped)")
+    if watch.synced_at is None:
+        click.echo(f"{'last sync':>11}: none yet")
+    else:
+        ago = max(0.0, time.time() - watch.synced_at)
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(watch.synced_at))
+        click.echo(f"{'last sync':>11}: {when} ({ago:.0f} s ago; {watch.batches} batches)")
+    click.echo(f"{'pending':>11}: {watch.pending}")
+    if watch.source_problem:
+        click.echo(f"{'source':>11}: {watch.source_problem} (the index keeps its last state)")
+    if watch.error:
+        click.echo(f"{'error':>11}: {watch.error}")
+    click.echo(f"{'failed':>11}: {len(watch.failed)}")
+    for path, reason in sorted(watch.failed.items())[:STATUS_FAILED_SHOWN]:
+        click.echo(f"{'':>13}{path!r}: {reason}" if "\n" in path else f"{'':>13}{path}: {reason}")
+    if len(watch.failed) > STATUS_FAILED_SHOWN:
+        click.echo(f"{'':>13}... and {len(watch.failed) - STATUS_FAILED_SHOWN} more (--json)")
 
 
 @cli.command()

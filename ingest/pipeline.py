@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from .embedder import (
 )
 from .errors import ModelMismatchError
 from .schema import ChunkPoint, ChunkRecord, DocumentRecord, StoreMeta
-from .sources import DEFAULT_MAX_BYTES, Document, Skipped, read_document, scan
+from .sources import DEFAULT_MAX_BYTES, Document, Skipped, read_document, scan, scan_paths
 from .store import Store
 
 logger = logging.getLogger(__name__)
@@ -47,6 +48,8 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    # Documents that failed to read this time and keep their previous version (keep_failed).
+    kept: list[str] = field(default_factory=list)
     chunks_embedded: int = 0
     seconds: float = 0.0
     model: str = ""
@@ -62,6 +65,7 @@ class IngestReport:
             "unchanged": len(self.unchanged),
             "deleted": len(self.deleted),
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "kept": self.kept,
             "chunks_embedded": self.chunks_embedded,
             "seconds": round(self.seconds, 3),
             "chunks_per_second": round(self.chunks_per_second, 1),
@@ -97,6 +101,28 @@ class _Pending:
     written: int = 0
 
 
+def in_scope(path: str, scope: AbstractSet[str]) -> bool:
+    """Whether ``path`` is one of the ``scope`` paths or inside one of them (O(depth))."""
+    if path in scope:
+        return True
+    cut = path.find("/")
+    while cut != -1:
+        if path[:cut] in scope:
+            return True
+        cut = path.find("/", cut + 1)
+    return False
+
+
+def ensure_collection(store: Store, model: str, embedder: Embedder | None = None) -> Embedder:
+    """The embedder for ``model``, after creating the collection for it if there is none."""
+    if embedder is None:
+        embedder = load_embedder(model)
+    if store.read_meta() is None:
+        store.create(embedder.dimension)
+        store.write_meta(StoreMeta(model=model, dimension=embedder.dimension))
+    return embedder
+
+
 def ingest(
     source: Path,
     store: Store,
@@ -110,6 +136,8 @@ def ingest(
     embedder: Embedder | None = None,
     on_start: Callable[[int], None] | None = None,
     on_progress: Progress | None = None,
+    paths: Collection[str] | None = None,
+    keep_failed: bool = False,
 ) -> IngestReport:
     """Make ``store`` mirror ``source``; return what changed. Bad files are skipped, not fatal.
 
@@ -117,13 +145,25 @@ def ingest(
     The model loads only when something must be embedded. Symlinks that resolve outside
     ``source`` are skipped unless ``follow_symlinks``. A file (or folder) that exists but
     cannot be read this time keeps its ingested version, and the skip reason says so.
+
+    ``paths`` (relative, '/'-separated) restricts the run to those files and folders: only
+    documents at or below them are read, added, updated or deleted; the rest of the
+    collection is not looked at (a watcher's batch). With ``keep_failed`` every document
+    that fails now (binary, not UTF-8, too large, as well as unreadable) keeps its ingested
+    version instead of being deleted: a watcher never loses a document to a bad save. Kept
+    documents are listed in ``report.kept``.
     """
     started = time.perf_counter()
     report = IngestReport()
     model_name = resolve_model(store, model)
     report.model = model_name
-    files, report.skipped = scan(source, include, exclude)
-    existing = {d.path: d for d in store.list_documents()}
+    if paths is None:
+        files, report.skipped = scan(source, include, exclude)
+        existing = {d.path: d for d in store.list_documents()}
+    else:
+        scope = {p.strip("/") for p in paths}
+        files, report.skipped = scan_paths(source, scope, include, exclude)
+        existing = {d.path: d for d in store.list_documents() if in_scope(d.path, scope)}
     root = None if follow_symlinks else os.path.realpath(source)
 
     changed: list[Document] = []
@@ -143,7 +183,9 @@ def ingest(
         else:
             changed.append(doc)
             (report.updated if old is not None else report.added).append(doc.path)
-    report.skipped = [_keep_old(s, existing, seen) for s in report.skipped]
+    before = set(seen)
+    report.skipped = [_keep_old(s, existing, seen, keep_failed) for s in report.skipped]
+    report.kept = sorted(seen - before)
     report.deleted = sorted(set(existing) - seen)
     report.skipped.sort(key=lambda s: s.path)
 
@@ -152,10 +194,8 @@ def ingest(
         report.seconds = time.perf_counter() - started
         return report
 
-    if embedder is None:
-        embedder = load_embedder(model_name)
+    embedder = ensure_collection(store, model_name, embedder)
     if meta is None:
-        store.create(embedder.dimension)
         meta = StoreMeta(model=model_name, dimension=embedder.dimension)
     was_dirty = meta.dirty
     gen = meta.generation + 1
@@ -188,13 +228,17 @@ def ingest(
     return report
 
 
-def _keep_old(skip: Skipped, existing: dict[str, DocumentRecord], seen: set[str]) -> Skipped:
-    """A transient skip keeps the ingested versions of the file (or of the folder's files):
-    they are marked seen, so not deleted, and the reason says so."""
-    if not skip.transient:
+def _keep_old(
+    skip: Skipped, existing: dict[str, DocumentRecord], seen: set[str], keep_all: bool = False
+) -> Skipped:
+    """A transient skip (any skip with ``keep_all``) keeps the ingested versions of the file
+    (or of the folder's files): they are marked seen, so not deleted, and the reason says so."""
+    if not (skip.transient or keep_all):
         return skip
     prefix = skip.path + "/"
-    kept = [p for p in existing if p == skip.path or p.startswith(prefix)]
+    # A file needs no look for a folder's documents (a look over every record).
+    in_folder = [] if skip.path in existing else [p for p in existing if p.startswith(prefix)]
+    kept = [skip.path] if skip.path in existing else in_folder
     if not kept:
         return skip
     seen.update(kept)

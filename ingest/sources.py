@@ -8,7 +8,7 @@ import fnmatch
 import hashlib
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +61,16 @@ def _matches(path: str, patterns: Sequence[str]) -> bool:
     return False
 
 
+def check_source(source: Path) -> None:
+    """Raise :class:`SourceError` (one line) unless ``source`` is a readable directory."""
+    if not source.exists():
+        raise SourceError(f"source directory {source} does not exist")
+    if not source.is_dir():
+        raise SourceError(f"source {source} is not a directory")
+    if not os.access(source, os.R_OK | os.X_OK):
+        raise SourceError(f"source directory {source} is not readable")
+
+
 def scan(
     source: Path, include: Sequence[str] = (), exclude: Sequence[str] = ()
 ) -> tuple[list[SourceFile], list[Skipped]]:
@@ -70,14 +80,83 @@ def scan(
     decides whether to follow them); symlinks to directories are not followed (that is how
     loops are avoided) and are reported.
     """
-    if not source.exists():
-        raise SourceError(f"source directory {source} does not exist")
-    if not source.is_dir():
-        raise SourceError(f"source {source} is not a directory")
-    if not os.access(source, os.R_OK | os.X_OK):
-        raise SourceError(f"source directory {source} is not readable")
+    check_source(source)
     files: list[SourceFile] = []
     skipped: list[Skipped] = []
+    _walk(source, str(source), include, exclude, files, skipped)
+    files.sort(key=lambda f: f.path)
+    return files, skipped
+
+
+def scan_paths(
+    source: Path,
+    paths: Iterable[str],
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> tuple[list[SourceFile], list[Skipped]]:
+    """What :func:`scan` would find at or below each of ``paths`` (relative, '/'-separated).
+
+    Exactly the same rules: an entry that a full scan would not reach (below a VCS folder,
+    an excluded folder or a symlink to a directory) is not found here either. Paths that no
+    longer exist yield nothing. Raises :class:`SourceError` as :func:`scan` does.
+    """
+    check_source(source)
+    files: list[SourceFile] = []
+    skipped: list[Skipped] = []
+    for rel in _outermost(paths):
+        parts = rel.split("/")
+        if not _reachable(source, parts[:-1], exclude):
+            continue
+        full = os.path.join(source, *parts)
+        try:
+            st = os.lstat(full)
+        except OSError:
+            continue  # gone: a deletion, which the caller sees as "not found"
+        name = parts[-1]
+        if stat.S_ISDIR(st.st_mode):
+            if name in VCS_DIRS or (exclude and _matches(rel, exclude)):
+                continue
+            _walk(source, full, include, exclude, files, skipped)
+        elif stat.S_ISLNK(st.st_mode) and os.path.isdir(full):
+            if not (exclude and _matches(rel, exclude)):
+                skipped.append(Skipped(rel, "symlink to a directory (not followed)"))
+        else:
+            _add_file(rel, full, include, exclude, files, skipped)
+    files.sort(key=lambda f: f.path)
+    return files, skipped
+
+
+def _outermost(paths: Iterable[str]) -> list[str]:
+    """The paths without those inside another one of them (and without empty ones)."""
+    kept: list[str] = []
+    for rel in sorted({p.strip("/") for p in paths} - {""}):
+        if kept and (rel == kept[-1] or rel.startswith(kept[-1] + "/")):
+            continue
+        kept.append(rel)
+    return kept
+
+
+def _reachable(source: Path, dirs: Sequence[str], exclude: Sequence[str]) -> bool:
+    """Whether a full scan descends into the folder ``dirs`` (its components, from the top)."""
+    for i, name in enumerate(dirs):
+        rel = "/".join(dirs[: i + 1])
+        if name in VCS_DIRS or (exclude and _matches(rel, exclude)):
+            return False
+        full = os.path.join(source, *dirs[: i + 1])
+        if os.path.islink(full) or not os.path.isdir(full):
+            return False
+    return True
+
+
+def _walk(
+    source: Path,
+    top: str,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    files: list[SourceFile],
+    skipped: list[Skipped],
+) -> None:
+    """Add the files under ``top`` (``source`` or a folder inside it) to ``files``."""
 
     def on_error(exc: OSError) -> None:
         rel = os.path.relpath(exc.filename, source) if exc.filename else "?"
@@ -87,7 +166,7 @@ def scan(
             )
         )
 
-    for root, dirs, names in os.walk(source, onerror=on_error):
+    for root, dirs, names in os.walk(top, onerror=on_error):
         rel_root = os.path.relpath(root, source)
         rel_root = "" if rel_root == "." else rel_root.replace(os.sep, "/") + "/"
         keep_dirs = []
@@ -102,21 +181,29 @@ def scan(
             keep_dirs.append(d)
         dirs[:] = keep_dirs
         for name in sorted(names):
-            rel = rel_root + name
-            if exclude and _matches(rel, exclude):
-                continue
-            if include and not _matches(rel, include):
-                continue
-            try:
-                rel.encode("utf-8")
-            except UnicodeEncodeError:
-                skipped.append(
-                    Skipped(rel.encode("utf-8", "replace").decode(), "file name is not valid UTF-8")
-                )
-                continue
-            files.append(SourceFile(rel, os.path.join(root, name)))
-    files.sort(key=lambda f: f.path)
-    return files, skipped
+            _add_file(rel_root + name, os.path.join(root, name), include, exclude, files, skipped)
+
+
+def _add_file(
+    rel: str,
+    full: str,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    files: list[SourceFile],
+    skipped: list[Skipped],
+) -> None:
+    if exclude and _matches(rel, exclude):
+        return
+    if include and not _matches(rel, include):
+        return
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        skipped.append(
+            Skipped(rel.encode("utf-8", "replace").decode(), "file name is not valid UTF-8")
+        )
+        return
+    files.append(SourceFile(rel, full))
 
 
 def inside(path: str, root: str) -> bool:
