@@ -23,6 +23,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
+from . import privacy
 from .errors import StoreLockedError, StoreNotFoundError, StoreUnavailableError
 from .ipc import StoreServer
 from .schema import (
@@ -86,6 +87,7 @@ class EdgeStore(Store):
         self._lock = threading.Lock()
         self._owner_fd: int | None = None
         if (self.shard_dir / "edge_config.json").exists():
+            privacy.warn_if_exposed(self.dir)
             self._take_ownership()
             try:
                 self._shard = self._load()
@@ -99,8 +101,11 @@ class EdgeStore(Store):
 
         Edge refuses a second opener (its WAL is locked), but only after that opener has
         rewritten segment files under the live owner; our own lock keeps it from trying.
+        While we own it, the umask is 077: whatever Edge creates is owner-only (the store
+        holds copies of the user's documents).
         """
-        self.dir.mkdir(parents=True, exist_ok=True)
+        privacy.private_dir(self.store_dir)
+        privacy.private_dir(self.dir)
         fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -111,11 +116,13 @@ class EdgeStore(Store):
                 "stop it (semfs umount) or wait for it to finish"
             ) from exc
         self._owner_fd = fd
+        privacy.hold()
 
     def _release_ownership(self) -> None:
         if self._owner_fd is not None:
             os.close(self._owner_fd)  # closing the descriptor drops the flock
             self._owner_fd = None
+            privacy.release()
 
     @property
     def location(self) -> str:
@@ -183,6 +190,7 @@ class EdgeStore(Store):
                 )
             self._shard = shard
             self._write_owner()
+            privacy.make_private(self.dir)  # in case anything was created before the umask
 
     def read_meta(self) -> StoreMeta | None:
         if self._shard is None:
