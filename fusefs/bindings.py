@@ -3,18 +3,72 @@
 Everything else in fusefs imports ``fuse`` from here, so swapping bindings touches one file.
 mfusepy loads libfuse (2 or 3) through ctypes when imported; that is cheap and starts no
 threads, so importing this module before daemonizing is safe.
+
+libfuse 3 is preferred where it is installed (mfusepy alone picks libfuse 2 first): only
+libfuse 3 exports ``fuse_invalidate_path``, which lets the mount keep long kernel cache
+timeouts and still drop exactly the paths a refresh changed (see :mod:`fusefs.kernelcache`).
+Under libfuse 2 (or fusepy) the mount falls back to short timeouts. ``FUSE_LIBRARY_PATH``
+or ``FUSE_LIBRARY_NAME`` in the environment still choose the library.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
+import os
 from collections.abc import Callable
+from ctypes.util import find_library
 from typing import Any, TypeVar
 
-try:
-    import mfusepy as fuse
-except ImportError:  # pragma: no cover - fusepy fallback
-    import fuse
+
+def _import_bindings() -> Any:
+    chosen = "FUSE_LIBRARY_PATH" in os.environ or "FUSE_LIBRARY_NAME" in os.environ
+    prefer3 = not chosen and find_library("fuse3") is not None
+    if prefer3:
+        os.environ["FUSE_LIBRARY_NAME"] = "fuse3"
+    try:
+        import mfusepy
+
+        return mfusepy
+    except ImportError:  # pragma: no cover - fusepy fallback
+        import fuse as fusepy
+
+        return fusepy
+    finally:
+        if prefer3:  # read once at import: children need not inherit our choice
+            del os.environ["FUSE_LIBRARY_NAME"]
+
+
+fuse = _import_bindings()
+
+# libfuse's log messages as ctypes sees them: level, printf format, va_list (a pointer on
+# x86-64 and arm64, where the ABI passes it by reference).
+_LOG_FUNC = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+# libfuse 3.14's fuse_main_real leaves max_threads unset and complains on every mount; the
+# loop then uses its default (10 threads), so the line says nothing a user can act on.
+_NOISE = (b"Ignoring invalid max threads value",)
+
+
+def _quiet_known_noise() -> Any:
+    """Route libfuse 3's log through a filter dropping :data:`_NOISE`, else to stderr as before."""
+    lib = getattr(fuse, "_libfuse", None)
+    if lib is None or not hasattr(lib, "fuse_set_log_func"):
+        return None
+    libc = ctypes.CDLL(None)
+    libc.vsnprintf.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_void_p]
+
+    def log(level: int, fmt: bytes, args: int) -> None:
+        buf = ctypes.create_string_buffer(2048)
+        libc.vsnprintf(buf, len(buf), fmt, args)
+        if not buf.value.startswith(_NOISE):
+            os.write(2, buf.value)
+
+    callback = _LOG_FUNC(log)
+    lib.fuse_set_log_func(callback)
+    return callback  # kept referenced for as long as libfuse may call it
+
+
+_log_callback = _quiet_known_noise()
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,13 +97,58 @@ def fuse_exit() -> None:
     fuse.fuse_exit()
 
 
+def _libfuse() -> Any:
+    return getattr(fuse, "_libfuse", None)
+
+
+def can_invalidate() -> bool:
+    """Whether the loaded libfuse can drop a path from the kernel's caches (libfuse >= 3.1)."""
+    lib = _libfuse()
+    return lib is not None and fuse_major_version() >= 3 and hasattr(lib, "fuse_invalidate_path")
+
+
+def current_fuse() -> int | None:
+    """The ``struct fuse *`` of the mount whose callback is running (call it from ``init``).
+
+    libfuse's context is per request thread; the pointer itself stays valid until the
+    loop ends (see :class:`fusefs.kernelcache.KernelCache` for how its users stop then).
+    """
+    lib = _libfuse()
+    if lib is None:
+        return None
+    context = lib.fuse_get_context()
+    return int(context.contents.fuse) if context and context.contents.fuse else None
+
+
+def session_exited(fuse_ptr: int) -> bool:
+    """Whether the mount's loop has ended (it is being torn down: stop calling into it)."""
+    lib = _libfuse()
+    lib.fuse_get_session.restype = ctypes.c_void_p  # a pointer: the default int truncates it
+    session = lib.fuse_get_session(ctypes.c_void_p(fuse_ptr))
+    return bool(lib.fuse_session_exited(ctypes.c_void_p(session)))
+
+
+def invalidate_path(fuse_ptr: int, path: str) -> int:
+    """libfuse's ``fuse_invalidate_path``: drop ``path``'s attributes and cached pages.
+
+    Returns 0, or a negative errno; -ENOENT means the kernel does not hold the path.
+    """
+    lib = _libfuse()
+    raw = os.fsencode(path)
+    return int(lib.fuse_invalidate_path(ctypes.c_void_p(fuse_ptr), ctypes.c_char_p(raw)))
+
+
 __all__ = [
     "ENOATTR",
     "FUSE",
     "FuseOSError",
     "Operations",
+    "can_invalidate",
+    "current_fuse",
     "fuse",
     "fuse_exit",
     "fuse_major_version",
+    "invalidate_path",
     "overrides",
+    "session_exited",
 ]

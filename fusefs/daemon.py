@@ -37,8 +37,10 @@ from ingest.store import DEFAULT_COLLECTION, Store, default_store_path
 from ingest.syncstate import state_file
 from ingest.watch import SourceOptions, SourceWatcher
 
-from .bindings import FUSE, fuse_exit, fuse_major_version
+from .bindings import FUSE, can_invalidate, fuse_exit, fuse_major_version
+from .kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT, KernelCache
 from .ops import XATTR_PREFIX, SemfsOperations
+from .pins import GenerationPins
 from .reader import DocumentReader
 from .refresh import DEFAULT_INTERVAL, TreeRefresher
 from .searchdir import DEFAULT_NAME, SearchDirectories, SearchOptions
@@ -46,9 +48,6 @@ from .tree import InodeMap, Ownership
 
 logger = logging.getLogger(__name__)
 
-# Sizes and mtimes refresh this often (seconds); file contents stay in the page cache
-# until their version changes (see SemfsOperations.open).
-ATTR_TIMEOUT = 1.0
 # How long the parent waits for the child to mount, beyond the store's connect timeout.
 START_GRACE = 60.0
 Ready = Callable[[str | None], None]
@@ -88,17 +87,22 @@ def parse_options(values: Iterable[str]) -> dict[str, str | bool]:
 
 
 def fuse_options(cfg: MountConfig) -> dict[str, Any]:
-    """The options handed to libfuse: read-only, stable inodes, short attr timeouts, -o."""
+    """The options handed to libfuse: read-only, stable inodes, kernel cache timeouts, -o.
+
+    The timeouts are long where every change is invalidated (libfuse 3), else short: see
+    :mod:`fusefs.kernelcache`.
+    """
     user = dict(cfg.options)
     if "rw" in user:
         raise MountError("semfs mounts are read-only: drop -o rw")
+    timeout = LONG_TIMEOUT if can_invalidate() else SHORT_TIMEOUT
     opts: dict[str, Any] = {
         "ro": True,
         "use_ino": True,
         "default_permissions": True,
         "fsname": f"semfs:{cfg.collection}",
-        "entry_timeout": ATTR_TIMEOUT,
-        "attr_timeout": ATTR_TIMEOUT,
+        "entry_timeout": timeout,
+        "attr_timeout": timeout,
     }
     if sys.platform.startswith("linux"):
         opts["subtype"] = "semfs"  # the type shows as fuse.semfs in /proc/mounts
@@ -126,6 +130,11 @@ def check_mountpoint(path: Path, allow_nonempty: bool = False) -> None:
         raise MountError(f"cannot use mountpoint {path}: {exc.strerror}") from None
     if not stat.S_ISDIR(st.st_mode):
         raise MountError(f"mountpoint {path} is not a directory")
+    if is_stale(path):  # stat came from the kernel's cache
+        raise MountError(
+            f"{path} is a stale mount (Transport endpoint is not connected): "
+            f"run `semfs umount {path}` (or fusermount -u {path}) first"
+        )
     if os.path.ismount(path):
         raise MountError(f"{path} is already a mount point: `semfs umount {path}` first")
     if not allow_nonempty and any(os.scandir(path)):
@@ -199,17 +208,22 @@ class MountDaemon:
             )
             tree = refresher.load()
             searcher = Searcher(store)  # reads the store's model name; loads nothing yet
+            pins = GenerationPins(store, on_change=lambda: refresher.wake(force=True))
+            self._services.append(pins.close)
             ops = SemfsOperations(
                 tree,
                 DocumentReader(store),
-                on_init=lambda: self._started(owner, refresher, searcher),
+                on_init=lambda: self._started(owner, refresher, searcher, pins),
+                kernel=KernelCache(),
+                pins=pins,
             )
             searches = SearchDirectories(searcher.search, self.cfg.search_dir, self.cfg.search)
             # ops.tree is read per call: a search always runs against the tree shown now.
             ops.resolvers.append(lambda rel: searches.resolve(ops.tree, rel))
             refresher.publish = ops.set_tree
             if self.cfg.watch is not None:
-                self._watcher = self._follow(store, searcher, refresher)
+                # Its deletions wait for open files too.
+                self._watcher = self._follow(pins.guard(), searcher, refresher)
                 ops.root_xattrs.append(self._watcher.state.xattrs)
                 searches.status_line = self._watcher.state.freshness_line
             logger.debug(
@@ -232,13 +246,20 @@ class MountDaemon:
             raise MountError(self.error or f"cannot mount {self.cfg.mountpoint}")
         logger.info("unmounted %s", self.cfg.mountpoint)
 
-    def _started(self, owner: StoreOwner, refresher: TreeRefresher, searcher: Searcher) -> None:
+    def _started(
+        self,
+        owner: StoreOwner,
+        refresher: TreeRefresher,
+        searcher: Searcher,
+        pins: GenerationPins,
+    ) -> None:
         """FUSE init(): the kernel is connected. Start the threads, then report."""
         store = owner.store
         try:
             refresher.start()
             self._services.append(refresher.stop)
-            owner.serve(on_change=refresher.wake)
+            # The ingest's deletions wait for the handles still reading what they delete.
+            owner.serve(on_change=refresher.wake, served=pins.guard())
             self._services.append(owner.stop_serving)
         except Exception as exc:
             self.error = f"cannot serve {store.location} to `semfs ingest`: {exc}"
@@ -421,9 +442,15 @@ def _await_child(pid: int, fd: int, timeout: float) -> None:
 
 
 def is_stale(path: Path) -> bool:
-    """A FUSE mount whose daemon is gone: stat fails with ENOTCONN."""
+    """A FUSE mount whose daemon is gone: stat or opening the root fails with ENOTCONN.
+
+    stat alone is not enough: the kernel answers it from its attribute cache (for minutes
+    on a semfs mount), while opening a directory always asks the daemon.
+    """
     try:
         os.stat(path)
+        if os.path.ismount(path):
+            os.close(os.open(path, os.O_RDONLY | os.O_DIRECTORY))
     except OSError as exc:
         return exc.errno == errno.ENOTCONN
     return False

@@ -22,7 +22,9 @@ from typing import Any, Protocol
 
 from ingest.schema import DocumentRecord
 
-from .bindings import ENOATTR, FuseOSError, Operations, overrides
+from .bindings import ENOATTR, FuseOSError, Operations, current_fuse, overrides
+from .kernelcache import KernelCache, OpenMode
+from .pins import GenerationPins
 from .reader import ChunksMissingError, DocumentReader
 from .tree import DIR, FILE, SYMLINK, Node, Tree
 
@@ -48,9 +50,10 @@ class Handle(Protocol):
 class DocumentHandle:
     """One committed version of a document, pinned at open so reads never mix versions."""
 
-    def __init__(self, reader: DocumentReader, doc: DocumentRecord) -> None:
+    def __init__(self, reader: DocumentReader, doc: DocumentRecord, mode: OpenMode) -> None:
         self.reader = reader
         self.doc = doc
+        self.mode = mode
 
     def read(self, offset: int, size: int) -> bytes:
         return self.reader.read(self.doc, offset, size)
@@ -71,6 +74,9 @@ class SemfsOperations(Operations):
 
     ``on_init`` runs in ``init()``, once the kernel has connected: the place to start
     threads (never before daemonizing) and to tell a waiting parent the mount is up.
+    ``kernel`` decides how each handle reads and invalidates what a new tree changes
+    (:mod:`fusefs.kernelcache`); ``pins`` keeps each open handle's version readable
+    (:mod:`fusefs.pins`).
     """
 
     use_ns = True
@@ -80,6 +86,8 @@ class SemfsOperations(Operations):
         tree: Tree,
         reader: DocumentReader,
         on_init: Callable[[], None] | None = None,
+        kernel: KernelCache | None = None,
+        pins: GenerationPins | None = None,
     ) -> None:
         self.tree = tree
         self.reader = reader
@@ -87,15 +95,19 @@ class SemfsOperations(Operations):
         # More extended attributes of the root, asked per call (``user.semfs.`` + name).
         self.root_xattrs: list[Callable[[], Mapping[str, str]]] = []
         self.on_init = on_init
+        self.kernel = kernel or KernelCache(invalidate=False)
+        self.pins = pins or GenerationPins(reader.store)
         self._handles: dict[int, Handle] = {}
         self._fh = itertools.count(1)
-        # ino -> (gen, sha256) of the version the kernel may hold in its page cache:
-        # one small entry per file ever opened.
-        self._kernel_versions: dict[int, tuple[int, str]] = {}
 
     def set_tree(self, tree: Tree) -> None:
-        """Show a new snapshot; callbacks already running finish on the old one."""
-        self.tree = tree
+        """Show a new snapshot, then invalidate what changed; running callbacks finish on
+        the old one."""
+
+        def publish() -> None:
+            self.tree = tree
+
+        self.kernel.swap(self.tree, tree, publish)
 
     def _lookup(self, path: str) -> Node:
         rel = path.lstrip("/")
@@ -108,6 +120,8 @@ class SemfsOperations(Operations):
             # A resolver may run a search (a query directory's entries): a failure is EIO.
             with self._store_errors("lookup", path):
                 node = next((n for n in (r(rel) for r in self.resolvers) if n is not None), None)
+            if node is not None:  # its attributes change with the collection, not the tree
+                self.kernel.shown_virtual(rel)
         if node is None:
             raise FuseOSError(errno.ENOENT)
         return node
@@ -137,14 +151,19 @@ class SemfsOperations(Operations):
 
     @overrides(Operations)
     def init(self, path: str) -> None:
+        self.kernel.attach(current_fuse())
         if self.on_init is not None:
             self.on_init()
+
+    @overrides(Operations)
+    def destroy(self, path: str) -> None:
+        self.kernel.detach()
 
     # -- reading --------------------------------------------------------------------------
 
     @overrides(Operations)
     def getattr(self, path: str, fh: Any = None) -> dict[str, Any]:
-        return dict(self._lookup(path).attrs)
+        return dict(self.kernel.attrs(self._lookup(path)))
 
     @overrides(Operations)
     def access(self, path: str, amode: int) -> int:
@@ -188,6 +207,7 @@ class SemfsOperations(Operations):
 
     @overrides(Operations)
     def open(self, path: str, fi: Any) -> int:
+        swaps = self.kernel.swaps  # before the lookup: a swap after it forces direct I/O
         node = self._lookup(path)
         if fi.flags & (os.O_WRONLY | os.O_RDWR | os.O_TRUNC):
             raise FuseOSError(errno.EROFS)
@@ -196,20 +216,20 @@ class SemfsOperations(Operations):
         if node.kind == FILE and node.data is not None:
             fi.fh = next(self._fh)
             self._handles[fi.fh] = BytesHandle(node.data)
+            # Its size may change with the collection: never through the page cache.
+            fi.direct_io = 1
             return 0
         if node.kind != FILE or node.doc is None:
             raise FuseOSError(errno.EOPNOTSUPP)
         with self._store_errors("open", path):
-            doc = self.reader.document(node.doc)
+            doc = self.pins.hold(self.reader, node.doc)
         if doc is None:  # deleted since the tree was built
             raise FuseOSError(errno.ENOENT)
+        mode = self.kernel.opened(node, (doc.gen, doc.sha256), swaps)
         fi.fh = next(self._fh)
-        self._handles[fi.fh] = DocumentHandle(self.reader, doc)
-        # Keep the kernel's cached pages only when they are of this very version; otherwise
-        # the kernel drops this file's pages (and only this file's) at this open.
-        version = (doc.gen, doc.sha256)
-        fi.keep_cache = int(self._kernel_versions.get(node.ino) == version)
-        self._kernel_versions[node.ino] = version
+        self._handles[fi.fh] = DocumentHandle(self.reader, doc, mode)
+        fi.keep_cache = int(mode.keep_cache)
+        fi.direct_io = int(mode.direct_io)
         return 0
 
     @overrides(Operations)
@@ -222,7 +242,11 @@ class SemfsOperations(Operations):
 
     @overrides(Operations)
     def release(self, path: str, fh: Any) -> int:
-        self._handles.pop(fh.fh, None)
+        handle = self._handles.pop(fh.fh, None)
+        if isinstance(handle, DocumentHandle):
+            self.kernel.released(handle.mode)
+            with self._store_errors("release", path):
+                self.pins.release(handle.doc.path, handle.doc.gen)
         return 0
 
     @overrides(Operations)

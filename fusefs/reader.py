@@ -110,7 +110,11 @@ class DocumentReader:
         cached = self.records.get((shown.path, shown.gen))
         if cached is not None:
             return cached
-        rec = self.store.get_document(shown.path)
+        return self.latest(shown.path)
+
+    def latest(self, path: str) -> DocumentRecord | None:
+        """The newest committed record of ``path`` (with offsets), from the store."""
+        rec = self.store.get_document(path)
         if rec is not None:
             self.records.put((rec.path, rec.gen), rec)
         return rec

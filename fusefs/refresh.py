@@ -56,6 +56,7 @@ class TreeRefresher:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._failing = False
+        self._force = False
 
     def load(self) -> Tree:
         """The first tree, built now (store errors propagate: the mount cannot start)."""
@@ -91,8 +92,13 @@ class TreeRefresher:
             self.publish(tree)
         return True
 
-    def wake(self) -> None:
-        """Check now rather than at the next interval (the store says it changed)."""
+    def wake(self, force: bool = False) -> None:
+        """Check now rather than at the next interval (the store says it changed).
+
+        ``force`` lists the documents even when the store's generation did not move (a
+        deletion the daemon deferred until a file was closed).
+        """
+        self._force |= force
         self._wake.set()
 
     def start(self) -> None:
@@ -111,8 +117,9 @@ class TreeRefresher:
             self._wake.clear()
             if self._stop.is_set():
                 return
+            force, self._force = self._force, False
             try:
-                self.check()
+                self.check(force=force)
             except Exception as exc:
                 # Keep showing the last tree; say so once per outage, not every second.
                 if not self._failing:

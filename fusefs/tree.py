@@ -128,6 +128,10 @@ class Tree:
     def __len__(self) -> int:
         return len(self._nodes)
 
+    def nodes(self) -> Iterable[Node]:
+        """Every node, the root included (for comparing two snapshots)."""
+        return self._nodes.values()
+
     @classmethod
     def build(cls, records: Iterable[DocumentRecord], inodes: InodeMap, owner: Ownership) -> Tree:
         docs = _usable(records)

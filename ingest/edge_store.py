@@ -343,10 +343,10 @@ class EdgeStore(Store):
         return total
 
     def serve_writers(
-        self, on_change: Callable[[], None] | None = None
+        self, on_change: Callable[[], None] | None = None, served: Store | None = None
     ) -> Callable[[], None] | None:
         """Serve this shard on ``COLLECTION/daemon.sock``: we hold its lock, so others cannot."""
-        server = StoreServer(self, self.dir, on_change=on_change)
+        server = StoreServer(served or self, self.dir, on_change=on_change)
         server.start()
         return server.close
 

@@ -87,10 +87,16 @@ class StoreOwner:
         """Whether other processes can write through this one now."""
         return self._stop is not None
 
-    def serve(self, on_change: Callable[[], None] | None = None) -> None:
-        """Start serving writers (embedded store); raises SemfsError when it cannot."""
+    def serve(
+        self, on_change: Callable[[], None] | None = None, served: Store | None = None
+    ) -> None:
+        """Start serving writers (embedded store); raises SemfsError when it cannot.
+
+        ``served`` is what their calls reach, a view of ``store`` (default: the store itself;
+        the mount passes one that defers deletions an open file still needs).
+        """
         if self._stop is None and not self._closed:
-            self._stop = self.store.serve_writers(on_change)
+            self._stop = self.store.serve_writers(on_change, served)
 
     def stop_serving(self) -> None:
         """Stop taking writes from other processes (waits for calls under way); keep the store."""

@@ -140,10 +140,11 @@ class Store(ABC):
         return None
 
     def serve_writers(
-        self, on_change: Callable[[], None] | None = None
+        self, on_change: Callable[[], None] | None = None, served: Store | None = None
     ) -> Callable[[], None] | None:
         """Let other processes write through this one, when this process owns the store
         exclusively (an embedded shard); returns the function that stops serving.
+        Their calls reach ``served`` (a view of this store), default this store.
 
         ``on_change`` runs after another process commits a change (write_meta,
         delete_documents). None when there is nothing to serve: a server takes every writer

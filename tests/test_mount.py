@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import random
 import shutil
 import signal
 import stat
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -368,7 +370,6 @@ def test_stale_mount_is_reported_and_umount_clears_it(
         wait_mounted(mnt, proc, log)
         proc.kill()
         proc.wait(10)
-        # The kernel answers from its attribute cache until attr_timeout (1 s) runs out.
         wait_until(lambda: is_stale(mnt), 3.0, "ENOTCONN from the dead mount")
         result = semfs("mount", str(mnt), "--store", str(store_dir), check=False)
         assert result.returncode == 1
@@ -414,6 +415,38 @@ def test_lazy_umount_says_the_daemon_still_serves(sample_copy: Path, tmp_path: P
             assert held.read() == (sample_copy / "index.mdx").read_bytes()
             assert process_alive(m.pid)
         wait_until(lambda: m.proc.poll() is not None, 10.0, "the daemon exiting after the close")
+
+
+def test_no_torn_reads_during_a_reingest(tmp_path: Path) -> None:
+    """Issue 9: parallel cat loops while every file is rewritten through the daemon.
+
+    The script is the measurement (scripts/torn_reads.py, run with 500,000 reads for the
+    figure); here it runs small. Every read must be exactly one version of its file.
+    """
+    script = Path(__file__).resolve().parents[1] / "scripts" / "torn_reads.py"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            "--readers",
+            "4",
+            "--min-reads",
+            "4000",
+            "--rounds",
+            "3",
+            "--workdir",
+            str(tmp_path / "torn"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    result = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {}
+    assert proc.returncode == 0, f"{result or proc.stderr}"
+    assert result["reads"] >= 4000 and result["rounds"] >= 3
+    assert (result["bad"], result["errors"]) == (0, 0)
+    log = read_log(tmp_path / "torn" / "mount.log")
+    assert not unexpected_log_lines(log), log
 
 
 def live_update(source: Path, mount: Mount, reingest: list[str]) -> None:

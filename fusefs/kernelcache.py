@@ -1,0 +1,260 @@
+"""What the kernel caches of a mount, and telling it when that changes.
+
+The kernel keeps each path's lookup (entry) and attributes for the timeouts we give it, and
+a file's pages until it is told otherwise. Long timeouts make a warm ``grep -r`` cost one
+open and one release per file; they are only correct because every change is invalidated.
+
+Rules a caller may rely on:
+
+* With libfuse 3 (``fuse_invalidate_path``) the timeouts are :data:`LONG_TIMEOUT`; a tree
+  swap invalidates exactly the paths whose node changed, plus every search path the kernel
+  was shown. The swap comes first, the invalidation after: the kernel discards attribute
+  replies to requests sent before an invalidation, so what it keeps afterwards comes from
+  the new tree. Without libfuse 3 the timeouts stay :data:`SHORT_TIMEOUT`.
+* One version of a file at a time in the kernel: its size and cached pages belong to one
+  committed version. A handle of that version reads through the page cache. A handle of any
+  other version reads with direct I/O (no page cache, no size clamp), so its bytes are its
+  version's whatever the kernel holds: that is a file opened while readers of its previous
+  version are still open, or while its invalidation is pending.
+* While page-cache handles of a version are open, ``getattr`` shows that version's
+  attributes, so the size the kernel clamps their reads to stays theirs; when the last one
+  closes after a change, the path is invalidated again.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import logging
+import math
+import queue
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from .bindings import can_invalidate, invalidate_path, session_exited
+from .tree import Node, Tree
+
+logger = logging.getLogger(__name__)
+
+# Seconds the kernel may keep entries and attributes when every change is invalidated.
+LONG_TIMEOUT = 600.0
+# ... and when it cannot be (libfuse 2): a change shows within this long.
+SHORT_TIMEOUT = 1.0
+# Search paths remembered for invalidation: at ~150 bytes each, about 10 MB at most. One
+# that falls out keeps its kernel attributes until LONG_TIMEOUT (its reads stay exact).
+MAX_VIRTUAL_PATHS = 65536
+
+Version = tuple[int, str]
+
+
+def version_of(node: Node) -> Version | None:
+    return None if node.doc is None else (node.doc.gen, node.doc.sha256)
+
+
+def changed_nodes(old: Tree, new: Tree) -> list[Node]:
+    """Nodes of either tree whose path, kind, attributes, version or target differ."""
+    out = []
+    for node in new.nodes():
+        before = old.lookup(node.path)
+        if (
+            before is None
+            or before.kind != node.kind
+            or before.attrs != node.attrs
+            or version_of(before) != version_of(node)
+            or before.target != node.target
+        ):
+            out.append(node)
+    out.extend(node for node in old.nodes() if new.lookup(node.path) is None)
+    return out
+
+
+@dataclass(frozen=True)
+class OpenMode:
+    """How one open handle reads: through the page cache (``cached``) or direct I/O."""
+
+    ino: int
+    path: str
+    cached: bool
+    keep_cache: bool
+
+    @property
+    def direct_io(self) -> bool:
+        return not self.cached
+
+
+@dataclass
+class _Cached:
+    """The version whose size and pages the kernel holds while ``handles`` read through them."""
+
+    version: Version
+    attrs: Mapping[str, int]
+    handles: int = 1
+    stale: bool = False  # the tree has moved on: invalidate when the last handle closes
+
+
+class KernelCache:
+    """Per-inode kernel state of one mount, and the thread that sends invalidations."""
+
+    def __init__(self, invalidate: bool | None = None) -> None:
+        self.invalidates = can_invalidate() if invalidate is None else invalidate
+        self.timeout = LONG_TIMEOUT if self.invalidates else SHORT_TIMEOUT
+        self._lock = threading.Lock()
+        self._cached: dict[int, _Cached] = {}
+        # ino -> the version whose pages the kernel may hold: one entry per file ever opened.
+        self._pages: dict[int, Version] = {}
+        # ino -> (token, deadline): until then the kernel may hold an older version's attrs.
+        self._unsettled: dict[int, tuple[int, float]] = {}
+        self._tokens = itertools.count(1)
+        self._virtual: OrderedDict[str, None] = OrderedDict()
+        self._fuse: int | None = None
+        self._fuse_lock = threading.Lock()
+        self._queue: queue.SimpleQueue[tuple[str, int, int] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self.invalidations = 0
+        self.swaps = 0  # read before a lookup, handed to opened(): was there a swap between?
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def attach(self, fuse_ptr: int | None) -> None:
+        """Start invalidating through the running mount (from its ``init``)."""
+        if not self.invalidates or fuse_ptr is None:
+            self.invalidates = False
+            return
+        with self._fuse_lock:
+            self._fuse = fuse_ptr
+        self._thread = threading.Thread(target=self._run, name="semfs-invalidate", daemon=True)
+        self._thread.start()
+
+    def detach(self) -> None:
+        """Stop calling into libfuse (the mount is going away)."""
+        with self._fuse_lock:
+            self._fuse = None
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(5.0)
+            self._thread = None
+
+    # -- handles ----------------------------------------------------------------------------
+
+    def opened(self, node: Node, version: Version, swaps: int) -> OpenMode:
+        """How a new handle of ``version`` reads; ``node`` is from the tree shown when
+        :attr:`swaps` was ``swaps``."""
+        ino = node.ino
+        with self._lock:
+            cached = self._cached.get(ino)
+            if cached is not None:
+                if cached.version == version:
+                    cached.handles += 1
+                    return OpenMode(ino, node.path, cached=True, keep_cache=True)
+                return OpenMode(ino, node.path, cached=False, keep_cache=True)
+            unsettled = self._unsettled.get(ino)
+            if (
+                version != version_of(node)
+                or swaps != self.swaps
+                or (unsettled is not None and unsettled[1] > time.monotonic())
+            ):
+                return OpenMode(ino, node.path, cached=False, keep_cache=True)
+            self._cached[ino] = _Cached(version, node.attrs)
+            keep = self._pages.get(ino) == version
+            self._pages[ino] = version
+            return OpenMode(ino, node.path, cached=True, keep_cache=keep)
+
+    def released(self, mode: OpenMode) -> None:
+        if not mode.cached:
+            return
+        with self._lock:
+            cached = self._cached[mode.ino]
+            cached.handles -= 1
+            if cached.handles > 0:
+                return
+            del self._cached[mode.ino]
+            if cached.stale:
+                # The kernel holds this version's size; the tree shows another by now.
+                self._settle_later([(mode.path, mode.ino)])
+
+    def attrs(self, node: Node) -> Mapping[str, int]:
+        """What ``getattr`` returns: the attributes of the version open handles read."""
+        cached = self._cached.get(node.ino)  # one dict read; no lock on the hot path
+        return node.attrs if cached is None else cached.attrs
+
+    def shown_virtual(self, path: str) -> None:
+        """Remember a search path the kernel was shown, to invalidate it on the next change."""
+        if not self.invalidates:
+            return
+        with self._lock:
+            self._virtual[path] = None
+            self._virtual.move_to_end(path)
+            if len(self._virtual) > MAX_VIRTUAL_PATHS:
+                self._virtual.popitem(last=False)
+
+    # -- tree swaps -------------------------------------------------------------------------
+
+    def swap(self, old: Tree, new: Tree, publish: Callable[[], None]) -> int:
+        """Mark what changed, ``publish()`` the new tree, then invalidate it; the count."""
+        changed = changed_nodes(old, new)
+        with self._lock:
+            now = time.monotonic()
+            for ino in [i for i, (_t, d) in self._unsettled.items() if d <= now]:
+                del self._unsettled[ino]  # settled by time (no invalidation here)
+            entries = []
+            for node in changed:
+                cached = self._cached.get(node.ino)
+                if cached is not None:
+                    cached.stale = True
+                entries.append((node.path, node.ino))
+            virtual = list(self._virtual) if changed else []
+            self._virtual.clear()
+            tokens = self._mark(entries)
+            self.swaps += 1
+        publish()
+        if self.invalidates:
+            for (path, ino), token in zip(entries, tokens, strict=True):
+                self._queue.put((path, ino, token))
+            for path in virtual:
+                self._queue.put((path, 0, 0))
+        return len(changed)
+
+    def _settle_later(self, entries: list[tuple[str, int]]) -> None:
+        tokens = self._mark(entries)
+        if self.invalidates:
+            for (path, ino), token in zip(entries, tokens, strict=True):
+                self._queue.put((path, ino, token))
+
+    def _mark(self, entries: list[tuple[str, int]]) -> list[int]:
+        """Under the lock: these inodes are unsettled until invalidated (or the timeout)."""
+        deadline = math.inf if self.invalidates else time.monotonic() + self.timeout
+        tokens = []
+        for _path, ino in entries:
+            token = next(self._tokens)
+            self._unsettled[ino] = (token, deadline)
+            tokens.append(token)
+        return tokens
+
+    def _run(self) -> None:
+        failing = False
+        while (item := self._queue.get()) is not None:
+            path, ino, token = item
+            rc = self._invalidate(path)
+            ok = rc in (0, -errno.ENOENT)  # ENOENT: the kernel holds nothing of it
+            if not ok and not failing:
+                reason = errno.errorcode.get(-rc, str(rc))
+                logger.warning("cannot invalidate %s in the kernel: %s", path, reason)
+            failing = not ok
+            with self._lock:
+                if ino and self._unsettled.get(ino, (0, 0.0))[0] == token:
+                    if ok:
+                        del self._unsettled[ino]
+                    else:  # settled only once the kernel's own timeout has run out
+                        self._unsettled[ino] = (token, time.monotonic() + self.timeout)
+
+    def _invalidate(self, path: str) -> int:
+        with self._fuse_lock:
+            # libfuse frees its path table right after the loop ends, before any callback
+            # tells us: check the session first (the loop ends long before the free).
+            if self._fuse is None or session_exited(self._fuse):
+                return 0
+            self.invalidations += 1
+            return invalidate_path(self._fuse, "/" + path)

@@ -1,0 +1,229 @@
+"""Keeping a document version readable while a file handle on it is open.
+
+A re-ingest commits a document's new generation, then deletes the old one's chunks. A file
+opened before the commit must keep reading the version it opened, so the mount daemon, which
+owns the embedded store and serves the ingest's writes (:mod:`ingest.ipc`), routes those
+writes through :meth:`GenerationPins.guard`: deleting a generation that a handle holds is
+deferred until the last such handle is released, and done then (or when the ingest run ends,
+whichever is later, so a half-written newer generation is never touched).
+
+Rules a caller may rely on:
+
+* :meth:`GenerationPins.hold` returns a committed version and pins it; its chunks stay until
+  :meth:`GenerationPins.release`. It never returns a version whose chunks are gone.
+* A document deleted from the source while a handle on it is open stays listed until that
+  handle is closed, then goes (the tree refreshes).
+* Only writes that go through :meth:`guard` are deferred. A Qdrant server is written by the
+  ingest directly, so there a handle reads its version only while the version's chunks
+  exist (or are in the reader's cache); past that a read fails with ESTALE.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from ingest.schema import ChunkPoint, ChunkRecord, DocumentRecord, ScoredChunk, StoreMeta
+from ingest.store import SparseQuery, Store
+
+from .reader import DocumentReader
+
+logger = logging.getLogger(__name__)
+
+# hold() retries when the version it found was superseded meanwhile; a re-ingest that
+# commits faster than we can pin is not worth chasing further (the open fails with ESTALE).
+HOLD_TRIES = 3
+
+
+class GenerationPins:
+    """Open handles per (path, gen), and the chunk deletions they defer. Thread-safe."""
+
+    def __init__(self, store: Store, on_change: Callable[[], None] | None = None) -> None:
+        self.store = store
+        self.on_change = on_change
+        self._lock = threading.RLock()
+        self._pins: Counter[tuple[str, int]] = Counter()
+        self._by_path: Counter[str] = Counter()
+        # path -> the one generation whose chunks survived the last deletion (None: none).
+        # One entry per path ever re-ingested or deleted through guard().
+        self._survivor: dict[str, int | None] = {}
+        self._deferred_clean: set[str] = set()  # old generations to delete
+        self._deferred_delete: set[str] = set()  # whole documents to delete
+        meta = store.read_meta()
+        self._ingesting = bool(meta is not None and meta.dirty)
+
+    def guard(self, store: Store | None = None) -> Store:
+        """``store`` (default: ours) with deletions deferred while a handle needs them."""
+        return _PinnedStore(store or self.store, self)
+
+    def hold(self, reader: DocumentReader, shown: DocumentRecord) -> DocumentRecord | None:
+        """The committed version to serve for ``shown``, pinned; None when it was deleted."""
+        rec = reader.document(shown)
+        for _ in range(HOLD_TRIES):
+            if rec is None:
+                return None
+            key = (rec.path, rec.gen)
+            with self._lock:
+                survivor = self._survivor.get(rec.path, rec.gen)
+                if self._pins[key] or survivor == rec.gen:
+                    self._pins[key] += 1
+                    self._by_path[rec.path] += 1
+                    return rec
+            # Superseded and deleted since it was cached or read: take the newest.
+            rec = reader.latest(rec.path)
+        return rec if rec is None else self._hold_unchecked(rec)
+
+    def _hold_unchecked(self, rec: DocumentRecord) -> DocumentRecord:
+        with self._lock:
+            self._pins[(rec.path, rec.gen)] += 1
+            self._by_path[rec.path] += 1
+        return rec
+
+    def release(self, path: str, gen: int) -> None:
+        with self._lock:
+            key = (path, gen)
+            self._pins[key] -= 1
+            if self._pins[key] <= 0:
+                del self._pins[key]
+            self._by_path[path] -= 1
+            if self._by_path[path] > 0:
+                return
+            del self._by_path[path]
+            # Mid-run, a newer half-written generation may exist: the run's end cleans up.
+            changed = False if self._ingesting else self._run_deferred([path])
+        if changed and self.on_change is not None:
+            self.on_change()
+
+    def close(self) -> None:
+        """Do every deferred deletion (the daemon is stopping: no handle reads any more)."""
+        with self._lock:
+            self._pins.clear()
+            self._by_path.clear()
+            self._run_deferred(sorted(self._deferred_clean | self._deferred_delete))
+
+    # -- called by _PinnedStore, under the lock ---------------------------------------------
+
+    def _delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
+        if any(g != keep_gen for p, g in self._pins if p == path):
+            self._deferred_clean.add(path)
+            logger.info("keeping the old chunks of %s while a handle reads them", path)
+            return
+        self.store.delete_stale_chunks(path, keep_gen)
+        self._survivor[path] = keep_gen
+
+    def _delete_documents(self, paths: Sequence[str]) -> None:
+        now = [p for p in paths if not self._by_path[p]]
+        self.store.delete_documents(now)
+        for path in now:
+            self._survivor[path] = None
+            self._deferred_delete.discard(path)
+        self._deferred_delete.update(p for p in paths if self._by_path[p])
+
+    def _put_document(self, record: DocumentRecord) -> None:
+        self.store.put_document(record)
+        self._deferred_delete.discard(record.path)  # back in the source: keep it
+
+    def _write_meta(self, meta: StoreMeta) -> None:
+        self.store.write_meta(meta)
+        self._ingesting = meta.dirty
+        if not meta.dirty:  # the run is over: no half-written generation to spare
+            pending = (self._deferred_clean | self._deferred_delete) - set(self._by_path)
+            self._run_deferred(sorted(pending))
+
+    def _run_deferred(self, paths: Sequence[str]) -> bool:
+        """Deferred deletions of ``paths``; True when a document went (the tree changes)."""
+        changed = False
+        for path in paths:
+            try:
+                if path in self._deferred_delete:
+                    self.store.delete_documents([path])
+                    self._survivor[path] = None
+                    changed = True
+                elif path in self._deferred_clean:
+                    rec = self.store.get_document(path)
+                    keep = rec.gen if rec is not None else None
+                    self.store.delete_stale_chunks(path, keep)
+                    self._survivor[path] = keep
+            except Exception as exc:  # the next ingest's clean-up finds the leftovers
+                logger.warning("cannot delete the old chunks of %s: %s", path, exc)
+            self._deferred_delete.discard(path)
+            self._deferred_clean.discard(path)
+        return changed
+
+
+class _PinnedStore(Store):
+    """A Store whose deletions wait for the handles that still read what they delete."""
+
+    def __init__(self, store: Store, pins: GenerationPins) -> None:
+        self._store = store
+        self._pins = pins
+        self.backend = store.backend
+        self.collection = store.collection
+
+    @property
+    def location(self) -> str:
+        return self._store.location
+
+    def exists(self) -> bool:
+        return self._store.exists()
+
+    def create(self, dimension: int) -> None:
+        self._store.create(dimension)
+
+    def read_meta(self) -> StoreMeta | None:
+        return self._store.read_meta()
+
+    def write_meta(self, meta: StoreMeta) -> None:
+        with self._pins._lock:
+            self._pins._write_meta(meta)
+
+    def list_documents(self) -> list[DocumentRecord]:
+        return self._store.list_documents()
+
+    def get_document(self, path: str) -> DocumentRecord | None:
+        return self._store.get_document(path)
+
+    def put_document(self, record: DocumentRecord) -> None:
+        with self._pins._lock:
+            self._pins._put_document(record)
+
+    def delete_documents(self, paths: Sequence[str]) -> None:
+        with self._pins._lock:
+            self._pins._delete_documents(paths)
+
+    def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
+        self._store.upsert_chunks(points)
+
+    def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> list[ChunkRecord]:
+        return self._store.get_chunks(path, gen, indexes)
+
+    def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
+        with self._pins._lock:
+            self._pins._delete_stale_chunks(path, keep_gen)
+
+    def chunk_versions(self) -> set[tuple[str, int]]:
+        return self._store.chunk_versions()
+
+    def query(
+        self,
+        dense: list[float],
+        sparse: SparseQuery,
+        mode: str,
+        limit: int,
+        under: str | None = None,
+    ) -> list[ScoredChunk]:
+        return self._store.query(dense, sparse, mode, limit, under=under)
+
+    def count_chunks(self) -> int:
+        return self._store.count_chunks()
+
+    def disk_bytes(self) -> int | None:
+        return self._store.disk_bytes()
+
+    def flush(self) -> None:
+        self._store.flush()
+
+    def close(self) -> None:
+        """The daemon owns the store: closing this view closes nothing."""
