@@ -449,6 +449,34 @@ def _print_watch(watch: SyncState) -> None:
 
 
 @cli.command()
+@store_options
+@handle_errors
+def compact(store_path: Path | None, url: str | None, api_key: str | None, collection: str) -> None:
+    """Reclaim the space of replaced and deleted chunks now (ingest also does it by itself).
+
+    Runs Qdrant Edge's optimizers on the embedded store: segments where a fifth or more of
+    the points are deleted are rewritten, and the write-ahead log drops what they hold. A
+    Qdrant server optimizes on its own, so there this does nothing.
+
+    \b
+    Example:
+        semfs compact
+        semfs compact --store /data/semfs --collection acme
+    """
+    with opened(store_path, url, api_key, collection) as store:
+        before = store.disk_bytes()
+        changed = store.compact()
+        after = store.disk_bytes()
+    if before is None or after is None:
+        click.echo("nothing to do: the server compacts its collections itself")
+        return
+    click.echo(
+        f"{'compacted' if changed else 'already compact'}: "
+        f"{before / 1e6:.1f} MB -> {after / 1e6:.1f} MB on disk"
+    )
+
+
+@cli.command()
 @click.argument("query")
 @store_options
 @click.option(

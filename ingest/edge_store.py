@@ -15,6 +15,7 @@ import fcntl
 import json
 import logging
 import os
+import shutil
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -24,6 +25,7 @@ from typing import Any
 import qdrant_edge as qe
 
 from . import privacy
+from .diskspace import SpaceGuard, chunk_bytes
 from .errors import StoreLockedError, StoreNotFoundError, StoreUnavailableError
 from .ipc import StoreServer
 from .schema import (
@@ -61,6 +63,46 @@ def _chunk_filter(under: str | None) -> qe.Filter:
     return qe.Filter(must=must)
 
 
+# WAL segment size. Edge keeps the open segment and one closed one after a flush, so this
+# bounds the WAL a flushed store keeps; Edge's default (32 MiB, allocated as it fills) would
+# be several times the data of a small collection. A larger single write grows its segment.
+WAL_SEGMENT_BYTES = 1024 * 1024
+# Edge's vacuum rewrites a segment once this fraction of its points is deleted.
+VACUUM_DELETED_RATIO = 0.2
+
+
+def _small_wal(shard_dir: Path) -> None:
+    """Give a new, still empty shard a small WAL segment size.
+
+    The Python binding does not take Edge's ``wal_options`` yet, but Edge reads them from
+    ``edge_config.json`` at load. The WAL ``create`` made holds nothing and still has the
+    default size, so it is removed and the load makes one with the new size.
+    """
+    path = shard_dir / "edge_config.json"
+    config = json.loads(path.read_text())
+    config["wal_options"] = {
+        "segment_capacity": WAL_SEGMENT_BYTES,
+        "segment_queue_len": 0,
+        "retain_closed": 1,
+    }
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(config))
+    os.replace(tmp, path)
+    shutil.rmtree(shard_dir / "wal")
+
+
+def _allocated(path: Path) -> int:
+    """Bytes allocated under ``path``: Edge preallocates sparse files of 32 MiB and more."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                continue
+    return total
+
+
 def collection_dir(store_dir: Path, collection: str) -> Path:
     return store_dir / collection
 
@@ -86,10 +128,12 @@ class EdgeStore(Store):
         # Guards creation and close; Edge's own calls are thread-safe.
         self._lock = threading.Lock()
         self._owner_fd: int | None = None
+        self.space = SpaceGuard(self.shard_dir, str(self.dir))
         if (self.shard_dir / "edge_config.json").exists():
             privacy.warn_if_exposed(self.dir)
             self._take_ownership()
             try:
+                self.space.check_open()
                 self._shard = self._load()
             except BaseException:
                 self._release_ownership()
@@ -172,12 +216,20 @@ class EdgeStore(Store):
                     )
                 },
                 sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+                # Vacuum a segment once a fifth of its points are deleted (Edge's default),
+                # also in small collections (Edge's default waits for 1000 points).
+                optimizers=qe.EdgeOptimizersConfig(
+                    deleted_threshold=VACUUM_DELETED_RATIO, vacuum_min_vector_number=100
+                ),
             )
             if self._owner_fd is None:
                 self._take_ownership()
+            self.space.check_write(0)
             try:
                 self.shard_dir.mkdir(parents=True, exist_ok=True)
-                shard = qe.EdgeShard.create(str(self.shard_dir), config)
+                qe.EdgeShard.create(str(self.shard_dir), config).close()
+                _small_wal(self.shard_dir)
+                shard = qe.EdgeShard.load(str(self.shard_dir))
             except Exception as exc:
                 raise StoreUnavailableError(f"cannot create store {self.dir}: {exc}") from exc
             for name in INDEXED_KEYWORDS:
@@ -241,6 +293,7 @@ class EdgeStore(Store):
     def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
         if not points:
             return
+        self.space.check_write(chunk_bytes(points))
         self._upsert(
             [
                 qe.Point(
@@ -332,15 +385,18 @@ class EdgeStore(Store):
         return int(self.shard.count(qe.CountRequest(filter=_chunk_filter(None), exact=True)))
 
     def disk_bytes(self) -> int | None:
-        # Blocks actually allocated: Edge preallocates sparse files of 32 MiB and more.
-        total = 0
-        for root, _dirs, files in os.walk(self.shard_dir):
-            for name in files:
-                try:
-                    total += os.lstat(os.path.join(root, name)).st_blocks * 512
-                except OSError:
-                    continue
-        return total
+        return _allocated(self.shard_dir)
+
+    def compact(self) -> bool:
+        # Edge's optimizers rewrite segments with many deleted points (vacuum) and merge
+        # small ones; the flush after it lets the WAL drop what the segments now hold.
+        if self._shard is None:
+            return False
+        # A rewrite copies the live points of a segment before the old one is deleted.
+        self.space.check_write(_allocated(self.shard_dir / "segments"))
+        changed = bool(self._shard.optimize())
+        self._shard.flush()
+        return changed
 
     def serve_writers(
         self, on_change: Callable[[], None] | None = None, served: Store | None = None
@@ -362,6 +418,7 @@ class EdgeStore(Store):
             self._shard.flush()
             self._shard.close()
             self._shard = None
+            self.space.keep_reserve()
             self._release_ownership()
             try:
                 info = json.loads((self.dir / "owner.json").read_text())

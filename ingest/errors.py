@@ -25,3 +25,11 @@ class ModelMismatchError(SemfsError):
 
 class SourceError(SemfsError):
     """The source directory cannot be ingested at all (missing, not a directory)."""
+
+
+class StoreDamagedError(StoreUnavailableError):
+    """The store's files are damaged: the engine crashed or the contents do not add up."""
+
+
+class DiskFullError(SemfsError):
+    """The store's disk has too little free space for a write (or, on tmpfs, an open)."""

@@ -63,6 +63,7 @@ _WRITES = frozenset(
         "delete_documents",
         "upsert_chunks",
         "delete_stale_chunks",
+        "compact",
     ]
 )
 _READS = frozenset(
@@ -639,6 +640,9 @@ class RemoteStore(Store):
 
     def disk_bytes(self) -> int | None:
         return self._call("disk_bytes")
+
+    def compact(self) -> bool:
+        return bool(self._call("compact"))
 
     def flush(self) -> None:
         self._call("flush")

@@ -27,7 +27,7 @@ from .embedder import (
     canonical_model_name,
     load_embedder,
 )
-from .errors import ModelMismatchError
+from .errors import DiskFullError, ModelMismatchError
 from .schema import ChunkPoint, ChunkRecord, DocumentRecord, StoreMeta
 from .sources import DEFAULT_MAX_BYTES, Document, Skipped, read_document, scan, scan_paths
 from .store import Store
@@ -53,6 +53,7 @@ class IngestReport:
     chunks_embedded: int = 0
     seconds: float = 0.0
     model: str = ""
+    compacted: bool = False
 
     @property
     def chunks_per_second(self) -> float:
@@ -70,6 +71,7 @@ class IngestReport:
             "seconds": round(self.seconds, 3),
             "chunks_per_second": round(self.chunks_per_second, 1),
             "model": self.model,
+            "compacted": self.compacted,
             "added_paths": self.added,
             "updated_paths": self.updated,
             "deleted_paths": self.deleted,
@@ -224,6 +226,8 @@ def ingest(
     store.delete_documents(report.deleted)
     store.write_meta(StoreMeta(meta.model, meta.dimension, generation=gen, dirty=False))
     store.flush()
+    if report.updated or report.deleted:
+        report.compacted = _compact(store)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -244,6 +248,15 @@ def _keep_old(
     seen.update(kept)
     what = "the ingested version" if kept == [skip.path] else f"{len(kept)} ingested documents"
     return Skipped(skip.path, f"{skip.reason} (kept {what})", transient=True)
+
+
+def _compact(store: Store) -> bool:
+    """Reclaim replaced chunks when enough pile up: a store that is re-ingested stays small."""
+    try:
+        return store.compact()
+    except DiskFullError as exc:  # the ingest itself is done; the next one tries again
+        logger.warning("not compacting the store: %s", exc)
+        return False
 
 
 def _clean_interrupted(store: Store) -> None:

@@ -152,6 +152,14 @@ class Store(ABC):
         """
         return None
 
+    def compact(self) -> bool:
+        """Reclaim the space of deleted points where enough of them pile up; True if it did.
+
+        The embedded store runs Edge's optimizers (a segment is rewritten once a fifth of
+        its points are deleted). A Qdrant server optimizes on its own: nothing to do.
+        """
+        return False
+
     def flush(self) -> None:  # noqa: B027 - optional for backends that persist on write
         """Make everything written so far durable."""
 
