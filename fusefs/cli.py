@@ -212,5 +212,55 @@ def umount_cmd(mountpoint: Path, lazy: bool, force: bool) -> None:
         click.echo(note, err=True)
 
 
+@cli.command(name="mcp")
+@store_options
+@click.option(
+    "--http",
+    metavar="HOST:PORT",
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio "
+    "(keep HOST a loopback address unless the network may read the collection).",
+)
+@click.option(
+    "--budget",
+    default=30_000,
+    show_default=True,
+    type=click.IntRange(1000),
+    help="Bytes of text per tool result; longer results are cut with a note.",
+)
+@click.pass_context
+@handle_errors
+def mcp_cmd(
+    ctx: click.Context,
+    store_path: Path | None,
+    url: str | None,
+    api_key: str | None,
+    collection: str,
+    http: str | None,
+    budget: int,
+) -> None:
+    """Serve a collection to AI agents as MCP tools: search, read, grep, list, status.
+
+    Speaks MCP on stdin/stdout (what Claude Code, Cursor, Codex and smolagents launch),
+    or streamable HTTP with --http. grep answers like `grep -rn` over a mount, with the
+    text filtered in Qdrant first. Runs beside a mount of the same store, or on its own.
+
+    \b
+    Example:
+        semfs mcp
+        semfs mcp --store ~/.local/share/semfs -c docs
+        semfs mcp --http 127.0.0.1:8765
+        claude mcp add docs -- semfs mcp -c docs
+    """
+    from .mcp import parse_http_address
+    from .toolbox import open_toolbox
+
+    if http is not None:
+        parse_http_address(http)  # a bad address fails before the store is opened
+    with open_toolbox(store_path, url, api_key, collection, budget) as box:
+        from .mcp import serve
+
+        serve(box, http)
+
+
 def main() -> None:
     cli(prog_name="semfs")

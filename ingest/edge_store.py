@@ -18,7 +18,7 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from .schema import (
     DOC_TREE_FIELDS,
     INDEXED_INTEGERS,
     INDEXED_KEYWORDS,
+    INDEXED_TEXT,
     KIND_CHUNK,
     KIND_DOC,
     SPARSE,
@@ -45,7 +46,7 @@ from .schema import (
     doc_id,
     meta_id,
 )
-from .store import RRF_K, SparseQuery, Store
+from .store import RRF_K, LineSpan, SparseQuery, Store
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +102,12 @@ def _allocated(path: Path) -> int:
             except OSError:
                 continue
     return total
+
+
+def _text_index() -> qe.TextIndexParams:
+    # Word tokens, lowercased: what Qdrant uses on a field without an index, so a filter
+    # means the same on stores made before this index existed. On disk: it is large.
+    return qe.TextIndexParams(tokenizer=qe.TokenizerType.Word, lowercase=True, on_disk=True)
 
 
 def collection_dir(store_dir: Path, collection: str) -> Path:
@@ -240,6 +247,8 @@ class EdgeStore(Store):
                 shard.update(
                     qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Integer)
                 )
+            for name in INDEXED_TEXT:
+                shard.update(qe.UpdateOperation.create_field_index(name, _text_index()))
             self._shard = shard
             self._write_owner()
             privacy.make_private(self.dir)  # in case anything was created before the umask
@@ -378,6 +387,43 @@ class EdgeStore(Store):
             ScoredChunk(ChunkRecord.from_payload(p.payload or {}), float(p.score))
             for p in self.shard.query(request)
         ]
+
+    def _scroll_chunks(self, flt: qe.Filter, fields: list[str]) -> Iterator[dict[str, Any]]:
+        offset: Any = None
+        while True:
+            records, offset = self.shard.scroll(
+                qe.ScrollRequest(offset=offset, limit=SCROLL_PAGE, filter=flt, with_payload=fields)
+            )
+            yield from (r.payload for r in records if r.payload)
+            if offset is None:
+                return
+
+    def chunk_paths_matching(
+        self, substrings: Sequence[str], words: Sequence[str], under: str | None = None
+    ) -> list[str]:
+        if self._shard is None:
+            return []
+        flt = _chunk_filter(under)
+        assert flt.must is not None
+        must = list(flt.must)
+        must += [qe.FieldCondition("text", match=qe.MatchSubstring(s)) for s in substrings]
+        if words:
+            must.append(qe.FieldCondition("text", match=qe.MatchText(" ".join(words))))
+        flt = qe.Filter(must=must)
+        return sorted({str(p["path"]) for p in self._scroll_chunks(flt, ["path"])})
+
+    def chunk_line_spans(self, under: str | None = None) -> Iterator[LineSpan]:
+        if self._shard is None:
+            return
+        fields = ["path", "gen", "index", "start_line", "end_line"]
+        for p in self._scroll_chunks(_chunk_filter(under), fields):
+            yield (
+                str(p["path"]),
+                int(p["gen"]),
+                int(p["index"]),
+                int(p["start_line"]),
+                int(p["end_line"]),
+            )
 
     def count_chunks(self) -> int:
         if self._shard is None:

@@ -76,6 +76,8 @@ _READS = frozenset(
         "chunk_versions",
         "query",
         "count_chunks",
+        "chunk_paths_matching",
+        "split_line_paths",
         "disk_bytes",
         "flush",
     ]
@@ -634,6 +636,15 @@ class RemoteStore(Store):
         under: str | None = None,
     ) -> list[ScoredChunk]:
         return self._call("query", _Vector(dense), sparse, mode, limit, under=under)
+
+    def chunk_paths_matching(
+        self, substrings: Sequence[str], words: Sequence[str], under: str | None = None
+    ) -> list[str]:
+        return list(self._call("chunk_paths_matching", list(substrings), list(words), under))
+
+    def split_line_paths(self, under: str | None = None) -> list[str]:
+        # Computed by the daemon: sending every chunk's line span over the socket costs more.
+        return list(self._call("split_line_paths", under))
 
     def count_chunks(self) -> int:
         return int(self._call("count_chunks"))

@@ -8,7 +8,7 @@ A ``file:`` URL opens qdrant-client's local mode instead, which tests use as a s
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from qdrant_client import QdrantClient
@@ -21,6 +21,7 @@ from .schema import (
     DOC_TREE_FIELDS,
     INDEXED_INTEGERS,
     INDEXED_KEYWORDS,
+    INDEXED_TEXT,
     KIND_CHUNK,
     KIND_DOC,
     SPARSE,
@@ -33,7 +34,7 @@ from .schema import (
     doc_id,
     meta_id,
 )
-from .store import RRF_K, SparseQuery, Store
+from .store import RRF_K, LineSpan, SparseQuery, Store
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +105,16 @@ class ServerStore(Store):
             self.client.create_payload_index(self.collection, name, m.PayloadSchemaType.KEYWORD)
         for name in INDEXED_INTEGERS:
             self.client.create_payload_index(self.collection, name, m.PayloadSchemaType.INTEGER)
+        for name in INDEXED_TEXT:
+            # Word tokens, lowercased: the same as an unindexed field, so filters agree on
+            # collections made before this index existed.
+            params = m.TextIndexParams(
+                type=m.TextIndexType.TEXT,
+                tokenizer=m.TokenizerType.WORD,
+                lowercase=True,
+                on_disk=True,
+            )
+            self.client.create_payload_index(self.collection, name, params)
         self._exists = True
 
     def read_meta(self) -> StoreMeta | None:
@@ -256,6 +267,47 @@ class ServerStore(Store):
         return [
             ScoredChunk(ChunkRecord.from_payload(p.payload or {}), float(p.score)) for p in points
         ]
+
+    def _scroll_chunks(self, flt: m.Filter, fields: list[str]) -> Iterator[dict[str, Any]]:
+        offset: Any = None
+        while True:
+            records, offset = self.client.scroll(
+                self.collection,
+                scroll_filter=flt,
+                limit=SCROLL_PAGE,
+                offset=offset,
+                with_payload=m.PayloadSelectorInclude(include=fields),
+            )
+            yield from (r.payload for r in records if r.payload)
+            if offset is None:
+                return
+
+    def chunk_paths_matching(
+        self, substrings: Sequence[str], words: Sequence[str], under: str | None = None
+    ) -> list[str]:
+        if not self._exists:
+            return []
+        must: list[Any] = list(_chunk_filter(under).must or [])
+        must += [
+            m.FieldCondition(key="text", match=m.MatchSubstring(substring=s)) for s in substrings
+        ]
+        if words:
+            must.append(m.FieldCondition(key="text", match=m.MatchText(text=" ".join(words))))
+        flt = m.Filter(must=must)
+        return sorted({str(p["path"]) for p in self._scroll_chunks(flt, ["path"])})
+
+    def chunk_line_spans(self, under: str | None = None) -> Iterator[LineSpan]:
+        if not self._exists:
+            return
+        fields = ["path", "gen", "index", "start_line", "end_line"]
+        for p in self._scroll_chunks(_chunk_filter(under), fields):
+            yield (
+                str(p["path"]),
+                int(p["gen"]),
+                int(p["index"]),
+                int(p["start_line"]),
+                int(p["end_line"]),
+            )
 
     def count_chunks(self) -> int:
         if not self._exists:

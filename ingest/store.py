@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +47,10 @@ def check_collection_name(name: str) -> str:
             "starting with a letter or digit (at most 64)"
         )
     return name
+
+
+# (path, gen, index, start_line, end_line) of one chunk.
+LineSpan = tuple[str, int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,38 @@ class Store(ABC):
 
     @abstractmethod
     def count_chunks(self) -> int: ...
+
+    def chunk_paths_matching(
+        self, substrings: Sequence[str], words: Sequence[str], under: str | None = None
+    ) -> list[str]:
+        """Paths (sorted, once each) having a chunk, of any generation, whose text contains
+        every string of ``substrings`` (exact, case-sensitive) and every word of ``words``
+        as a whole word (Qdrant's full-text match: lowercased words of letters and digits).
+
+        The filter runs in the engine (a grep prefilter); it is an over-approximation of the
+        documents whose committed text matches, never an under-approximation, except that a
+        string can straddle two chunks: see :meth:`split_line_paths`.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot filter chunks by text")
+
+    def split_line_paths(self, under: str | None = None) -> list[str]:
+        """Paths (sorted, once each) with a chunk boundary inside a line, in any generation:
+        the only documents where a line's text is not whole inside one chunk."""
+        ends: dict[tuple[str, int], dict[int, tuple[int, int]]] = {}
+        for path, gen, index, start_line, end_line in self.chunk_line_spans(under):
+            ends.setdefault((path, gen), {})[index] = (start_line, end_line)
+        out: set[str] = set()
+        for (path, _gen), spans in ends.items():
+            for index, (_start, end) in spans.items():
+                following = spans.get(index + 1)
+                if following is not None and following[0] == end:
+                    out.add(path)
+                    break
+        return sorted(out)
+
+    def chunk_line_spans(self, under: str | None = None) -> Iterator[LineSpan]:
+        """(path, gen, index, start_line, end_line) of every chunk: no text is read."""
+        raise NotImplementedError(f"{type(self).__name__} cannot list chunk lines")
 
     def disk_bytes(self) -> int | None:
         """Bytes on disk for an embedded store; None where the backend cannot tell."""

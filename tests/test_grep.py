@@ -1,0 +1,208 @@
+"""The grep engine (fusefs/grep.py) against GNU grep, on real stores of both backends."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from grepcorpus import PATTERNS, boundary_pattern, build, gnu_grep
+from mounting import ingest_hash
+
+from fusefs.grep import (
+    Grep,
+    PathError,
+    PatternError,
+    compile_pattern,
+    ere_to_python,
+    plan,
+    required_literals,
+)
+from fusefs.reader import DocumentReader
+from fusefs.tree import InodeMap, Ownership, Tree
+from ingest.pipeline import ingest
+from ingest.store import Store, open_store
+
+
+class CountingStore:
+    """Passes every call through to a real store, counting the chunk reads."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.documents_fetched = 0
+
+    def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> object:
+        self.documents_fetched += 1
+        return self.inner.get_chunks(path, gen, indexes)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+@pytest.fixture(scope="module", params=["embedded", "local"])
+def corpus_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Path, Store]]:
+    base = tmp_path_factory.mktemp(request.param)
+    src = build(base / "src")
+    if request.param == "embedded":
+        store = open_store(base / "store")
+    else:
+        store = open_store(url=f"file://{base / 'qdrant'}")
+    ingest(src, store, model="hash")
+    try:
+        yield src, store
+    finally:
+        store.close()
+
+
+def engine(store: Store, **kwargs: int) -> tuple[Grep, Tree]:
+    tree = Tree.build(store.list_documents(), InodeMap(), Ownership(os.getuid(), os.getgid()))
+    return Grep(store, DocumentReader(store), **kwargs), tree
+
+
+def test_ere_translation() -> None:
+    assert ere_to_python(r"\<api\>") == r"\b(?=\w)api\b(?<=\w)"
+    assert ere_to_python("[[:digit:]]+") == "[0-9]+"
+    assert ere_to_python(r"[\w]") == r"[\\w]"  # backslash is literal in an ERE bracket
+    assert ere_to_python("[]a]") == r"[\]a]"
+    assert re.fullmatch(ere_to_python("[^[:space:]]+"), "a-b")
+    with pytest.raises(PatternError, match="character class"):
+        ere_to_python("[[:letters:]]")
+    with pytest.raises(PatternError, match="unmatched"):
+        ere_to_python("[abc")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "regex", "ignore_case", "substrings", "words"),
+    [
+        ("api key", False, False, ("api key",), ()),
+        ("set the api key now", False, True, (), ("the", "api", "key")),
+        ("api key", False, True, (), ()),  # both words may be parts of longer ones
+        ("foo.*bar", True, False, ("foo", "bar"), ()),
+        ("(get|post)Started", True, False, ("Started",), ()),
+        ("a|b", True, False, (), ()),
+        ("[0-9]+", True, False, (), ()),
+        ("x(abc)?y", True, False, ("x", "y"), ()),
+        ("(?i)Foo Bar Baz", True, False, (), ("bar",)),
+    ],
+)
+def test_plan(
+    pattern: str,
+    regex: bool,
+    ignore_case: bool,
+    substrings: tuple[str, ...],
+    words: tuple[str, ...],
+) -> None:
+    p = plan(compile_pattern(pattern, regex, ignore_case))
+    assert sorted(p.substrings) == sorted(substrings)
+    assert sorted(p.words) == sorted(words)
+    assert p.pushed_down == bool(substrings or words)
+
+
+def test_required_literals_sees_inline_ignore_case() -> None:
+    assert required_literals(compile_pattern("(?i)abc", True, False)) == (["abc"], True)
+
+
+@pytest.mark.parametrize(("pattern", "regex", "ignore_case"), PATTERNS)
+def test_grep_equals_gnu_grep(
+    corpus_store: tuple[Path, Store], pattern: str, regex: bool, ignore_case: bool
+) -> None:
+    src, store = corpus_store
+    grep, tree = engine(store)
+    want = gnu_grep(src, pattern, regex, ignore_case)
+    got = grep.run(tree, pattern, regex=regex, ignore_case=ignore_case, max_results=10_000)
+    assert got.lines == want
+    assert not got.limited
+
+
+def test_pattern_across_a_chunk_boundary(corpus_store: tuple[Path, Store]) -> None:
+    src, store = corpus_store
+    pattern = boundary_pattern(store)
+    # No single chunk holds the text: only the split-line rule finds the line.
+    assert "long/one-line.txt" not in store.chunk_paths_matching([pattern], [])
+    grep, tree = engine(store)
+    want = gnu_grep(src, pattern, False, False)
+    assert len(want) == 1
+    assert grep.run(tree, pattern).lines == want
+    assert grep.run(tree, pattern.upper(), ignore_case=True).lines == want
+
+
+def test_scoped_to_a_directory_and_a_file(corpus_store: tuple[Path, Store]) -> None:
+    src, store = corpus_store
+    grep, tree = engine(store)
+    assert grep.run(tree, "api", path="deploy").lines == gnu_grep(
+        src, "api", False, False, "deploy"
+    )
+    one = "customize/custom-domain.mdx"
+    assert grep.run(tree, "DNS", path=f"/{one}").lines == gnu_grep(src, "DNS", False, False, one)
+
+
+def test_pushdown_reads_only_candidates(corpus_store: tuple[Path, Store]) -> None:
+    src, store = corpus_store
+    counting = CountingStore(store)
+    grep, tree = engine(counting)  # type: ignore[arg-type]
+    res = grep.run(tree, "München")
+    assert res.pushed_down and res.lines
+    # The matching document and the one with a split line; nothing else is read.
+    assert res.documents_read == counting.documents_fetched == 2
+    assert res.documents_in_scope == tree.files
+
+
+def test_max_results_stops_early(corpus_store: tuple[Path, Store]) -> None:
+    src, store = corpus_store
+    grep, tree = engine(store)
+    res = grep.run(tree, "the", max_results=3)
+    assert res.lines == gnu_grep(src, "the", False, False)[:3]
+    assert res.limited
+
+
+def test_scan_is_bounded_and_reported(corpus_store: tuple[Path, Store]) -> None:
+    src, store = corpus_store
+    grep, tree = engine(store, scan_bytes=20_000)
+    res = grep.run(tree, r"[0-9]{2}[a-z]", regex=True, max_results=10_000)
+    assert not res.pushed_down
+    assert res.scan_stopped_at is not None
+    assert 0 < res.documents_read < res.documents_in_scope
+    # What it did read is right: a prefix of grep's answer.
+    want = gnu_grep(src, r"[0-9]{2}[a-z]", True, False)
+    assert res.lines == want[: len(res.lines)]
+
+
+def test_store_without_text_index_gives_the_same_lines(tmp_path: Path) -> None:
+    src = build(tmp_path / "src")
+    ingest_hash(src, tmp_path / "store")
+    import qdrant_edge as qe
+
+    from ingest.edge_store import EdgeStore
+
+    with open_store(tmp_path / "store") as store:
+        assert isinstance(store, EdgeStore)
+        grep, tree = engine(store)
+        before = [grep.run(tree, p, regex=r, ignore_case=i).lines for p, r, i in PATTERNS]
+        store.shard.update(qe.UpdateOperation.delete_field_index("text"))
+        grep, tree = engine(store)
+        after = [grep.run(tree, p, regex=r, ignore_case=i).lines for p, r, i in PATTERNS]
+    assert after == before
+    assert any(after)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"pattern": "(", "regex": True}, PatternError, "bad regular expression"),
+        ({"pattern": "x", "path": "nope/nothing"}, PathError, "no such file"),
+        ({"pattern": "x", "path": "../etc"}, PathError, "outside the collection"),
+        ({"pattern": "x", "max_results": 0}, PatternError, "max_results"),
+        ({"pattern": "a\nb"}, PatternError, "newline"),
+    ],
+)
+def test_bad_input(
+    corpus_store: tuple[Path, Store], kwargs: dict[str, object], error: type, message: str
+) -> None:
+    _src, store = corpus_store
+    grep, tree = engine(store)
+    with pytest.raises(error, match=message):
+        grep.run(tree, **kwargs)  # type: ignore[arg-type]
