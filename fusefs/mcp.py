@@ -17,13 +17,12 @@ same socket so that ``semfs ingest`` and further ``semfs mcp`` processes can use
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from ingest import __version__
@@ -33,6 +32,25 @@ from .toolbox import Toolbox, ToolOutput
 
 logger = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., ToolOutput])
+
+
+def _sdk() -> tuple[Any, type[Exception], bool]:
+    """The SDK's high-level server class and tool error, and whether it is mcp 2.
+
+    Both majors are supported: mcp 2 renamed FastMCP to MCPServer, while smolagents' MCP
+    bridge (mcpadapt) still needs mcp 1 in the same environment.
+    """
+    try:
+        server = importlib.import_module("mcp.server.mcpserver")
+        errors = importlib.import_module("mcp.server.mcpserver.exceptions")
+        return server.MCPServer, errors.ToolError, True
+    except ImportError:
+        server = importlib.import_module("mcp.server.fastmcp")
+        errors = importlib.import_module("mcp.server.fastmcp.exceptions")
+        return server.FastMCP, errors.ToolError, False
+
+
+_Server, ToolError, MCP2 = _sdk()
 
 GUIDE = """\
 This server is a document collection (semfs): files you can search by meaning, grep, list
@@ -65,19 +83,23 @@ def _tool(fn: F) -> Callable[..., CallToolResult]:
                 "%s failed: %s", fn.__name__, exc, exc_info=logger.isEnabledFor(logging.DEBUG)
             )
             raise ToolError(f"{fn.__name__} failed: {type(exc).__name__}: {exc}") from exc
-        return CallToolResult(
-            content=[TextContent(type="text", text=out.text)], structured_content=out.data
+        # The wire's camelCase names: the spelling both SDK majors accept.
+        return CallToolResult.model_validate(
+            {"content": [{"type": "text", "text": out.text}], "structuredContent": out.data}
         )
 
     return wrapper
 
 
-def build_server(box: Toolbox) -> MCPServer:
-    """An MCP server whose five tools call ``box``."""
-    server: MCPServer = MCPServer(
-        "semfs", instructions=GUIDE, version=__version__, log_level="WARNING"
+def build_server(box: Toolbox, host: str = "127.0.0.1", port: int = 8765) -> Any:
+    """An MCP server (the SDK's MCPServer or FastMCP) whose five tools call ``box``.
+    ``host`` and ``port`` are for streamable HTTP (mcp 1 takes them here)."""
+    options: dict[str, Any] = {"instructions": GUIDE, "log_level": "WARNING"}
+    options.update({"version": __version__} if MCP2 else {"host": host, "port": port})
+    server = _Server("semfs", **options)
+    read_only = ToolAnnotations.model_validate(
+        {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}
     )
-    read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
     @_tool
     def search(
@@ -184,13 +206,16 @@ def parse_http_address(value: str) -> tuple[str, int]:
 
 def serve(box: Toolbox, http: str | None = None) -> None:
     """Serve ``box`` on stdio, or on streamable HTTP at ``http`` (HOST:PORT), until stopped."""
-    server = build_server(box)
     if http is None:
-        server.run("stdio")
+        build_server(box).run("stdio")
         return
     host, port = parse_http_address(http)
     if host not in ("127.0.0.1", "localhost", "::1"):
         logger.warning(
             "serving %s on %s: anyone who can reach it can read it", box.store.location, http
         )
-    server.run("streamable-http", host=host, port=port)
+    server = build_server(box, host, port)
+    if MCP2:
+        server.run("streamable-http", host=host, port=port)
+    else:
+        server.run("streamable-http")

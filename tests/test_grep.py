@@ -141,7 +141,7 @@ def test_scoped_to_a_directory_and_a_file(corpus_store: tuple[Path, Store]) -> N
 
 
 def test_pushdown_reads_only_candidates(corpus_store: tuple[Path, Store]) -> None:
-    src, store = corpus_store
+    _src, store = corpus_store
     counting = CountingStore(store)
     grep, tree = engine(counting)  # type: ignore[arg-type]
     res = grep.run(tree, "München")

@@ -11,8 +11,8 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,14 +20,17 @@ import anyio
 import pytest
 from conftest import SEMFS
 from grepcorpus import LONG_PATH, PATTERNS, boundary_pattern, build, gnu_grep
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import CallToolResult
 from mounting import ingest_hash, mounted, semfs, stop_process
 
 from ingest.store import open_store
 
-pytest.importorskip("mcp")
-from mcp.client import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-from mcp.types import CallToolResult  # noqa: E402
+try:  # mcp 2 renamed it; both majors are supported
+    from mcp.client.streamable_http import streamable_http_client as http_client
+except ImportError:
+    from mcp.client.streamable_http import streamablehttp_client as http_client
 
 pytestmark = pytest.mark.mount
 T = TypeVar("T")
@@ -52,6 +55,33 @@ def run(fn: Callable[[], Awaitable[T]]) -> T:
     return anyio.run(fn)
 
 
+@asynccontextmanager
+async def connect(server: StdioServerParameters | str) -> AsyncIterator[ClientSession]:
+    """A session with the server: a command over stdio, or a streamable HTTP URL."""
+    transport = (
+        stdio_client(server) if isinstance(server, StdioServerParameters) else http_client(server)
+    )
+    async with transport as streams, ClientSession(streams[0], streams[1]) as session:
+        await session.initialize()
+        yield session
+
+
+def attr(obj: Any, name: str) -> Any:
+    """A result field by its snake_case name (mcp 2) or its camelCase one (mcp 1)."""
+    if hasattr(obj, name):
+        return getattr(obj, name)
+    head, *rest = name.split("_")
+    return getattr(obj, head + "".join(p.title() for p in rest))
+
+
+def is_error(result: CallToolResult) -> bool:
+    return bool(attr(result, "is_error"))
+
+
+def data(result: CallToolResult) -> Any:
+    return attr(result, "structured_content")
+
+
 def text(result: CallToolResult) -> str:
     assert len(result.content) == 1
     block = result.content[0]
@@ -61,22 +91,22 @@ def text(result: CallToolResult) -> str:
 
 def grep_lines(result: CallToolResult) -> list[str]:
     """The grep lines of a grep result: its first ``shown`` lines (notes follow them)."""
-    assert not result.is_error, text(result)
-    data = result.structured_content
-    assert data is not None
-    assert data["shown"] == data["matches"]
-    return text(result).split("\n")[: data["shown"]]
+    assert not is_error(result), text(result)
+    found = data(result)
+    assert found is not None
+    assert found["shown"] == found["matches"]
+    return text(result).split("\n")[: found["shown"]]
 
 
-async def call(client: Client, name: str, **args: Any) -> CallToolResult:
+async def call(client: ClientSession, name: str, **args: Any) -> CallToolResult:
     return await client.call_tool(name, args)
 
 
-async def tool_calls(client: Client, boundary: str) -> dict[str, Any]:
+async def tool_calls(client: ClientSession, boundary: str) -> dict[str, Any]:
     """List the tools and call each; the answers the tests compare."""
     tools = (await client.list_tools()).tools
     out: dict[str, Any] = {
-        "tools": {t.name: list(t.input_schema.get("properties", {})) for t in tools},
+        "tools": {t.name: list(attr(t, "input_schema").get("properties", {})) for t in tools},
         "descriptions": {t.name: t.description or "" for t in tools},
     }
     out["grep"] = [
@@ -91,18 +121,17 @@ async def tool_calls(client: Client, boundary: str) -> dict[str, Any]:
     out["search"] = []
     for query, mode, path in QUERIES:
         res = await call(client, "search", query=query, mode=mode, path=path, k=5)
-        assert not res.is_error, text(res)
+        assert not is_error(res), text(res)
         assert text(res).startswith(f"# Search: {query}")
-        assert res.structured_content is not None
-        out["search"].append(res.structured_content["results"])
+        out["search"].append(data(res)["results"])
     res = await call(client, "read", path=LONG_PATH, start_line=2, end_line=3)
     out["read"] = text(res)
     res = await call(client, "list", path="deploy")
-    out["list"] = res.structured_content
+    out["list"] = data(res)
     res = await call(client, "list", pattern="*.txt")
-    out["list_glob"] = res.structured_content
+    out["list_glob"] = data(res)
     res = await call(client, "status")
-    out["status"] = res.structured_content
+    out["status"] = data(res)
     # Bad input: one clear message each, and the server keeps answering.
     out["errors"] = {}
     for name, args in [
@@ -114,10 +143,10 @@ async def tool_calls(client: Client, boundary: str) -> dict[str, Any]:
         ("read", {"path": "deploy"}),
     ]:
         res = await call(client, name, **args)
-        assert res.is_error
+        assert is_error(res)
         out["errors"][name + json.dumps(args)] = text(res)
     res = await call(client, "status")
-    assert not res.is_error
+    assert not is_error(res)
     return out
 
 
@@ -173,7 +202,7 @@ def test_stdio_through_a_mounted_daemon(tmp_path: Path, corpus: Path) -> None:
     with mounted(tmp_path / "mnt", "--store", str(store)) as m:
 
         async def session() -> dict[str, Any]:
-            async with Client(stdio("--store", str(store), *BIG)) as client:
+            async with connect(stdio("--store", str(store), *BIG)) as client:
                 return await tool_calls(client, boundary)
 
         out = run(session)
@@ -218,7 +247,7 @@ def test_http_on_a_server_store(tmp_path: Path, corpus: Path) -> None:
     with http_server("--url", url, *BIG) as address:
 
         async def session() -> dict[str, Any]:
-            async with Client(address) as client:
+            async with connect(address) as client:
                 return await tool_calls(client, boundary)
 
         out = run(session)
@@ -234,7 +263,7 @@ def test_stdio_owning_the_store_serves_ingest(tmp_path: Path, corpus: Path) -> N
     ingest_hash(corpus, store)
 
     async def session() -> tuple[list[str], list[str], str]:
-        async with Client(stdio("--store", str(store))) as client:
+        async with connect(stdio("--store", str(store))) as client:
             before = grep_lines(await call(client, "grep", pattern="fresh words"))
             (corpus / "new.md").write_text("# New\n\nsome fresh words here\n")
             # semfs ingest finds the shard locked by this server and writes through it.
@@ -259,3 +288,82 @@ def test_stdio_owning_the_store_serves_ingest(tmp_path: Path, corpus: Path) -> N
     body = text(common).encode()
     assert 29_000 < len(body) < 30_300
     assert body.decode().endswith("use a narrower path or a more specific pattern]\n")
+
+
+def test_smolagents_tool_collection(tmp_path: Path, corpus: Path) -> None:
+    """smolagents loads the tools from `semfs mcp` and calls them; no language model."""
+    smolagents = pytest.importorskip("smolagents", reason="smolagents is not installed")
+    try:
+        import mcpadapt.core  # noqa: F401  smolagents' MCP bridge
+    except ImportError as exc:
+        pytest.skip(f"smolagents cannot load MCP tools here: {exc}")
+    store = tmp_path / "store"
+    ingest_hash(corpus, store)
+    params = stdio("--store", str(store))
+    with smolagents.ToolCollection.from_mcp(
+        params, trust_remote_code=True, structured_output=False
+    ) as tools:
+        by_name = {t.name: t for t in tools.tools}
+        assert set(by_name) == set(TOOLS)
+        assert list(by_name["grep"].inputs) == TOOLS["grep"]
+        found = by_name["search"](query="custom domain dns", k=3)
+        lines = by_name["grep"](pattern="München", max_results=10)
+    want = semfs_search("--store", str(store))[0]
+    assert str(found).startswith("# Search: custom domain dns")
+    for hit in want[:3]:
+        assert f"{hit['rank']}. {hit['path']} (lines {hit['start_line']}-{hit['end_line']})" in str(
+            found
+        )
+    assert str(lines).rstrip("\n").split("\n") == gnu_grep(corpus, "München", False, False)
+
+
+def test_cli_errors_are_one_line(tmp_path: Path) -> None:
+    proc = semfs("mcp", "--http", "8765", check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        "Error: --http takes HOST:PORT, such as 127.0.0.1:8765, not '8765'"
+    )
+    proc = semfs("mcp", "--store", str(tmp_path / "nothing"), check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and "semfs ingest" in proc.stderr
+
+
+def test_client_gone_mid_call_leaves_nothing(tmp_path: Path, corpus: Path) -> None:
+    """A client that closes the pipe during a call: the server exits and frees the store."""
+    store = tmp_path / "store"
+    ingest_hash(corpus, store)
+    proc = subprocess.Popen(
+        [SEMFS, "mcp", "--store", str(store)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "grep", "arguments": {"pattern": "[a-z]+", "regex": True}},
+        },
+    ]
+    proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    proc.stdin.close()  # gone, with the call in flight
+    try:
+        assert proc.wait(timeout=30) == 0, proc.stderr.read() if proc.stderr else ""
+    finally:
+        stop_process(proc)  # type: ignore[arg-type]
+    assert not (store / "docs" / "daemon.sock").exists()
+    with open_store(store) as s:  # neither locked nor served by a leftover process
+        assert type(s).__name__ == "EdgeStore"
