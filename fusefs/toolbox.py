@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingest.edge_store import EdgeStore
+from ingest.backends import open_store
 from ingest.errors import SemfsError, StoreNotFoundError
-from ingest.ipc import StoreServer
+from ingest.owner import StoreOwnedError, StoreOwner
 from ingest.search import MAX_K, Searcher
-from ingest.store import MODES, Store, open_store
+from ingest.store import MODES, Store
 
 from .grep import (
     DEFAULT_MAX_RESULTS,
@@ -293,8 +293,13 @@ def open_toolbox(
     its socket. One this process opens is served on the same socket while the block runs,
     so ``semfs ingest`` and other readers keep working (and the tree follows their writes).
     """
-    store = open_store(store_path, url=url, collection=collection, api_key=api_key)
-    stops: list[Callable[[], None]] = [store.close]
+    owner: StoreOwner | None = None
+    try:
+        owner = StoreOwner.open(store_path, url=url, collection=collection, api_key=api_key)
+        store = owner.store
+    except StoreOwnedError:  # a mount (or another semfs mcp) owns it: use its socket
+        store = open_store(store_path, url=url, collection=collection, api_key=api_key)
+    stops: list[Callable[[], None]] = [owner.close if owner is not None else store.close]
     try:
         if not store.exists():
             raise StoreNotFoundError(
@@ -302,10 +307,9 @@ def open_toolbox(
             )
         box = Toolbox(store, budget=budget)
         stops.append(box.close)
-        if isinstance(store, EdgeStore):
-            server = StoreServer(store, store.dir, on_change=box.refresher.wake)
-            server.start()
-            stops.append(server.close)
+        if owner is not None:
+            owner.serve(on_change=box.refresher.wake)
+            stops.append(owner.stop_serving)
         box.start()
         yield box
     finally:

@@ -22,8 +22,9 @@ from fusefs.grep import (
 )
 from fusefs.reader import DocumentReader
 from fusefs.tree import InodeMap, Ownership, Tree
+from ingest.backends import open_store
 from ingest.pipeline import ingest
-from ingest.store import Store, open_store
+from ingest.store import Store
 
 
 class CountingStore:
