@@ -216,6 +216,14 @@ class _PinnedStore(Store):
     ) -> list[ScoredChunk]:
         return self._store.query(dense, sparse, mode, limit, under=under)
 
+    def chunk_paths_matching(
+        self, substrings: Sequence[str], words: Sequence[str], under: str | None = None
+    ) -> list[str]:
+        return self._store.chunk_paths_matching(substrings, words, under)
+
+    def split_line_paths(self, under: str | None = None) -> list[str]:
+        return self._store.split_line_paths(under)
+
     def count_chunks(self) -> int:
         return self._store.count_chunks()
 
