@@ -1,0 +1,104 @@
+"""A watcher's batch: ingest restricted to some paths finds what a full scan finds there,
+and touches nothing else."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from ingest.backends import open_store
+from ingest.pipeline import in_scope, ingest
+from ingest.sources import scan, scan_paths
+from ingest.watch import limit_message
+
+
+def make_tree(root: Path) -> Path:
+    src = root / "src"
+    for rel, text in {
+        "a.md": "alpha\n",
+        "b.txt": "bravo\n",
+        "docs/c.md": "charlie\n",
+        "docs/deep/d.md": "delta\n",
+        "drafts/e.md": "echo\n",
+        ".git/config": "[core]\n",
+        "docs/.git/HEAD": "ref\n",
+        "bin.md": "x\x00y",
+    }.items():
+        p = src / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    (src / "linkdir").symlink_to(src / "docs", target_is_directory=True)
+    (src / "link.md").symlink_to(src / "a.md")
+    return src
+
+
+@pytest.mark.parametrize(
+    ("include", "exclude"), [((), ()), (("*.md",), ("drafts/",)), ((), ("deep",))]
+)
+def test_scan_paths_finds_what_scan_finds(
+    tmp_path: Path, include: tuple[str, ...], exclude: tuple[str, ...]
+) -> None:
+    src = make_tree(tmp_path)
+    full_files, full_skipped = scan(src, include, exclude)
+    tops = os.listdir(src)
+    files, skipped = scan_paths(src, tops, include, exclude)
+    assert [f.path for f in files] == [f.path for f in full_files]
+    assert sorted(skipped, key=lambda s: s.path) == sorted(full_skipped, key=lambda s: s.path)
+    # Paths below what a scan never enters find nothing; missing paths nothing either.
+    below = ["drafts/e.md"] if exclude == ("drafts/",) else ["docs/deep/d.md"]
+    hidden = ["docs/.git/HEAD", "linkdir/c.md", "gone.md", "docs/gone/x.md"]
+    found, _ = scan_paths(src, [*hidden, *(below if exclude else [])], include, exclude)
+    assert found == []
+
+
+def test_in_scope() -> None:
+    scope = {"docs", "a.md"}
+    assert in_scope("a.md", scope) and in_scope("docs/x/y.md", scope)
+    assert not in_scope("docsx/y.md", scope) and not in_scope("b/a.md", scope)
+
+
+def test_a_restricted_run_touches_only_its_paths(tmp_path: Path) -> None:
+    src = make_tree(tmp_path)
+    store_dir = tmp_path / "store"
+    with open_store(store_dir) as store:
+        first = ingest(src, store, model="hash")
+        assert "docs/c.md" in first.added
+        (src / "a.md").write_text("alpha two\n")
+        (src / "b.txt").write_text("bravo two\n")  # changed, but outside the batch
+        (src / "docs" / "deep" / "d.md").unlink()
+        (src / "drafts" / "e.md").unlink()  # deleted, but outside the batch
+        (src / "docs" / "new.md").write_text("new\n")
+        report = ingest(src, store, model="hash", paths={"a.md", "docs"})
+        assert report.updated == ["a.md"]
+        assert report.added == ["docs/new.md"]
+        assert report.deleted == ["docs/deep/d.md"]
+        docs = {d.path: d for d in store.list_documents()}
+        assert "drafts/e.md" in docs  # not in the batch: left alone
+        assert "b.txt" in docs and docs["b.txt"].size == len("bravo\n")
+        # The same change again embeds nothing.
+        again = ingest(src, store, model="hash", paths={"a.md", "docs"})
+        assert again.chunks_embedded == 0 and not again.added and not again.updated
+
+
+def test_keep_failed_keeps_the_previous_version(tmp_path: Path) -> None:
+    src = make_tree(tmp_path)
+    with open_store(tmp_path / "store") as store:
+        ingest(src, store, model="hash")
+        (src / "a.md").write_bytes(b"now\x00binary")
+        report = ingest(src, store, model="hash", paths={"a.md"}, keep_failed=True)
+        assert report.kept == ["a.md"] and report.deleted == []
+        doc = store.get_document("a.md")
+        assert doc is not None and doc.size == len("alpha\n")
+        plain = ingest(src, store, model="hash", paths={"a.md"})
+        assert plain.deleted == ["a.md"]  # without keep_failed a binary file is dropped
+
+
+def test_watch_limit_message_names_the_fix(tmp_path: Path) -> None:
+    msg = limit_message(OSError(errno.ENOSPC, "inotify watch limit reached"), tmp_path)
+    assert "fs.inotify.max_user_watches" in msg and "sudo sysctl" in msg
+    assert str(tmp_path) in msg and "\n" not in msg
+    msg = limit_message(OSError(errno.EMFILE, "inotify instance limit reached"), tmp_path)
+    assert "fs.inotify.max_user_instances" in msg
