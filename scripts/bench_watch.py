@@ -68,9 +68,10 @@ def sync_state(store: Path) -> SyncState | None:
     return load_state(state_file(store, None, "docs"))
 
 
-def settled(store: Path, batches: int = 0) -> bool:
+def settled(store: Path, pid: int, batches: int = 0) -> bool:
+    """The daemon ``pid`` (not an earlier one) committed over ``batches`` batches; none waits."""
     s = sync_state(store)
-    return s is not None and s.batches > batches and s.pending == 0
+    return s is not None and s.pid == pid and s.batches > batches and s.pending == 0
 
 
 @contextlib.contextmanager
@@ -129,7 +130,7 @@ def measure_edits(cache: Path, work: Path, edits: int, idle: float) -> dict[str,
     out: dict[str, Any] = {}
     try:
         with watch_mount(store, source, work / "mnt-model") as pid:
-            wait_for(lambda: settled(store), 1800, "the first pass (real model)")
+            wait_for(lambda: settled(store, pid), 1800, "the first pass (real model)")
             latencies, batch_seconds = [], []
             for i, doc in enumerate(docs):
                 rel = doc.relative_to(source).as_posix()
@@ -141,7 +142,7 @@ def measure_edits(cache: Path, work: Path, edits: int, idle: float) -> dict[str,
                 saved = time.perf_counter()
                 wait_for(lambda rel=rel, q=query: linked(q, rel), 60, f"edit {i} searchable")
                 latencies.append(time.perf_counter() - saved)
-                wait_for(lambda b=before.batches: settled(store, b), 60, "the batch state")
+                wait_for(lambda b=before.batches: settled(store, pid, b), 60, "the batch state")
                 after = sync_state(store)
                 assert after is not None and after.last_batch is not None
                 batch_seconds.append(after.last_batch.seconds)
@@ -168,7 +169,11 @@ def measure_edits(cache: Path, work: Path, edits: int, idle: float) -> dict[str,
             with open(doc, "a") as f:
                 f.write(edit_text(i))
             saved = time.perf_counter()
-            subprocess.run([SEMFS, "ingest", str(source), "--store", str(store)], check=True)
+            subprocess.run(
+                [SEMFS, "ingest", str(source), "--store", str(store)],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
             wait_for(lambda: linked(query, rel), 60, "baseline edit searchable")
             out["baseline_manual_ingest_s"] = round(time.perf_counter() - saved, 3)
     finally:
@@ -193,7 +198,7 @@ def measure_burst(work: Path, n: int, idle: float | None) -> dict[str, Any]:
     shutil.copytree(SAMPLE_CORPUS, source)
     out: dict[str, Any] = {}
     with watch_mount(store, source, mnt, "--model", "hash") as pid:
-        wait_for(lambda: settled(store), 300, "the first pass (hash)")
+        wait_for(lambda: settled(store, pid), 300, "the first pass (hash)")
         before = sync_state(store)
         assert before is not None
         target = source / "burst"
@@ -211,7 +216,7 @@ def measure_burst(work: Path, n: int, idle: float | None) -> dict[str, Any]:
 
         wait_for(all_listed, 600, "the burst listed")
         listed = time.perf_counter() - start
-        wait_for(lambda: settled(store, before.batches), 60, "the burst's state")
+        wait_for(lambda: settled(store, pid, before.batches), 60, "the burst's state")
         after = sync_state(store)
         assert after is not None
         out["burst"] = {

@@ -38,10 +38,13 @@ def listed(mnt: Path) -> set[str]:
     return {p.relative_to(mnt).as_posix() for p in mnt.rglob("*") if p.is_file()}
 
 
-def settled(store: Path, batches: int = 0) -> bool:
-    """The watcher committed more than ``batches`` batches and nothing waits."""
+def settled(store: Path, batches: int = 0, pid: int | None = None) -> bool:
+    """The watcher (of process ``pid``, when given) committed more than ``batches`` batches
+    and nothing waits."""
     s = load_state(state_file(store, None, "docs"))
-    return s is not None and s.batches > batches and s.pending == 0
+    if s is None or (pid is not None and s.pid != pid):
+        return False
+    return s.batches > batches and s.pending == 0
 
 
 def make_source(root: Path) -> Path:
@@ -273,7 +276,7 @@ def test_kill_9_in_a_batch_then_restart(tmp_path: Path) -> None:
     # A second daemon: its first pass cleans up the killed batch and finishes the work.
     with watch_mount(tmp_path, src) as m:
         wait_until(lambda: len(listed(m.path)) == 603, 120, "the catch-up")
-        wait_until(lambda: settled(store), SYNC_TIMEOUT, "quiet")
+        wait_until(lambda: settled(store, pid=m.pid), SYNC_TIMEOUT, "quiet")
         assert (m.path / "bulk" / "b0042.md").read_text() == (bulk / "b0042.md").read_text()
     chunks_are_consistent(store)
 
