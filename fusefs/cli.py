@@ -10,9 +10,7 @@ from pathlib import Path
 
 import click
 
-from ingest.cli import cli, handle_errors, source_options, store_options
-from ingest.search import DEFAULT_K, MAX_K
-from ingest.store import MODES
+from ingest.cli import cli, handle_errors, search_options, source_options, store_options
 from ingest.watch import SourceOptions
 
 from .daemon import MountConfig, configure_logging, mount, parse_options, unmount
@@ -83,26 +81,10 @@ For a Qdrant server, give its URL instead of the store folder (or -o url=URL).
     metavar="NAME",
     help="The search folder every directory answers (listed nowhere).",
 )
-@click.option(
-    "-k",
-    "--k",
-    "k",
-    default=DEFAULT_K,
-    show_default=True,
-    type=click.IntRange(1, MAX_K),
-    help="Documents per search; @k=N changes it per query.",
-)
-@click.option(
-    "--mode",
-    type=click.Choice(MODES),
-    default="hybrid",
-    show_default=True,
-    help="Search mode; @semantic, @keyword, @hybrid change it per query.",
-)
-@click.option(
-    "--min-score",
-    type=float,
-    help="Drop hits scoring below this; @min=X changes it per query.",
+@search_options(
+    k_help="Documents per search; @k=N changes it per query.",
+    mode_help="Search mode; @semantic, @keyword, @hybrid change it per query.",
+    min_score_help="Drop hits scoring below this; @min=X changes it per query.",
 )
 @click.option(
     "--connect-timeout",

@@ -26,19 +26,14 @@ from .bindings import ENOATTR, FuseOSError, Operations, current_fuse, overrides
 from .kernelcache import KernelCache, OpenMode
 from .pins import GenerationPins
 from .reader import ChunksMissingError, DocumentReader
-from .tree import DIR, FILE, SYMLINK, Node, Tree
+from .tree import DIR, FILE, NAME_MAX, SYMLINK, Node, Tree, name_too_long
 
 logger = logging.getLogger(__name__)
 
 XATTR_PREFIX = "user.semfs."
 BLOCK_SIZE = 4096
-NAME_MAX = 255
 
 Resolver = Callable[[str], "Node | None"]
-
-
-def _too_long(name: str) -> bool:
-    return len(name.encode("utf-8", "surrogateescape")) > NAME_MAX
 
 
 class Handle(Protocol):
@@ -113,7 +108,7 @@ class SemfsOperations(Operations):
         rel = path.lstrip("/")
         # FUSE lets names up to 1024 bytes through; statfs promises NAME_MAX, so keep it.
         # (A character is at most 4 bytes: short paths skip the check.)
-        if len(rel) * 4 > NAME_MAX and any(_too_long(part) for part in rel.split("/")):
+        if len(rel) * 4 > NAME_MAX and any(name_too_long(part) for part in rel.split("/")):
             raise FuseOSError(errno.ENAMETOOLONG)
         node = self.tree.lookup(rel)
         if node is None and self.resolvers:

@@ -53,12 +53,24 @@ from ingest.errors import SemfsError
 from ingest.search import DEFAULT_K, MAX_K, Hit
 from ingest.store import MODES
 
-from .tree import DIR, DIR_MODE, FILE, FILE_MODE, SYMLINK, SYMLINK_MODE, Node, Tree
+from .tree import (
+    DIR,
+    DIR_MODE,
+    FILE,
+    FILE_MODE,
+    NAME_MAX,
+    SYMLINK,
+    SYMLINK_MODE,
+    Node,
+    Ownership,
+    Tree,
+    name_too_long,
+    node_attrs,
+)
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_NAME = ".search"
-NAME_MAX = 255
 # Query results kept. An entry holds k passages (~1 kB each) twice, as hits and rendered in
 # the results file: ~20 kB at the default k=10, so 256 entries take ~5 MB (~50 MB at k=100).
 DEFAULT_CACHE_ENTRIES = 256
@@ -133,7 +145,7 @@ def check_folder_name(name: str) -> str:
         or "/" in name
         or "\0" in name
         or name.startswith(PARAMETER_PREFIX)
-        or len(name.encode("utf-8", "surrogateescape")) > NAME_MAX
+        or name_too_long(name)
     ):
         raise SemfsError(
             f"invalid search folder name {name!r}: use one file name (not '.' or '..', no '/', "
@@ -502,20 +514,7 @@ class SearchDirectories:
     ) -> Mapping[str, int]:
         root = tree.root.attrs
         when = root["st_mtime"] if mtime is None else mtime
-        return MappingProxyType(
-            {
-                "st_ino": ino,
-                "st_mode": mode,
-                "st_nlink": nlink,
-                "st_size": size,
-                "st_blocks": (size + 511) // 512,
-                "st_uid": root["st_uid"],
-                "st_gid": root["st_gid"],
-                "st_mtime": when,
-                "st_ctime": when,
-                "st_atime": when,
-            }
-        )
+        return node_attrs(ino, mode, nlink, size, when, Ownership(root["st_uid"], root["st_gid"]))
 
     def _dir_node(self, tree: Tree, path: str, children: Mapping[str, Node]) -> Node:
         ino = virtual_ino(DIR, path)

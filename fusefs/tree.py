@@ -34,6 +34,7 @@ ROOT_INO = 1
 FILE_MODE = stat.S_IFREG | 0o444
 DIR_MODE = stat.S_IFDIR | 0o555
 SYMLINK_MODE = stat.S_IFLNK | 0o777
+NAME_MAX = 255  # bytes in one file name: statfs promises it, lookups and search names keep it
 _EMPTY: Mapping[str, Node] = MappingProxyType({})
 
 
@@ -186,16 +187,22 @@ def _usable(records: Iterable[DocumentRecord]) -> dict[str, DocumentRecord]:
 
 
 def _file_attrs(ino: int, rec: DocumentRecord, owner: Ownership) -> Mapping[str, int]:
-    return _attrs(ino, FILE_MODE, 1, rec.size, rec.st_mtime_ns, owner)
+    return node_attrs(ino, FILE_MODE, 1, rec.size, rec.st_mtime_ns, owner)
 
 
 def _dir_attrs(ino: int, subdirs: int, mtime_s: float, owner: Ownership) -> Mapping[str, int]:
-    return _attrs(ino, DIR_MODE, 2 + subdirs, 0, _ns(mtime_s), owner)
+    return node_attrs(ino, DIR_MODE, 2 + subdirs, 0, _ns(mtime_s), owner)
 
 
-def _attrs(
+def name_too_long(name: str) -> bool:
+    """Whether a file name exceeds NAME_MAX bytes (what statfs promises, and Linux's limit)."""
+    return len(name.encode("utf-8", "surrogateescape")) > NAME_MAX
+
+
+def node_attrs(
     ino: int, mode: int, nlink: int, size: int, mtime_ns: int, owner: Ownership
 ) -> Mapping[str, int]:
+    """The stat fields of any node, real or virtual (search results): one shape for all."""
     attrs: dict[str, Any] = {
         "st_ino": ino,
         "st_mode": mode,

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .schema import check_schema
 from .store import DEFAULT_COLLECTION, Store, check_collection_name, default_store_path
 
 
@@ -80,6 +81,9 @@ def open_store(
 ) -> Store:
     """Open a collection: a Qdrant server at ``url`` if given, else the embedded store.
 
+    A store written at another schema version is refused here, with one line
+    (:func:`ingest.schema.check_schema`), before any caller reads or writes it.
+
     A ``file:`` URL opens qdrant-client's local mode at that path: a stand-in for a server in
     tests (slow; one process at a time). The embedded store proxies to a live owner (a
     ``semfs mount`` daemon) when there is one, so ingesting while mounted works.
@@ -91,4 +95,12 @@ def open_store(
         api_key=api_key,
         timeout=timeout,
     )
-    return BACKENDS[backend_for(address)](address)
+    store = BACKENDS[backend_for(address)](address)
+    try:
+        meta = store.read_meta()
+        if meta is not None:
+            check_schema(meta, store.location)
+    except BaseException:
+        store.close()
+        raise
+    return store

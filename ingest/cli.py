@@ -123,6 +123,36 @@ def store_options(func: F) -> F:
     return func
 
 
+def search_options(k_help: str, mode_help: str, min_score_help: str) -> Callable[[F], F]:
+    """-k / --mode / --min-score, shared by `semfs search` and `semfs mount` (its defaults)."""
+
+    def decorate(func: F) -> F:
+        options = [
+            click.option(
+                "-k",
+                "--k",
+                "k",
+                default=DEFAULT_K,
+                show_default=True,
+                type=click.IntRange(1, MAX_K),
+                help=k_help,
+            ),
+            click.option(
+                "--mode",
+                type=click.Choice(MODES),
+                default="hybrid",
+                show_default=True,
+                help=mode_help,
+            ),
+            click.option("--min-score", type=float, help=min_score_help),
+        ]
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
 @contextmanager
 def opened(
     store_path: Path | None, url: str | None, api_key: str | None, collection: str
@@ -479,25 +509,14 @@ def compact(store_path: Path | None, url: str | None, api_key: str | None, colle
 @cli.command()
 @click.argument("query")
 @store_options
-@click.option(
-    "-k",
-    "k",
-    default=DEFAULT_K,
-    show_default=True,
-    type=click.IntRange(1, MAX_K),
-    help="Number of documents.",
-)
-@click.option(
-    "--mode",
-    type=click.Choice(MODES),
-    default="hybrid",
-    show_default=True,
-    help="hybrid: dense + BM25 fused by rank; semantic: dense only; keyword: BM25 only.",
+@search_options(
+    k_help="Number of documents.",
+    mode_help="hybrid: dense + BM25 fused by rank; semantic: dense only; keyword: BM25 only.",
+    min_score_help="Drop hits scoring below this.",
 )
 @click.option(
     "--under", metavar="DIR", help="Only documents inside DIR (a path in the collection)."
 )
-@click.option("--min-score", type=float, help="Drop hits scoring below this.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @handle_errors
 def search(

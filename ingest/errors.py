@@ -19,6 +19,10 @@ class StoreUnavailableError(SemfsError):
     """The store cannot be used: server unreachable, corrupt files, bad permissions."""
 
 
+class SchemaVersionError(SemfsError):
+    """The store was written at a schema version this code does not read."""
+
+
 class ModelMismatchError(SemfsError):
     """The store was built with another embedding model; vectors are never mixed."""
 

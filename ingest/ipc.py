@@ -7,8 +7,10 @@ sends its calls there instead (:func:`connect_daemon` returns a :class:`RemoteSt
 
 Wire format: a 4-byte big-endian length, then a JSON object. Request ``{"method", "args",
 "kwargs"}``; reply ``{"ok": value}`` or ``{"error": {"type", "message"}}``. Values are encoded
-explicitly (:func:`_enc`, :func:`_dec`), never pickled: a peer can send data, not code. Only
-the Store methods named in ``_READS`` and ``_WRITES`` can be called.
+explicitly by :func:`ingest.schema.encode` (the schema types' own payloads), never pickled: a
+peer can send data, not code. Only the Store methods named in ``_READS`` and ``_WRITES`` can
+be called; ``tests/test_ipc_coverage.py`` checks that they and :class:`RemoteStore` cover every
+abstract Store method.
 
 Owner only: the socket is mode 0600; a client must first send the random token kept in the
 0600 file ``daemon.token`` beside it; on Linux the peer's uid (SO_PEERCRED) must also be ours
@@ -17,9 +19,7 @@ or root. Any number of connections may read; one at a time may write.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import dataclasses
 import hmac
 import json
 import logging
@@ -27,17 +27,25 @@ import os
 import secrets
 import socket
 import struct
-import sys
 import threading
-from array import array
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from . import errors
 from .errors import SemfsError, StoreLockedError, StoreUnavailableError
-from .schema import ChunkPoint, ChunkRecord, DocumentRecord, ScoredChunk, StoreMeta
-from .store import SparseQuery, Store
+from .schema import (
+    ChunkPoint,
+    ChunkRecord,
+    DocumentRecord,
+    ScoredChunk,
+    SparseQuery,
+    StoreMeta,
+    Vector,
+    decode,
+    encode,
+)
+from .store import Store
 
 logger = logging.getLogger(__name__)
 
@@ -133,105 +141,6 @@ def _recv_frame(sock: socket.socket, limit: int) -> bytes | None:
     if body is None:
         raise _ProtocolError("connection closed in the middle of a message")
     return body
-
-
-# --- values ----------------------------------------------------------------------------------
-
-
-class _Vector:
-    """Marks a list of floats to send packed as float32: 4 bytes a value, not ~20 as JSON.
-
-    Both backends store vectors as float32, so nothing is lost that the store would keep.
-    """
-
-    __slots__ = ("values",)
-
-    def __init__(self, values: Sequence[float]) -> None:
-        self.values = values
-
-
-def _pack_floats(values: Sequence[float]) -> str:
-    arr = array("f", values)
-    if sys.byteorder == "big":  # the wire is little-endian
-        arr.byteswap()
-    return base64.b64encode(arr.tobytes()).decode("ascii")
-
-
-def _unpack_floats(text: str) -> list[float]:
-    arr = array("f")
-    arr.frombytes(base64.b64decode(text, validate=True))
-    if sys.byteorder == "big":
-        arr.byteswap()
-    return arr.tolist()
-
-
-def _enc(value: Any) -> Any:
-    """A JSON form of a Store argument or result; schema objects become ``{"$": tag, ...}``."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_enc(v) for v in value]
-    if isinstance(value, (set, frozenset)):  # chunk_versions: (path, gen) pairs
-        return {"$": "pairs", "v": sorted([str(p), int(g)] for p, g in value)}
-    if isinstance(value, _Vector):
-        return {"$": "f32", "v": _pack_floats(value.values)}
-    if isinstance(value, StoreMeta):
-        return {"$": "meta", "v": value.to_payload()}
-    if isinstance(value, DocumentRecord):
-        # to_payload writes missing offsets as []: keep "not fetched" apart from "none".
-        payload = value.to_payload()
-        payload["offsets"] = None if value.offsets is None else list(value.offsets)
-        return {"$": "doc", "v": payload}
-    if isinstance(value, ChunkRecord):
-        return {"$": "chunk", "v": dataclasses.asdict(value)}
-    if isinstance(value, ChunkPoint):
-        return {
-            "$": "point",
-            "r": dataclasses.asdict(value.record),
-            "d": _pack_floats(value.dense),
-            "i": [int(i) for i in value.sparse_indices],
-            "w": [float(w) for w in value.sparse_values],
-        }
-    if isinstance(value, ScoredChunk):
-        return {"$": "scored", "r": dataclasses.asdict(value.record), "s": float(value.score)}
-    if isinstance(value, SparseQuery):
-        return {
-            "$": "sparse",
-            "i": [int(i) for i in value.indices],
-            "w": [float(w) for w in value.values],
-        }
-    raise TypeError(f"cannot send a {type(value).__name__} to the daemon")
-
-
-def _dec(value: Any) -> Any:
-    """The inverse of :func:`_enc`. Raises ValueError, KeyError or TypeError on bad input."""
-    if isinstance(value, list):
-        return [_dec(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    tag = value["$"]
-    if tag == "pairs":
-        return {(str(p), int(g)) for p, g in value["v"]}
-    if tag == "f32":
-        return _unpack_floats(value["v"])
-    if tag == "meta":
-        return StoreMeta.from_payload(value["v"])
-    if tag == "doc":
-        return DocumentRecord.from_payload(value["v"])
-    if tag == "chunk":
-        return ChunkRecord.from_payload(value["v"])
-    if tag == "point":
-        return ChunkPoint(
-            ChunkRecord.from_payload(value["r"]),
-            _unpack_floats(value["d"]),
-            [int(i) for i in value["i"]],
-            [float(w) for w in value["w"]],
-        )
-    if tag == "scored":
-        return ScoredChunk(ChunkRecord.from_payload(value["r"]), float(value["s"]))
-    if tag == "sparse":
-        return SparseQuery([int(i) for i in value["i"]], [float(w) for w in value["w"]])
-    raise ValueError(f"unknown value tag {tag!r}")
 
 
 def _error(exc: SemfsError) -> dict[str, Any]:
@@ -469,8 +378,8 @@ class StoreServer:
             method = request["method"]
             if not isinstance(method, str) or method not in _METHODS:
                 raise ValueError(f"no method {method!r}")
-            args = _dec(list(request.get("args", [])))
-            kwargs = {str(k): _dec(v) for k, v in dict(request.get("kwargs", {})).items()}
+            args = decode(list(request.get("args", [])))
+            kwargs = {str(k): decode(v) for k, v in dict(request.get("kwargs", {})).items()}
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             logger.warning("bad request from process %d on %s: %s", pid, self.socket_path, exc)
             _send(conn, _error(SemfsError(f"bad request to the mounted daemon: {exc}")))
@@ -480,7 +389,7 @@ class StoreServer:
                 self._claim_writer(conn, pid)
             # The served store belongs to the daemon: a client's close only ends its connection.
             result = None if method == "close" else getattr(self.store, method)(*args, **kwargs)
-            reply = {"ok": _enc(result)}
+            reply = {"ok": encode(result)}
         except SemfsError as exc:
             reply = _error(exc)
         except Exception as exc:
@@ -566,8 +475,8 @@ class RemoteStore(Store):
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         request = {
             "method": method,
-            "args": [_enc(a) for a in args],
-            "kwargs": {k: _enc(v) for k, v in kwargs.items()},
+            "args": [encode(a) for a in args],
+            "kwargs": {k: encode(v) for k, v in kwargs.items()},
         }
         with self._lock:
             if self._sock is None:
@@ -586,7 +495,7 @@ class RemoteStore(Store):
                 msg = f"lost the connection to {self.location}: {exc}"
                 raise StoreUnavailableError(msg) from exc
         if "ok" in reply:
-            return _dec(reply["ok"])
+            return decode(reply["ok"])
         err = reply.get("error")
         err = err if isinstance(err, dict) else {}
         raise _ERRORS.get(str(err.get("type")), SemfsError)(str(err.get("message", reply)))
@@ -635,7 +544,7 @@ class RemoteStore(Store):
         limit: int,
         under: str | None = None,
     ) -> list[ScoredChunk]:
-        return self._call("query", _Vector(dense), sparse, mode, limit, under=under)
+        return self._call("query", Vector(dense), sparse, mode, limit, under=under)
 
     def chunk_paths_matching(
         self, substrings: Sequence[str], words: Sequence[str], under: str | None = None

@@ -208,18 +208,7 @@ def ingest(
     for doc in touched:  # same content, new mtime: rewrite the record, no embedding
         old_rec = store.get_document(doc.path)
         if old_rec is not None:
-            store.put_document(
-                DocumentRecord(
-                    doc.path,
-                    doc.size,
-                    doc.mtime,
-                    doc.sha256,
-                    old_rec.chunks,
-                    old_rec.gen,
-                    old_rec.offsets,
-                    mtime_ns=doc.mtime_ns,
-                )
-            )
+            store.put_document(_record(doc, old_rec.chunks, old_rec.gen, old_rec.offsets))
     report.chunks_embedded = _embed_documents(
         store, embedder, changed, gen, batch_size, on_start, on_progress
     )
@@ -257,6 +246,15 @@ def _compact(store: Store) -> bool:
     except DiskFullError as exc:  # the ingest itself is done; the next one tries again
         logger.warning("not compacting the store: %s", exc)
         return False
+
+
+def _record(
+    doc: Document, chunks: int, gen: int, offsets: tuple[int, ...] | None
+) -> DocumentRecord:
+    """The committed record of ``doc``: what the source says, plus where its chunks are."""
+    return DocumentRecord(
+        doc.path, doc.size, doc.mtime, doc.sha256, chunks, gen, offsets, mtime_ns=doc.mtime_ns
+    )
 
 
 def _clean_interrupted(store: Store) -> None:
@@ -346,17 +344,6 @@ def _commit_finished(
         if p.written < len(p.chunks):
             return open_docs
         doc = p.doc
-        store.put_document(
-            DocumentRecord(
-                doc.path,
-                doc.size,
-                doc.mtime,
-                doc.sha256,
-                len(p.chunks),
-                gen,
-                tuple(c.start for c in p.chunks),
-                mtime_ns=doc.mtime_ns,
-            )
-        )
+        store.put_document(_record(doc, len(p.chunks), gen, tuple(c.start for c in p.chunks)))
         store.delete_stale_chunks(doc.path, gen)
         open_docs.pop(0)

@@ -11,13 +11,28 @@ One collection holds three kinds of points, told apart by the ``kind`` payload f
   store-wide generation counter (:class:`StoreMeta`).
 
 Point ids are UUIDv5 of stable keys, so a writer can address any point without a lookup.
+
+One encoding: each type's ``to_payload``/``from_payload`` is the only place its fields are
+named. Both backends store those payloads, and :func:`encode`/:func:`decode` (the JSON form
+:mod:`ingest.ipc` sends) wrap the same payloads in a ``{"$": tag}`` object. A new field is
+added in one pair of methods and reaches the stores and the socket alike.
+
+``SCHEMA_VERSION`` is what this code writes and reads. :func:`check_schema` refuses any
+other with one line; a store written at an older version is re-ingested into a new store
+(add a migration here, keyed by the old version, if one is ever worth writing).
 """
 
 from __future__ import annotations
 
+import base64
+import sys
 import uuid
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from .errors import SchemaVersionError
 
 SCHEMA_VERSION = 1
 DENSE = "dense"
@@ -121,7 +136,8 @@ class DocumentRecord:
             "sha256": self.sha256,
             "chunks": self.chunks,
             "gen": self.gen,
-            "offsets": list(self.offsets or ()),
+            # None ("not fetched", from a tree scroll) stays apart from () ("no chunks").
+            "offsets": None if self.offsets is None else list(self.offsets),
         }
 
     @classmethod
@@ -196,8 +212,141 @@ class ChunkPoint:
     sparse_indices: list[int]
     sparse_values: list[float]
 
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "record": self.record.to_payload(),
+            "dense": pack_floats(self.dense),
+            "indices": [int(i) for i in self.sparse_indices],
+            "values": [float(w) for w in self.sparse_values],
+        }
+
+    @classmethod
+    def from_payload(cls, p: dict[str, Any]) -> ChunkPoint:
+        return cls(
+            ChunkRecord.from_payload(p["record"]),
+            unpack_floats(p["dense"]),
+            [int(i) for i in p["indices"]],
+            [float(w) for w in p["values"]],
+        )
+
 
 @dataclass(frozen=True)
 class ScoredChunk:
     record: ChunkRecord
     score: float
+
+    def to_payload(self) -> dict[str, Any]:
+        return {"record": self.record.to_payload(), "score": float(self.score)}
+
+    @classmethod
+    def from_payload(cls, p: dict[str, Any]) -> ScoredChunk:
+        return cls(ChunkRecord.from_payload(p["record"]), float(p["score"]))
+
+
+@dataclass(frozen=True)
+class SparseQuery:
+    """A BM25 query vector: token ids and their weights."""
+
+    indices: list[int]
+    values: list[float]
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "indices": [int(i) for i in self.indices],
+            "values": [float(w) for w in self.values],
+        }
+
+    @classmethod
+    def from_payload(cls, p: dict[str, Any]) -> SparseQuery:
+        return cls([int(i) for i in p["indices"]], [float(w) for w in p["values"]])
+
+
+def check_schema(meta: StoreMeta, location: str) -> None:
+    """Refuse, with one line, a store this code cannot read (SchemaVersionError)."""
+    if meta.schema > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"store {location} has schema version {meta.schema}, newer than this semfs reads "
+            f"({SCHEMA_VERSION}): upgrade semfs"
+        )
+    if meta.schema < SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"store {location} has schema version {meta.schema}, from an older semfs (this one "
+            f"reads {SCHEMA_VERSION}): ingest again into a new store (--store or --collection)"
+        )
+
+
+# --- the JSON form of schema values (ipc) ----------------------------------------------------
+
+
+class Vector:
+    """Marks a list of floats to encode packed as float32: 4 bytes a value, not ~20 as JSON.
+
+    Both backends store vectors as float32, so nothing is lost that the store would keep.
+    """
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: Sequence[float]) -> None:
+        self.values = values
+
+
+def pack_floats(values: Sequence[float]) -> str:
+    """Float32, little-endian, base64: a dense vector in a JSON string."""
+    arr = array("f", values)
+    if sys.byteorder == "big":
+        arr.byteswap()
+    return base64.b64encode(arr.tobytes()).decode("ascii")
+
+
+def unpack_floats(text: str) -> list[float]:
+    arr = array("f")
+    arr.frombytes(base64.b64decode(text, validate=True))
+    if sys.byteorder == "big":
+        arr.byteswap()
+    return arr.tolist()
+
+
+_Encodable = StoreMeta | DocumentRecord | ChunkRecord | ChunkPoint | ScoredChunk | SparseQuery
+# Tag -> type, for every schema type that crosses the socket.
+_TYPES: dict[str, type[_Encodable]] = {
+    "meta": StoreMeta,
+    "doc": DocumentRecord,
+    "chunk": ChunkRecord,
+    "point": ChunkPoint,
+    "scored": ScoredChunk,
+    "sparse": SparseQuery,
+}
+_TAGS = {cls: tag for tag, cls in _TYPES.items()}
+
+
+def encode(value: Any) -> Any:
+    """A JSON form of a Store argument or result; schema objects become ``{"$": tag, ...}``."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [encode(v) for v in value]
+    if isinstance(value, (set, frozenset)):  # chunk_versions: (path, gen) pairs
+        return {"$": "pairs", "v": sorted([str(p), int(g)] for p, g in value)}
+    if isinstance(value, Vector):
+        return {"$": "f32", "v": pack_floats(value.values)}
+    tag = _TAGS.get(type(value))
+    if tag is None:
+        raise TypeError(f"cannot encode a {type(value).__name__}")
+    return {"$": tag, "v": value.to_payload()}
+
+
+def decode(value: Any) -> Any:
+    """The inverse of :func:`encode`. Raises ValueError, KeyError or TypeError on bad input."""
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    tag = value["$"]
+    if tag == "pairs":
+        return {(str(p), int(g)) for p, g in value["v"]}
+    if tag == "f32":
+        return unpack_floats(value["v"])
+    cls = _TYPES.get(tag)
+    if cls is None:
+        raise ValueError(f"unknown value tag {tag!r}")
+    return cls.from_payload(dict(value["v"]))

@@ -15,11 +15,17 @@ import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import SemfsError
-from .schema import ChunkPoint, ChunkRecord, DocumentRecord, ScoredChunk, StoreMeta
+from .schema import (
+    ChunkPoint,
+    ChunkRecord,
+    DocumentRecord,
+    ScoredChunk,
+    SparseQuery,
+    StoreMeta,
+)
 
 DEFAULT_COLLECTION = "docs"
 MODES = ("hybrid", "semantic", "keyword")
@@ -51,12 +57,6 @@ def check_collection_name(name: str) -> str:
 
 # (path, gen, index, start_line, end_line) of one chunk.
 LineSpan = tuple[str, int, int, int, int]
-
-
-@dataclass(frozen=True)
-class SparseQuery:
-    indices: list[int]
-    values: list[float]
 
 
 class Store(ABC):
@@ -207,3 +207,83 @@ class Store(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class DelegatingStore(Store):
+    """A Store that passes every call to ``inner``: subclass it to watch or adapt a few calls
+    (test spies count reads this way) without restating the rest of the interface."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.backend = inner.backend
+        self.collection = inner.collection
+
+    @property
+    def location(self) -> str:
+        return self.inner.location
+
+    def exists(self) -> bool:
+        return self.inner.exists()
+
+    def create(self, dimension: int) -> None:
+        self.inner.create(dimension)
+
+    def read_meta(self) -> StoreMeta | None:
+        return self.inner.read_meta()
+
+    def write_meta(self, meta: StoreMeta) -> None:
+        self.inner.write_meta(meta)
+
+    def list_documents(self) -> list[DocumentRecord]:
+        return self.inner.list_documents()
+
+    def get_document(self, path: str) -> DocumentRecord | None:
+        return self.inner.get_document(path)
+
+    def put_document(self, record: DocumentRecord) -> None:
+        self.inner.put_document(record)
+
+    def delete_documents(self, paths: Sequence[str]) -> None:
+        self.inner.delete_documents(paths)
+
+    def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
+        self.inner.upsert_chunks(points)
+
+    def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> list[ChunkRecord]:
+        return self.inner.get_chunks(path, gen, indexes)
+
+    def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
+        self.inner.delete_stale_chunks(path, keep_gen)
+
+    def chunk_versions(self) -> set[tuple[str, int]]:
+        return self.inner.chunk_versions()
+
+    def query(
+        self,
+        dense: list[float],
+        sparse: SparseQuery,
+        mode: str,
+        limit: int,
+        under: str | None = None,
+    ) -> list[ScoredChunk]:
+        return self.inner.query(dense, sparse, mode, limit, under)
+
+    def count_chunks(self) -> int:
+        return self.inner.count_chunks()
+
+    def disk_bytes(self) -> int | None:
+        return self.inner.disk_bytes()
+
+    def served_by(self) -> int | None:
+        return self.inner.served_by()
+
+    def serve_writers(
+        self, on_change: Callable[[], None] | None = None
+    ) -> Callable[[], None] | None:
+        return self.inner.serve_writers(on_change)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def close(self) -> None:
+        self.inner.close()

@@ -43,8 +43,8 @@ from fusefs.refresh import TreeRefresher
 from fusefs.tree import DIR, FILE, ROOT_INO, InodeMap, Node, Ownership, Tree
 from ingest.backends import open_store
 from ingest.pipeline import ingest
-from ingest.schema import ChunkPoint, ChunkRecord, DocumentRecord, ScoredChunk, StoreMeta
-from ingest.store import SparseQuery, Store
+from ingest.schema import ChunkRecord, DocumentRecord, StoreMeta
+from ingest.store import DelegatingStore, Store
 
 OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
 
@@ -67,71 +67,16 @@ def record(path: str, size: int = 10, mtime: float = 1.5, gen: int = 1) -> Docum
     return DocumentRecord(path, size, mtime, "0" * 64, 1, gen)
 
 
-class CountingStore(Store):
+class CountingStore(DelegatingStore):
     """A real store, wrapped to count the chunks read through it (a spy, not a mock)."""
 
     def __init__(self, inner: Store) -> None:
-        self.inner = inner
-        self.backend = inner.backend
-        self.collection = inner.collection
+        super().__init__(inner)
         self.chunk_reads: list[int] = []
 
     def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> list[ChunkRecord]:
         self.chunk_reads.extend(indexes)
         return self.inner.get_chunks(path, gen, indexes)
-
-    @property
-    def location(self) -> str:
-        return self.inner.location
-
-    def exists(self) -> bool:
-        return self.inner.exists()
-
-    def create(self, dimension: int) -> None:
-        self.inner.create(dimension)
-
-    def read_meta(self) -> StoreMeta | None:
-        return self.inner.read_meta()
-
-    def write_meta(self, meta: StoreMeta) -> None:
-        self.inner.write_meta(meta)
-
-    def list_documents(self) -> list[DocumentRecord]:
-        return self.inner.list_documents()
-
-    def get_document(self, path: str) -> DocumentRecord | None:
-        return self.inner.get_document(path)
-
-    def put_document(self, record: DocumentRecord) -> None:
-        self.inner.put_document(record)
-
-    def delete_documents(self, paths: Sequence[str]) -> None:
-        self.inner.delete_documents(paths)
-
-    def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
-        self.inner.upsert_chunks(points)
-
-    def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
-        self.inner.delete_stale_chunks(path, keep_gen)
-
-    def chunk_versions(self) -> set[tuple[str, int]]:
-        return self.inner.chunk_versions()
-
-    def query(
-        self,
-        dense: list[float],
-        sparse: SparseQuery,
-        mode: str,
-        limit: int,
-        under: str | None = None,
-    ) -> list[ScoredChunk]:
-        return self.inner.query(dense, sparse, mode, limit, under)
-
-    def count_chunks(self) -> int:
-        return self.inner.count_chunks()
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 @pytest.fixture

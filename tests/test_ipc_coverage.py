@@ -1,0 +1,121 @@
+"""Every class that mirrors the Store interface covers all of it, and one encoding carries
+every schema type: a Store method added without its proxy fails here, not in a live mount."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import SEMFS
+
+from ingest import ipc
+from ingest.backends import open_store
+from ingest.edge_store import EdgeStore
+from ingest.errors import SchemaVersionError
+from ingest.ipc import RemoteStore
+from ingest.schema import (
+    SCHEMA_VERSION,
+    ChunkPoint,
+    ChunkRecord,
+    DocumentRecord,
+    ScoredChunk,
+    SparseQuery,
+    StoreMeta,
+    Vector,
+    decode,
+    encode,
+)
+from ingest.server_store import ServerStore
+from ingest.store import DelegatingStore, Store
+
+# Answered by the proxy itself, never sent: where the store is, who owns it, serving writers.
+LOCAL = {"location", "served_by", "serve_writers"}
+
+
+def _store_methods() -> set[str]:
+    return {
+        name
+        for name, value in vars(Store).items()
+        if not name.startswith("_") and (callable(value) or isinstance(value, property))
+    }
+
+
+def test_the_proxy_sends_every_store_method_and_nothing_else() -> None:
+    sent = _store_methods() - LOCAL
+    assert ipc._READS | ipc._WRITES | {"close"} == sent
+    assert not ipc._READS & ipc._WRITES
+
+
+def _must(cls: type[Store]) -> set[str]:
+    """What ``cls`` must define itself: mirrors forward every method, optional ones too."""
+    if cls is DelegatingStore:
+        return _store_methods()
+    if cls is RemoteStore:  # a proxy has no writers of its own to serve
+        return _store_methods() - {"serve_writers"}
+    return set(Store.__abstractmethods__)
+
+
+@pytest.mark.parametrize("cls", [RemoteStore, DelegatingStore, EdgeStore, ServerStore])
+def test_mirrors_implement_every_method_with_its_signature(cls: type[Store]) -> None:
+    assert not inspect.isabstract(cls)
+    must = _must(cls)
+    assert sorted(must - set(vars(cls))) == []
+    for name in must - {"location"}:  # a property has no signature to compare
+        mine = inspect.signature(vars(cls)[name]).parameters
+        assert list(mine) == list(inspect.signature(vars(Store)[name]).parameters), name
+
+
+def test_one_encoding_round_trips_every_schema_type() -> None:
+    rec = ChunkRecord("a/b.md", 3, 1, 10, 20, 2, 4, "text é \udcff", "H")
+    values = [
+        StoreMeta("hash:8", 8, generation=5, dirty=True),
+        DocumentRecord("a/b.md", 20, 1.5, "ab" * 32, 2, 3, (0, 10), mtime_ns=1_500_000_000),
+        DocumentRecord("a/b.md", 20, 1.5, "ab" * 32, 2, 3, None),  # not fetched stays None
+        DocumentRecord("e.md", 0, 1.5, "ab" * 32, 0, 3, ()),  # no chunks stays ()
+        rec,
+        ChunkPoint(rec, [0.5, -1.25], [3, 9], [0.5, 1.0]),
+        ScoredChunk(rec, 0.75),
+        SparseQuery([1, 2], [0.25, 0.5]),
+        {("a.md", 1), ("b.md", 2)},
+        [None, 1, "x"],
+    ]
+    for value in values:
+        back = decode(encode(value))
+        assert back == value
+        if isinstance(value, DocumentRecord):  # offsets are not compared by ==
+            assert isinstance(back, DocumentRecord) and back.offsets == value.offsets
+    assert decode(encode(Vector([0.5, 2.0]))) == [0.5, 2.0]
+    with pytest.raises(TypeError):
+        encode(object())
+    with pytest.raises(ValueError, match="unknown value tag"):
+        decode({"$": "nope", "v": {}})
+
+
+def _write_at(store_dir: Path, schema: int) -> None:
+    with EdgeStore(store_dir, "docs") as store:
+        store.create(8)
+        store.write_meta(StoreMeta("hash:8", 8, schema=schema, generation=1))
+
+
+@pytest.mark.parametrize(
+    ("schema", "says"),
+    [(SCHEMA_VERSION - 1, "from an older semfs"), (SCHEMA_VERSION + 1, "upgrade semfs")],
+)
+def test_a_store_at_another_schema_version_is_refused_in_one_line(
+    store_dir: Path, schema: int, says: str
+) -> None:
+    _write_at(store_dir, schema)
+    with pytest.raises(SchemaVersionError, match=says):
+        open_store(store_dir)
+    # The refusal released the store, and the command line says it in one line.
+    proc = subprocess.run(
+        [SEMFS, "status", "--store", str(store_dir)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"schema version {schema}" in lines[0], proc.stderr
+    _write_at(store_dir, SCHEMA_VERSION)  # the shard is free again; the current version opens
+    with open_store(store_dir) as store:
+        assert store.read_meta() == StoreMeta("hash:8", 8, generation=1)
