@@ -278,9 +278,12 @@ class DelegatingStore(Store):
         return self.inner.served_by()
 
     def serve_writers(
-        self, on_change: Callable[[], None] | None = None
+        self, on_change: Callable[[], None] | None = None, served: Store | None = None
     ) -> Callable[[], None] | None:
-        return self.inner.serve_writers(on_change)
+        return self.inner.serve_writers(on_change, served or self)
+
+    def compact(self) -> bool:
+        return self.inner.compact()
 
     def flush(self) -> None:
         self.inner.flush()
