@@ -271,6 +271,17 @@ class DelegatingStore(Store):
     def count_chunks(self) -> int:
         return self.inner.count_chunks()
 
+    def chunk_paths_matching(
+        self, substrings: Sequence[str], words: Sequence[str], under: str | None = None
+    ) -> list[str]:
+        return self.inner.chunk_paths_matching(substrings, words, under)
+
+    def split_line_paths(self, under: str | None = None) -> list[str]:
+        return self.inner.split_line_paths(under)
+
+    def chunk_line_spans(self, under: str | None = None) -> Iterator[LineSpan]:
+        return self.inner.chunk_line_spans(under)
+
     def disk_bytes(self) -> int | None:
         return self.inner.disk_bytes()
 
