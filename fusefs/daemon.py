@@ -194,12 +194,16 @@ class MountDaemon:
         self._services.append(owner.close)
         store = owner.store
         try:
+            embedder = None
             if self.cfg.watch is not None:
-                from ingest.pipeline import ensure_collection, resolve_model
+                from ingest.embedder import load_embedder
+                from ingest.pipeline import resolve_model
 
                 model = resolve_model(store, self.cfg.source.model)  # another model: fail now
                 if not store.exists():
-                    ensure_collection(store, model)
+                    # The first pass creates the collection: mount (empty) at once, without
+                    # waiting for the model to say its dimension.
+                    embedder = load_embedder(model)
             refresher = TreeRefresher(
                 store,
                 InodeMap(),
@@ -207,7 +211,8 @@ class MountDaemon:
                 interval=self.cfg.poll_interval,
             )
             tree = refresher.load()
-            searcher = Searcher(store)  # reads the store's model name; loads nothing yet
+            # The store's model (or --watch's, for a new collection); loads nothing yet.
+            searcher = Searcher(store, embedder=embedder)
             pins = GenerationPins(store, on_change=lambda: refresher.wake(force=True))
             self._services.append(pins.close)
             ops = SemfsOperations(

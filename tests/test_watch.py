@@ -336,3 +336,23 @@ def test_edit_is_searchable_with_the_real_model(tmp_path: Path) -> None:
             return os.readlink(query / names[0]) if names else ""
 
         wait_until(lambda: top().endswith("guide/usage.md"), SYNC_TIMEOUT, "the edit ranked")
+
+
+def test_watch_with_a_server_backend(tmp_path: Path) -> None:
+    """The daemon runs the watcher against a server store too (qdrant-client local mode)."""
+    src = make_source(tmp_path)
+    url = f"file://{tmp_path / 'qdrant'}"
+    args = ["--url", url, "--watch", str(src), "--model", "hash"]
+    with mounted(tmp_path / "mnt", *args) as m:
+        wait_until(lambda: listed(m.path) == listed(src), SYNC_TIMEOUT, "the first pass")
+        (src / "intro.md").write_text("# Intro\n\nserver side edit\n")
+        wait_until(
+            lambda: "server side" in (m.path / "intro.md").read_text(), SYNC_TIMEOUT, "the edit"
+        )
+
+        def saved_batches() -> int:
+            saved = load_state(state_file(None, url, "docs"))
+            return saved.batches if saved is not None and saved.pid == m.pid else 0
+
+        # (The tree can show a document before its batch's state is saved.)
+        wait_until(lambda: saved_batches() >= 2, SYNC_TIMEOUT, "the state under servers/")
