@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ingest.check import require_counts
 from ingest.errors import SemfsError
 from ingest.owner import StoreOwnedError, StoreOwner
 from ingest.search import Searcher
@@ -211,6 +212,7 @@ class MountDaemon:
                 interval=self.cfg.poll_interval,
             )
             tree = refresher.load()
+            require_counts(store, tree.files)  # never a silently empty mount of a damaged store
             # The store's model (or --watch's, for a new collection); loads nothing yet.
             searcher = Searcher(store, embedder=embedder)
             pins = GenerationPins(store, on_change=lambda: refresher.wake(force=True))

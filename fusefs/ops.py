@@ -25,7 +25,7 @@ from ingest.schema import DocumentRecord
 from .bindings import ENOATTR, FuseOSError, Operations, current_fuse, overrides
 from .kernelcache import KernelCache, OpenMode
 from .pins import GenerationPins
-from .reader import ChunksMissingError, DocumentReader
+from .reader import ChunksMissingError, DocumentReader, ServedHash
 from .tree import DIR, FILE, NAME_MAX, SYMLINK, Node, Tree, name_too_long
 
 logger = logging.getLogger(__name__)
@@ -49,9 +49,12 @@ class DocumentHandle:
         self.reader = reader
         self.doc = doc
         self.mode = mode
+        self.served = ServedHash(doc)
 
     def read(self, offset: int, size: int) -> bytes:
-        return self.reader.read(self.doc, offset, size)
+        data = self.reader.read(self.doc, offset, size)
+        self.served.update(offset, data)
+        return data
 
 
 class BytesHandle:

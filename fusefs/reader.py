@@ -9,12 +9,13 @@ and the old entries age out.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ingest.schema import DocumentRecord
 from ingest.store import Store
@@ -36,6 +37,45 @@ class ChunksMissingError(Exception):
 
 class CorruptDocumentError(Exception):
     """The stored chunks do not add up to the record's byte spans."""
+
+
+class ServedHash:
+    """Checks a document's sha256 against what a handle served, when it served it in order.
+
+    Reads that follow each other (each starting where the last ended, as ``cat``, ``cp`` and
+    the kernel's readahead do) feed an incremental sha256; once the whole file has been
+    served it must equal the record's ``sha256``, else the store is damaged and the mismatch
+    is logged. The first read out of order stops the check for this handle: no buffering,
+    so it costs one hash update per read. Thread-safe.
+    """
+
+    def __init__(self, doc: DocumentRecord) -> None:
+        self.doc = doc
+        self._hash: Any = hashlib.sha256() if doc.size else None
+        self._next = 0
+        self._lock = threading.Lock()
+        self.verified: bool | None = None  # None until the whole file was served in order
+
+    def update(self, offset: int, data: bytes) -> None:
+        with self._lock:
+            if self._hash is None:
+                return
+            if offset != self._next or (not data and self._next < self.doc.size):
+                self._hash = None  # out of order (or a short read): not checked
+                return
+            self._hash.update(data)
+            self._next += len(data)
+            if self._next < self.doc.size:
+                return
+            digest, self._hash = self._hash.hexdigest(), None
+        self.verified = digest == self.doc.sha256
+        if not self.verified:
+            logger.error(
+                "%s: the bytes served do not match its sha256 (generation %d): the store is "
+                "damaged; run `semfs check`",
+                self.doc.path,
+                self.doc.gen,
+            )
 
 
 class LRUCache(Generic[K, V]):

@@ -243,6 +243,12 @@ def source_options(func: F) -> F:
     help="Then keep following SOURCE: each change is ingested within about a second "
     "(foreground; Ctrl-C stops).",
 )
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="Also check unchanged documents against what the store holds (reads every chunk) "
+    "and re-ingest the damaged ones.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
 @handle_errors
 def ingest_cmd(
@@ -258,6 +264,7 @@ def ingest_cmd(
     max_bytes: int,
     watch: bool,
     follow_symlinks: bool,
+    verify: bool,
     as_json: bool,
 ) -> None:
     """Make a collection mirror SOURCE: add new files, re-embed changed ones, drop deleted ones.
@@ -267,11 +274,13 @@ def ingest_cmd(
     and so are symlinks that lead outside SOURCE (unless --follow-symlinks). A file that
     cannot be read this time keeps its ingested version. Exit status is 0 when the run
     succeeded, even with skipped files. With --watch it then follows SOURCE until Ctrl-C,
-    one small batch per burst of changes (see `semfs status`).
+    one small batch per burst of changes (see `semfs status`). With --verify, documents
+    whose stored chunks no longer hash to what was ingested are re-ingested too.
 
     \b
     Example:
         semfs ingest ./docs
+        semfs ingest ./docs --verify
         semfs ingest ./docs --include '*.md' --include '*.mdx' --exclude 'drafts/'
         semfs ingest ./docs --url http://localhost:6333 --collection acme
         semfs ingest ./docs --watch
@@ -311,6 +320,7 @@ def ingest_cmd(
                 follow_symlinks=follow_symlinks,
                 on_start=on_start,
                 on_progress=on_progress,
+                verify=verify,
             )
         finally:
             if bar is not None:
@@ -385,6 +395,8 @@ def _print_report(report: IngestReport, source: Path, collection: str, location:
         f"  {report.chunks_embedded} chunks embedded in {report.seconds:.1f} s "
         f"({report.chunks_per_second:.1f} chunks/s)"
     )
+    if report.repaired:
+        click.echo(f"Repaired (damaged in the store): {', '.join(report.repaired)}")
     if report.skipped:
         click.echo("Skipped:")
         for s in report.skipped:
@@ -438,12 +450,16 @@ def _store_info(
                 f"no collection {collection!r} at {store.location}: run `semfs ingest DIR` first"
             )
         docs = store.list_documents()
+        chunks = store.count_chunks()
+        from .check import require_counts
+
+        require_counts(store, len(docs), chunks)  # a store that lost points says so
         return {
             "backend": store.backend,
             "location": store.location,
             "collection": collection,
             "documents": len(docs),
-            "chunks": store.count_chunks(),
+            "chunks": chunks,
             "bytes": sum(d.size for d in docs),
             "model": meta.model,
             "dimension": meta.dimension,
@@ -476,6 +492,129 @@ def _print_watch(watch: SyncState) -> None:
         click.echo(f"{'':>13}{path!r}: {reason}" if "\n" in path else f"{'':>13}{path}: {reason}")
     if len(watch.failed) > STATUS_FAILED_SHOWN:
         click.echo(f"{'':>13}... and {len(watch.failed) - STATUS_FAILED_SHOWN} more (--json)")
+
+
+@cli.command()
+@store_options
+@click.option(
+    "--repair",
+    "repair_source",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="SOURCE",
+    help="Re-ingest the damaged documents from SOURCE (the folder they were ingested from).",
+)
+@click.option("--prune", is_flag=True, help="Delete the damaged documents from the store.")
+@click.option("-m", "--model", help="With --repair: the model, when it is not the store's.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def check(
+    store_path: Path | None,
+    url: str | None,
+    api_key: str | None,
+    collection: str,
+    repair_source: Path | None,
+    prune: bool,
+    model: str | None,
+    as_json: bool,
+) -> None:
+    """Check a store: every document's chunks whole, in order and hashing to its sha256.
+
+    Prints one line per damaged document and exits 1 when there is any (0 when the store
+    is sound). --repair SOURCE re-ingests the damaged documents from SOURCE (a full ingest
+    of SOURCE, which also picks up any other change there); --prune deletes them instead.
+
+    \b
+    Example:
+        semfs check
+        semfs check --repair ./docs
+        semfs check --prune --collection acme
+    """
+    from .check import check_store
+    from .errors import StoreDamagedError
+
+    if repair_source is not None and prune:
+        raise click.UsageError("--repair and --prune exclude each other")
+    try:
+        with opened(store_path, url, api_key, collection):
+            pass  # an unreadable store can only be rebuilt
+    except StoreDamagedError as exc:
+        if repair_source is None or url:
+            raise
+        _rebuild(store_path, collection, repair_source, model, exc)
+    with opened(store_path, url, api_key, collection) as store:
+        report = check_store(store)
+        fixed: list[str] = []
+        if report.problems and prune:
+            fixed = report.damaged_paths
+            _prune(store, fixed)  # also records the counts: what was lost is accepted
+            report = check_store(store)
+        elif report.problems and repair_source is not None:
+            from .pipeline import ingest
+
+            # Lost documents come back as added, damaged ones as repaired.
+            run = ingest(repair_source, store, model=model, verify=True)
+            fixed = sorted({*run.repaired, *run.added})
+            report = check_store(store)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "documents": report.documents,
+                    "chunks": report.chunks,
+                    "problems": [{"path": p.path, "reason": p.reason} for p in report.problems],
+                    "notes": report.notes,
+                    "fixed": fixed,
+                },
+                indent=2,
+            )
+        )
+    else:
+        for path in fixed:
+            click.echo(f"{'pruned' if prune else 'repaired'}: {path}")  # or restored
+        for problem in report.problems:
+            line = f"damaged: {problem}" if problem.path else f"damaged store: {problem.reason}"
+            click.echo(line)
+        for note in report.notes:
+            click.echo(f"note: {note}")
+        if report.ok:
+            click.echo(f"ok: {report.documents} documents, {report.chunks} chunks checked")
+    if not report.ok:
+        raise click.exceptions.Exit(1)
+
+
+def _rebuild(
+    store_path: Path | None, collection: str, source: Path, model: str | None, why: Exception
+) -> None:
+    """A store the engine cannot open: set its shard aside and ingest ``source`` afresh."""
+    from .edge_store import set_aside
+    from .pipeline import ingest
+
+    aside = set_aside(store_path or default_store_path(), collection)
+    click.echo(f"unreadable: {why}", err=True)
+    click.echo(f"set the damaged shard aside as {aside}; rebuilding from {source}")
+    with opened(store_path, None, None, collection) as store:
+        ingest(source, store, model=model)
+
+
+def _prune(store: Store, paths: list[str]) -> None:
+    """Delete damaged documents and record the new counts (a change the mount picks up)."""
+    from .schema import StoreMeta
+
+    store.delete_documents(paths)
+    meta = store.read_meta()
+    if meta is not None:
+        docs = store.list_documents()
+        store.write_meta(
+            StoreMeta(
+                meta.model,
+                meta.dimension,
+                generation=meta.generation + 1,
+                dirty=meta.dirty,
+                documents=len(docs),
+                chunks=sum(d.chunks for d in docs),
+            )
+        )
+    store.flush()
 
 
 @cli.command()

@@ -18,15 +18,21 @@ import os
 import shutil
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import qdrant_edge as qe
 
-from . import privacy
+from . import privacy, shardprobe
 from .diskspace import SpaceGuard, chunk_bytes
-from .errors import StoreLockedError, StoreNotFoundError, StoreUnavailableError
+from .errors import (
+    StoreDamagedError,
+    StoreLockedError,
+    StoreNotFoundError,
+    StoreUnavailableError,
+)
 from .ipc import StoreServer
 from .schema import (
     DENSE,
@@ -123,6 +129,23 @@ def read_owner(coll_dir: Path) -> str:
         return "another process"
 
 
+def set_aside(store_dir: Path, collection: str) -> Path:
+    """Rename a collection's shard to ``shard.damaged-TIME`` (under its lock); the new path."""
+    coll = collection_dir(store_dir, collection)
+    fd = os.open(coll / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            raise StoreLockedError(f"store {coll} is in use by {read_owner(coll)}") from exc
+        aside = coll / time.strftime("shard.damaged-%Y%m%d-%H%M%S")
+        os.rename(coll / "shard", aside)
+        (coll / shardprobe.CLEAN_FILE).unlink(missing_ok=True)
+        return aside
+    finally:
+        os.close(fd)
+
+
 class EdgeStore(Store):
     backend = "embedded"
 
@@ -141,6 +164,8 @@ class EdgeStore(Store):
             self._take_ownership()
             try:
                 self.space.check_open()
+                if shardprobe.needs_probe(self.dir, self.shard_dir):
+                    shardprobe.probe(self.shard_dir, str(self.dir))
                 self._shard = self._load()
             except BaseException:
                 self._release_ownership()
@@ -182,6 +207,13 @@ class EdgeStore(Store):
     def _load(self) -> qe.EdgeShard:
         try:
             return qe.EdgeShard.load(str(self.shard_dir))
+        except BaseException as exc:
+            if type(exc).__name__ != "PanicException":  # pyo3's: a BaseException
+                raise
+            raise StoreDamagedError(
+                f"store {self.dir} is damaged: the engine panics opening it ({exc}); run "
+                "`semfs check --repair SOURCE` to rebuild it from its source folder"
+            ) from exc
         except Exception as exc:
             if "WouldBlock" in str(exc):
                 raise StoreLockedError(
@@ -464,6 +496,7 @@ class EdgeStore(Store):
             self._shard.flush()
             self._shard.close()
             self._shard = None
+            shardprobe.mark_clean(self.dir, self.shard_dir)
             self.space.keep_reserve()
             self._release_ownership()
             try:

@@ -19,6 +19,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
+from .check import verify_document
 from .chunking import chunk_text, document_title, embedding_text
 from .embedder import (
     DEFAULT_BATCH_SIZE,
@@ -54,6 +55,8 @@ class IngestReport:
     seconds: float = 0.0
     model: str = ""
     compacted: bool = False
+    # Unchanged in the source but damaged in the store (verify): re-ingested.
+    repaired: list[str] = field(default_factory=list)
 
     @property
     def chunks_per_second(self) -> float:
@@ -72,6 +75,7 @@ class IngestReport:
             "chunks_per_second": round(self.chunks_per_second, 1),
             "model": self.model,
             "compacted": self.compacted,
+            "repaired": self.repaired,
             "added_paths": self.added,
             "updated_paths": self.updated,
             "deleted_paths": self.deleted,
@@ -140,6 +144,7 @@ def ingest(
     on_progress: Progress | None = None,
     paths: Collection[str] | None = None,
     keep_failed: bool = False,
+    verify: bool = False,
 ) -> IngestReport:
     """Make ``store`` mirror ``source``; return what changed. Bad files are skipped, not fatal.
 
@@ -154,6 +159,10 @@ def ingest(
     that fails now (binary, not UTF-8, too large, as well as unreadable) keeps its ingested
     version instead of being deleted: a watcher never loses a document to a bad save. Kept
     documents are listed in ``report.kept``.
+
+    With ``verify``, an unchanged document is also checked against what the store holds
+    (:func:`ingest.check.verify_document`): a damaged one is re-ingested, and listed in
+    ``report.repaired`` (and ``report.updated``).
     """
     started = time.perf_counter()
     report = IngestReport()
@@ -178,7 +187,12 @@ def ingest(
             continue
         seen.add(doc.path)
         old = existing.get(doc.path)
-        if old is not None and old.sha256 == doc.sha256:
+        same = old is not None and old.sha256 == doc.sha256
+        damage = verify_document(store, old) if verify and same and old else None
+        if damage:
+            logger.warning("%s is damaged in the store (%s): re-ingesting it", doc.path, damage)
+            report.repaired.append(doc.path)
+        if old is not None and same and not damage:
             report.unchanged.append(doc.path)
             if old.st_mtime_ns != doc.mtime_ns:
                 touched.append(doc)
@@ -213,7 +227,17 @@ def ingest(
         store, embedder, changed, gen, batch_size, on_start, on_progress
     )
     store.delete_documents(report.deleted)
-    store.write_meta(StoreMeta(meta.model, meta.dimension, generation=gen, dirty=False))
+    documents, chunks = _counts(store, meta, was_dirty, existing, report, paths is None)
+    store.write_meta(
+        StoreMeta(
+            meta.model,
+            meta.dimension,
+            generation=gen,
+            dirty=False,
+            documents=documents,
+            chunks=chunks,
+        )
+    )
     store.flush()
     if report.updated or report.deleted:
         report.compacted = _compact(store)
@@ -237,6 +261,32 @@ def _keep_old(
     seen.update(kept)
     what = "the ingested version" if kept == [skip.path] else f"{len(kept)} ingested documents"
     return Skipped(skip.path, f"{skip.reason} (kept {what})", transient=True)
+
+
+def _counts(
+    store: Store,
+    meta: StoreMeta,
+    was_dirty: bool,
+    existing: dict[str, DocumentRecord],
+    report: IngestReport,
+    full: bool,
+) -> tuple[int, int]:
+    """Documents and chunks the store holds after this run, for the meta (a damage check).
+
+    A full run knows every record; a run over some paths adds its changes to the last run's
+    counts, or counts afresh after an interrupted run or in a store without counts yet.
+    """
+    gone = [*report.updated, *report.deleted]
+    change = (
+        len(report.added) - len(report.deleted),
+        report.chunks_embedded - sum(existing[p].chunks for p in gone),
+    )
+    if full:  # ``existing`` is every record the store held: exact, whatever the meta says
+        return len(existing) + change[0], sum(d.chunks for d in existing.values()) + change[1]
+    if was_dirty or meta.documents is None or meta.chunks is None:
+        docs = store.list_documents()
+        return len(docs), sum(d.chunks for d in docs)
+    return meta.documents + change[0], meta.chunks + change[1]
 
 
 def _compact(store: Store) -> bool:

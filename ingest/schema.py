@@ -82,6 +82,10 @@ class StoreMeta:
     generation: int = 0
     # True while an ingest run is under way or was interrupted: the next run cleans up.
     dirty: bool = False
+    # What the last finished run left: a store holding fewer is damaged (semfs check).
+    # None in stores written before these were recorded.
+    documents: int | None = None
+    chunks: int | None = None
 
     def to_payload(self) -> dict[str, Any]:
         return {
@@ -91,6 +95,8 @@ class StoreMeta:
             "schema": self.schema,
             "generation": self.generation,
             "dirty": self.dirty,
+            "documents": self.documents,
+            "chunks": self.chunks,
         }
 
     @classmethod
@@ -101,6 +107,8 @@ class StoreMeta:
             schema=int(p.get("schema", SCHEMA_VERSION)),
             generation=int(p.get("generation", 0)),
             dirty=bool(p.get("dirty", False)),
+            documents=int(p["documents"]) if p.get("documents") is not None else None,
+            chunks=int(p["chunks"]) if p.get("chunks") is not None else None,
         )
 
 

@@ -1,0 +1,143 @@
+"""Checking a store against itself (``semfs check``, ``semfs ingest --verify``).
+
+Rules a caller may rely on:
+
+* A document is sound when its committed generation has every chunk ``0 .. chunks-1``, the
+  chunks start at the record's offsets and follow each other without gap or overlap, they
+  end at the record's size, and their bytes hash to the record's ``sha256`` (the source's
+  hash at ingest). Anything else is one :class:`Problem` naming the document.
+* The store is sound when every document is, and it holds at least the documents and chunks
+  the meta says the last finished ingest left (a store with fewer lost some: a truncated id
+  tracker reads as an empty store). More is not damage: an interrupted run's leftovers, or
+  the old version a mounted reader still has open; the next ingest removes them.
+* Reading only: nothing here writes to the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from .errors import StoreDamagedError
+from .schema import DocumentRecord, StoreMeta
+from .store import Store
+
+# Chunks fetched per store call while checking a document.
+_FETCH = 256
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return (
+            f"{self.path!r}: {self.reason}" if "\n" in self.path else f"{self.path}: {self.reason}"
+        )
+
+
+@dataclass
+class CheckReport:
+    documents: int = 0
+    chunks: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def damaged_paths(self) -> list[str]:
+        return sorted({p.path for p in self.problems if p.path})
+
+
+def verify_document(store: Store, rec: DocumentRecord) -> str | None:
+    """Why the stored document ``rec`` is not what was ingested, or None when it is."""
+    full = rec if rec.offsets is not None else store.get_document(rec.path)
+    if full is None:
+        return "its record is gone"
+    offsets = full.offsets or ()
+    if len(offsets) != full.chunks:
+        return f"its record has {len(offsets)} chunk offsets for {full.chunks} chunks"
+    digest = hashlib.sha256()
+    pos = 0
+    for first in range(0, full.chunks, _FETCH):
+        wanted = list(range(first, min(first + _FETCH, full.chunks)))
+        got = store.get_chunks(full.path, full.gen, wanted)
+        found = {c.index for c in got}
+        missing = [i for i in wanted if i not in found]
+        if missing:
+            return f"chunk {missing[0]} of generation {full.gen} is missing"
+        for c in got:
+            data = c.text.encode("utf-8", "surrogatepass")
+            if c.start != pos or offsets[c.index] != pos:
+                return f"chunk {c.index} starts at byte {c.start}, expected {pos}"
+            if c.end - c.start != len(data):
+                return f"chunk {c.index} holds {len(data)} bytes for a span of {c.end - c.start}"
+            digest.update(data)
+            pos = c.end
+    if pos != full.size:
+        return f"its chunks hold {pos} bytes, the document {full.size}"
+    if digest.hexdigest() != full.sha256:
+        return "its chunks do not hash to its sha256 (the stored text was changed)"
+    return None
+
+
+def count_problem(meta: StoreMeta | None, documents: int, chunks: int) -> str | None:
+    """Why these counts show a damaged store (fewer than the last run left), or None."""
+    if meta is None or meta.dirty or meta.documents is None or meta.chunks is None:
+        return None
+    if documents < meta.documents or chunks < meta.chunks:
+        return (
+            f"the last ingest left {meta.documents} documents and {meta.chunks} chunks, "
+            f"the store now holds {documents} and {chunks}"
+        )
+    return None
+
+
+def require_counts(store: Store, documents: int, chunks: int | None = None) -> None:
+    """Raise StoreDamagedError when the store holds fewer than its meta says it should."""
+    meta = store.read_meta()
+    n_chunks = store.count_chunks() if chunks is None else chunks
+    reason = count_problem(meta, documents, n_chunks)
+    if reason:
+        raise StoreDamagedError(
+            f"store {store.location} is damaged: {reason}; run `semfs check` for details"
+        )
+
+
+def check_store(
+    store: Store,
+    on_document: Callable[[int], None] | None = None,
+    paths: Iterable[str] | None = None,
+) -> CheckReport:
+    """Check every committed document (or those in ``paths``) and the store's counts."""
+    report = CheckReport()
+    meta = store.read_meta()
+    if meta is None:
+        report.problems.append(Problem("", "the store has no meta point (model, counts)"))
+    docs = store.list_documents()
+    wanted = set(paths) if paths is not None else None
+    report.documents = len(docs)
+    report.chunks = store.count_chunks()
+    reason = count_problem(meta, report.documents, report.chunks)
+    if reason:
+        report.problems.append(Problem("", reason))
+    committed = sum(d.chunks for d in docs)
+    if report.chunks > committed:
+        report.notes.append(
+            f"{report.chunks - committed} chunks belong to no committed document (left by an "
+            "interrupted ingest, or kept for a reader); the next ingest removes them"
+        )
+    for i, rec in enumerate(sorted(docs, key=lambda d: d.path)):
+        if wanted is not None and rec.path not in wanted:
+            continue
+        why = verify_document(store, rec)
+        if why:
+            report.problems.append(Problem(rec.path, why))
+        if on_document:
+            on_document(i + 1)
+    return report

@@ -1,0 +1,148 @@
+"""A damaged store says so: `semfs check`, `ingest --verify`, the mount's sha256 check, and an
+engine that panics or aborts on damaged files reported in one line (real Edge stores)."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from mounting import ingest_hash, mounted, semfs
+
+from ingest.backends import open_store
+from ingest.schema import ChunkPoint, chunk_id
+
+
+def damage_text(store: Path, path: str) -> None:
+    """Change one chunk's stored text in place, same length: what bit rot looks like."""
+    with open_store(store) as s:
+        rec = s.get_document(path)
+        assert rec is not None and rec.chunks > 0
+        chunk = s.get_chunks(path, rec.gen, [rec.chunks - 1])[0]
+        text = chunk.text
+        i = next(k for k, ch in enumerate(text) if ch.isalpha())
+        bad = text[:i] + ("X" if text[i] != "X" else "Y") + text[i + 1 :]
+        dim = s.read_meta().dimension  # type: ignore[union-attr]
+        s.upsert_chunks([ChunkPoint(replace(chunk, text=bad), [0.1] * dim, [1], [1.0])])
+
+
+def drop_chunk(store: Path, path: str) -> None:
+    with open_store(store) as s:
+        rec = s.get_document(path)
+        assert rec is not None
+        shard = s.shard  # type: ignore[attr-defined]
+        import qdrant_edge as qe
+
+        shard.update(qe.UpdateOperation.delete_points([chunk_id(path, rec.gen, 0)]))
+
+
+def test_check_finds_damage_and_verify_repairs_it(sample_copy: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    ingest_hash(sample_copy, store)
+    assert semfs("check", "--store", str(store)).stdout.startswith("ok: ")
+    damage_text(store, "quickstart.mdx")
+    drop_chunk(store, "components/tabs.mdx")
+
+    proc = semfs("check", "--store", str(store), check=False)
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert lines == [
+        "damaged store: the last ingest left 42 documents and 377 chunks, the store now holds "
+        "42 and 376",
+        "damaged: components/tabs.mdx: chunk 0 of generation 1 is missing",
+        "damaged: quickstart.mdx: its chunks do not hash to its sha256 (the stored text was "
+        "changed)",
+    ], lines
+    # A plain ingest trusts the hashes: the source did not change.
+    plain = json.loads(semfs("ingest", str(sample_copy), "--store", str(store), "--json").stdout)
+    assert plain["updated"] == 0
+    verified = semfs("ingest", str(sample_copy), "--store", str(store), "--verify", "--json")
+    report = json.loads(verified.stdout)
+    assert report["repaired"] == ["components/tabs.mdx", "quickstart.mdx"]
+    assert semfs("check", "--store", str(store)).stdout.startswith("ok: ")
+
+
+def test_check_repair_and_prune(sample_copy: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    ingest_hash(sample_copy, store)
+    damage_text(store, "quickstart.mdx")
+    out = semfs("check", "--store", str(store), "--repair", str(sample_copy)).stdout
+    assert "repaired: quickstart.mdx" in out and out.splitlines()[-1].startswith("ok: ")
+    damage_text(store, "index.mdx")
+    out = semfs("check", "--store", str(store), "--prune").stdout
+    assert "pruned: index.mdx" in out and out.splitlines()[-1].startswith("ok: ")
+    with open_store(store) as s:
+        assert s.get_document("index.mdx") is None
+    # The pruned document is counted out: not a damaged store.
+    assert semfs("status", "--store", str(store)).returncode == 0
+
+
+def test_mount_logs_a_sha256_mismatch_after_a_full_read(sample_copy: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    ingest_hash(sample_copy, store)
+    damage_text(store, "quickstart.mdx")
+    expect = ["do not match its sha256"]
+    with mounted(tmp_path / "mnt", "--store", str(store), expect_log=expect) as m:
+        (m.path / "index.mdx").read_bytes()  # sound: nothing logged
+        served = (m.path / "quickstart.mdx").read_bytes()
+    assert served != (sample_copy / "quickstart.mdx").read_bytes()
+    log = m.log_text()
+    bad = [line for line in log.splitlines() if "do not match its sha256" in line]
+    assert len(bad) == 1 and "quickstart.mdx" in bad[0] and "semfs check" in bad[0], log
+
+
+def _segment(store: Path) -> Path:
+    return next((store / "docs" / "shard" / "segments").iterdir())
+
+
+def _garble(path: Path, seed: int) -> None:
+    data = bytearray(path.read_bytes())
+    rng = random.Random(seed)
+    at = rng.randrange(len(data) // 2)
+    data[at : at + 16] = bytes(rng.randrange(256) for _ in range(16))
+    path.write_bytes(data)
+
+
+@pytest.mark.parametrize("damage", ["truncated status.dat", "garbled id tracker"])
+def test_an_engine_crash_is_one_line_and_check_rebuilds(
+    damage: str, sample_copy: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    ingest_hash(sample_copy, store)
+    seg = _segment(store)
+    if damage == "truncated status.dat":
+        next(seg.rglob("status.dat")).write_bytes(b"")  # Rust panic before
+    else:
+        _garble(next(seg.glob("*id_tracker.mappings")), 1)  # a 45 GB allocation abort before
+    for args in (["status"], ["search", "deploy"], ["check"]):
+        proc = semfs(*args, "--store", str(store), check=False)
+        assert proc.returncode == 1, (args, proc.returncode, proc.stderr[-3000:])
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert f"store {store / 'docs'} is damaged" in proc.stderr
+        assert "semfs check" in proc.stderr
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    proc = semfs("mount", str(mnt), "--store", str(store), check=False)
+    assert proc.returncode == 1 and "is damaged" in proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr
+
+    out = semfs("check", "--store", str(store), "--repair", str(sample_copy), "-m", "hash")
+    assert out.stdout.splitlines()[-1].startswith("ok: ")
+    assert semfs("status", "--store", str(store)).returncode == 0
+
+
+def test_a_truncated_id_tracker_is_not_an_empty_store(sample_copy: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    ingest_hash(sample_copy, store)
+    next(_segment(store).glob("*id_tracker.mappings")).write_bytes(b"")
+    proc = semfs("status", "--store", str(store), check=False)
+    assert proc.returncode == 1
+    assert "is damaged: the last ingest left" in proc.stderr and "semfs check" in proc.stderr
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    proc = semfs("mount", str(mnt), "--store", str(store), check=False)
+    assert proc.returncode == 1 and "is damaged" in proc.stderr
+    semfs("check", "--store", str(store), "--repair", str(sample_copy))
+    assert semfs("status", "--store", str(store)).returncode == 0
