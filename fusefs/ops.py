@@ -16,8 +16,7 @@ import errno
 import itertools
 import logging
 import os
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from ingest.schema import DocumentRecord
@@ -65,6 +64,42 @@ class BytesHandle:
 
     def read(self, offset: int, size: int) -> bytes:
         return self.data[offset : offset + size]
+
+
+class _StoreErrors:
+    """``with`` block turning store failures into errno values (see ``_store_errors``).
+
+    A class rather than a @contextmanager: it runs on every open and release, and the
+    generator machinery cost more than the rest of a warm open.
+    """
+
+    __slots__ = ("path", "what")
+
+    def __init__(self, what: str, path: str) -> None:
+        self.what = what
+        self.path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        # Never returns True: an exception is re-raised as an errno, never swallowed.
+        if exc is None or isinstance(exc, FuseOSError) or not isinstance(exc, Exception):
+            return
+        if isinstance(exc, ChunksMissingError):
+            logger.info("%s %s: %s (re-ingested while open)", self.what, self.path, exc)
+            raise FuseOSError(errno.ESTALE) from exc
+        logger.error(
+            "%s %s failed: %s: %s",
+            self.what,
+            self.path,
+            type(exc).__name__,
+            exc,
+            exc_info=logger.isEnabledFor(logging.DEBUG),
+        )
+        raise FuseOSError(errno.EIO) from exc
 
 
 class SemfsOperations(Operations):
@@ -124,26 +159,9 @@ class SemfsOperations(Operations):
             raise FuseOSError(errno.ENOENT)
         return node
 
-    @contextmanager
-    def _store_errors(self, what: str, path: str) -> Iterator[None]:
+    def _store_errors(self, what: str, path: str) -> _StoreErrors:
         """Store failures become EIO (logged); an outdated version becomes ESTALE."""
-        try:
-            yield
-        except FuseOSError:
-            raise
-        except ChunksMissingError as exc:
-            logger.info("%s %s: %s (re-ingested while open)", what, path, exc)
-            raise FuseOSError(errno.ESTALE) from exc
-        except Exception as exc:
-            logger.error(
-                "%s %s failed: %s: %s",
-                what,
-                path,
-                type(exc).__name__,
-                exc,
-                exc_info=logger.isEnabledFor(logging.DEBUG),
-            )
-            raise FuseOSError(errno.EIO) from exc
+        return _StoreErrors(what, path)
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import Counter
 from collections.abc import Callable, Sequence
 
 from ingest.schema import ChunkPoint, ChunkRecord, DocumentRecord, ScoredChunk, StoreMeta
@@ -44,8 +43,9 @@ class GenerationPins:
         self.store = store
         self.on_change = on_change
         self._lock = threading.RLock()
-        self._pins: Counter[tuple[str, int]] = Counter()
-        self._by_path: Counter[str] = Counter()
+        # Plain dicts: Counter's item deletion is Python code, and this runs on every release.
+        self._pins: dict[tuple[str, int], int] = {}
+        self._by_path: dict[str, int] = {}
         # path -> the one generation whose chunks survived the last deletion (None: none).
         # One entry per path ever re-ingested or deleted through guard().
         self._survivor: dict[str, int | None] = {}
@@ -67,9 +67,8 @@ class GenerationPins:
             key = (rec.path, rec.gen)
             with self._lock:
                 survivor = self._survivor.get(rec.path, rec.gen)
-                if self._pins[key] or survivor == rec.gen:
-                    self._pins[key] += 1
-                    self._by_path[rec.path] += 1
+                if key in self._pins or survivor == rec.gen:
+                    self._pin(key)
                     return rec
             # Superseded and deleted since it was cached or read: take the newest.
             rec = reader.latest(rec.path)
@@ -77,20 +76,26 @@ class GenerationPins:
 
     def _hold_unchecked(self, rec: DocumentRecord) -> DocumentRecord:
         with self._lock:
-            self._pins[(rec.path, rec.gen)] += 1
-            self._by_path[rec.path] += 1
+            self._pin((rec.path, rec.gen))
         return rec
+
+    def _pin(self, key: tuple[str, int]) -> None:
+        self._pins[key] = self._pins.get(key, 0) + 1
+        self._by_path[key[0]] = self._by_path.get(key[0], 0) + 1
 
     def release(self, path: str, gen: int) -> None:
         with self._lock:
             key = (path, gen)
-            self._pins[key] -= 1
-            if self._pins[key] <= 0:
-                del self._pins[key]
-            self._by_path[path] -= 1
-            if self._by_path[path] > 0:
+            left = self._pins.get(key, 0) - 1
+            if left > 0:
+                self._pins[key] = left
+            else:
+                self._pins.pop(key, None)
+            left = self._by_path.get(path, 0) - 1
+            if left > 0:
+                self._by_path[path] = left
                 return
-            del self._by_path[path]
+            self._by_path.pop(path, None)
             # Mid-run, a newer half-written generation may exist: the run's end cleans up.
             changed = False if self._ingesting else self._run_deferred([path])
         if changed and self.on_change is not None:
@@ -114,12 +119,12 @@ class GenerationPins:
         self._survivor[path] = keep_gen
 
     def _delete_documents(self, paths: Sequence[str]) -> None:
-        now = [p for p in paths if not self._by_path[p]]
+        now = [p for p in paths if p not in self._by_path]
         self.store.delete_documents(now)
         for path in now:
             self._survivor[path] = None
             self._deferred_delete.discard(path)
-        self._deferred_delete.update(p for p in paths if self._by_path[p])
+        self._deferred_delete.update(p for p in paths if p in self._by_path)
 
     def _put_document(self, record: DocumentRecord) -> None:
         self.store.put_document(record)
