@@ -464,7 +464,9 @@ def live_update(source: Path, mount: Mount, reingest: list[str]) -> None:
         lambda: run("diff", "-r", str(source), str(mnt)).returncode == 0, 2.0, "the mount updated"
     )
     print(f"mount showed the re-ingest after {took:.2f} s")
-    # Contents, not only names: the kernel dropped the changed file's cached pages.
+    # Contents, not only names: the kernel dropped the changed file's cached pages, and its
+    # attributes (kept for minutes under libfuse 3) were invalidated.
+    assert (mnt / "index.mdx").stat().st_size == (source / "index.mdx").stat().st_size
     assert (mnt / "index.mdx").read_text() == "# Rewritten\n\nnew words only\n"
     assert grep_count(mnt, "new words only") == 1
     after = {rel: os.stat(mnt / rel).st_ino for rel in before}

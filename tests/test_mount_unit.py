@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from conftest import SAMPLE_CORPUS
 from mounting import ingest_hash
 
-from fusefs.bindings import ENOATTR, FuseOSError
+from fusefs.bindings import ENOATTR, FuseOSError, can_invalidate
 from fusefs.cli import cli
 from fusefs.daemon import (
     MountConfig,
@@ -34,7 +34,7 @@ from fusefs.daemon import (
     parse_options,
     unmount_commands,
 )
-from fusefs.kernelcache import KernelCache
+from fusefs.kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT, KernelCache
 from fusefs.mounthelper import translate
 from fusefs.ops import SemfsOperations
 from fusefs.pins import GenerationPins
@@ -594,3 +594,15 @@ def test_a_handle_keeps_its_version_across_a_reingest(store: Store, sample_copy:
     ops.release("/quickstart.mdx", gone)
     assert store.get_document("quickstart.mdx") is None
     assert not [v for v in store.chunk_versions() if v[0] == "quickstart.mdx"]
+
+
+def test_long_kernel_timeouts_only_where_changes_are_invalidated(tmp_path: Path) -> None:
+    opts = fuse_options(MountConfig(mountpoint=tmp_path))
+    expected = LONG_TIMEOUT if can_invalidate() else SHORT_TIMEOUT
+    assert opts["entry_timeout"] == opts["attr_timeout"] == expected
+    assert (
+        fuse_options(MountConfig(mountpoint=tmp_path, options={"attr_timeout": "2"}))[
+            "attr_timeout"
+        ]
+        == "2"
+    )
