@@ -44,10 +44,14 @@ READER = (
 
 
 def versions(original: bytes) -> list[bytes]:
-    """Three versions of different sizes: torn reads show up against both neighbours."""
-    longer = original + b"\n<!-- revised -->\n" + original[: len(original) // 2]
-    shorter = original[: max(1, len(original) // 3)] + b"\n<!-- cut -->\n"
-    return [original, longer, shorter]
+    """Three versions of different sizes: torn reads show up against both neighbours.
+
+    Cuts fall on character boundaries: a version that is not UTF-8 would not be ingested.
+    """
+    text = original.decode("utf-8", "surrogateescape")
+    longer = text + "\n<!-- revised -->\n" + text[: len(text) // 2]
+    shorter = text[: max(1, len(text) // 3)] + "\n<!-- cut -->\n"
+    return [original, *(v.encode("utf-8", "surrogateescape") for v in (longer, shorter))]
 
 
 def run(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
