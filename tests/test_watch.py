@@ -95,11 +95,16 @@ def test_edit_create_delete_show_in_the_mount(tmp_path: Path) -> None:
         wait_until(
             lambda: "zeppelins" in (m.path / "intro.md").read_text(), SYNC_TIMEOUT, "the edit"
         )
-        assert keyword_hits(m.path, "zeppelins") == ["intro.md"]
+        # (A file's content can be newer than the tree a search runs against for a moment.)
+        wait_until(
+            lambda: keyword_hits(m.path, "zeppelins") == ["intro.md"], SYNC_TIMEOUT, "searchable"
+        )
 
         (src / "guide" / "new.md").write_text("# New\n\nA new page on gondolas.\n")
         wait_until(lambda: "guide/new.md" in listed(m.path), SYNC_TIMEOUT, "the new file")
-        assert keyword_hits(m.path, "gondolas") == ["guide/new.md"]
+        wait_until(
+            lambda: keyword_hits(m.path, "gondolas") == ["guide/new.md"], SYNC_TIMEOUT, "search"
+        )
 
         (src / "guide" / "usage.md").unlink()
         wait_until(lambda: "guide/usage.md" not in listed(m.path), SYNC_TIMEOUT, "the deletion")
