@@ -16,7 +16,8 @@ Rules a caller may rely on:
   ``re``, so constructs outside ERE take Python's meaning.
 * Nothing is missed by the prefilter: a line that matches lies inside one chunk (and that
   chunk passes the filter) unless a chunk boundary cuts the line, and every document with
-  such a boundary is always read (:meth:`ingest.store.Store.split_line_paths`).
+  such a boundary is always read (its record's ``split_lines``; for records older than that
+  flag, :meth:`ingest.store.Store.split_line_paths`).
 * A regular expression without a literal part, or a case-insensitive pattern without a
   whole word, cannot be pushed down: the documents are then read in order until the match
   limit or a byte budget, and the result says the scan was cut and where.
@@ -277,10 +278,16 @@ class Grep:
         self._split: tuple[Tree, frozenset[str]] | None = None
 
     def split_paths(self, tree: Tree) -> frozenset[str]:
+        """Documents with a line cut by a chunk boundary: from the tree's records, or, when
+        some record predates that flag, from one scroll of the chunks' line numbers."""
         cached = self._split
         if cached is not None and cached[0] is tree:
             return cached[1]
-        paths = frozenset(self.store.split_line_paths())
+        docs = [n.doc for n in walk(tree.root) if n.doc is not None]
+        if all(d.split_lines is not None for d in docs):
+            paths = frozenset(d.path for d in docs if d.split_lines)
+        else:
+            paths = frozenset(self.store.split_line_paths())
         self._split = (tree, paths)
         return paths
 

@@ -222,7 +222,9 @@ def ingest(
     for doc in touched:  # same content, new mtime: rewrite the record, no embedding
         old_rec = store.get_document(doc.path)
         if old_rec is not None:
-            store.put_document(_record(doc, old_rec.chunks, old_rec.gen, old_rec.offsets))
+            store.put_document(
+                _record(doc, old_rec.chunks, old_rec.gen, old_rec.offsets, old_rec.split_lines)
+            )
     report.chunks_embedded = _embed_documents(
         store, embedder, changed, gen, batch_size, on_start, on_progress
     )
@@ -299,11 +301,23 @@ def _compact(store: Store) -> bool:
 
 
 def _record(
-    doc: Document, chunks: int, gen: int, offsets: tuple[int, ...] | None
+    doc: Document,
+    chunks: int,
+    gen: int,
+    offsets: tuple[int, ...] | None,
+    split_lines: bool | None,
 ) -> DocumentRecord:
     """The committed record of ``doc``: what the source says, plus where its chunks are."""
     return DocumentRecord(
-        doc.path, doc.size, doc.mtime, doc.sha256, chunks, gen, offsets, mtime_ns=doc.mtime_ns
+        doc.path,
+        doc.size,
+        doc.mtime,
+        doc.sha256,
+        chunks,
+        gen,
+        offsets,
+        mtime_ns=doc.mtime_ns,
+        split_lines=split_lines,
     )
 
 
@@ -394,6 +408,9 @@ def _commit_finished(
         if p.written < len(p.chunks):
             return open_docs
         doc = p.doc
-        store.put_document(_record(doc, len(p.chunks), gen, tuple(c.start for c in p.chunks)))
+        split = any(not c.text.endswith("\n") for c in p.chunks[:-1])
+        store.put_document(
+            _record(doc, len(p.chunks), gen, tuple(c.start for c in p.chunks), split)
+        )
         store.delete_stale_chunks(doc.path, gen)
         open_docs.pop(0)

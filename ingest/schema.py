@@ -129,6 +129,9 @@ class DocumentRecord:
     offsets: tuple[int, ...] | None = field(default=None, compare=False)
     # Exact source mtime; ``mtime`` (float seconds) loses the last digits of nanoseconds.
     mtime_ns: int | None = None
+    # Whether a chunk boundary falls inside a line (grep must then read the whole document);
+    # None in records written before this field existed.
+    split_lines: bool | None = None
 
     @property
     def st_mtime_ns(self) -> int:
@@ -146,6 +149,7 @@ class DocumentRecord:
             "gen": self.gen,
             # None ("not fetched", from a tree scroll) stays apart from () ("no chunks").
             "offsets": None if self.offsets is None else list(self.offsets),
+            "split_lines": self.split_lines,
         }
 
     @classmethod
@@ -160,11 +164,22 @@ class DocumentRecord:
             gen=int(p["gen"]),
             offsets=tuple(int(o) for o in offsets) if offsets is not None else None,
             mtime_ns=int(p["mtime_ns"]) if p.get("mtime_ns") is not None else None,
+            split_lines=bool(p["split_lines"]) if p.get("split_lines") is not None else None,
         )
 
 
 # The payload fields of a doc record that a tree needs; "offsets" is left out.
-DOC_TREE_FIELDS = ["kind", "path", "size", "mtime", "mtime_ns", "sha256", "chunks", "gen"]
+DOC_TREE_FIELDS = [
+    "kind",
+    "path",
+    "size",
+    "mtime",
+    "mtime_ns",
+    "sha256",
+    "chunks",
+    "gen",
+    "split_lines",
+]
 
 
 @dataclass(frozen=True)

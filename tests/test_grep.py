@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -19,6 +20,7 @@ from fusefs.grep import (
     ere_to_python,
     plan,
     required_literals,
+    walk,
 )
 from fusefs.reader import DocumentReader
 from fusefs.tree import InodeMap, Ownership, Tree
@@ -207,3 +209,25 @@ def test_bad_input(
     grep, tree = engine(store)
     with pytest.raises(error, match=message):
         grep.run(tree, **kwargs)  # type: ignore[arg-type]
+
+
+def test_split_lines_flag_and_older_records(tmp_path: Path) -> None:
+    """Ingest flags the documents whose lines cross chunks; records without the flag (older
+    stores) fall back to the chunks' line numbers, with the same answer."""
+    src = build(tmp_path / "src")
+    ingest_hash(src, tmp_path / "store")
+    with open_store(tmp_path / "store") as store:
+        records = store.list_documents()
+        flagged = {r.path for r in records if r.split_lines}
+        assert flagged == {"long/one-line.txt"} == set(store.split_line_paths())
+        pattern = boundary_pattern(store)
+        grep, tree = engine(store)
+        want = grep.run(tree, pattern).lines
+        assert len(want) == 1
+        for rec in records:
+            full = store.get_document(rec.path)
+            assert full is not None
+            store.put_document(dataclasses.replace(full, split_lines=None))
+        grep, tree = engine(store)
+        assert all(n.doc is None or n.doc.split_lines is None for n in walk(tree.root))
+        assert grep.run(tree, pattern).lines == want
