@@ -110,7 +110,7 @@ def pick_patterns(mnt: Path, seed: int = 7) -> list[tuple[str, str]]:
     files = sorted(p for p in mnt.rglob("*.md*") if p.is_file())
     for path in rng.sample(files, min(200, len(files))):
         lines = path.read_text(errors="replace").splitlines()
-        found = [m for line in lines for m in re.finditer(r"[a-z]{4,}(?: [a-z]{4,}){3}", line)]
+        found = [m for line in lines for m in re.finditer(r"\b[a-z]{4,}(?: [a-z]{4,}){3}\b", line)]
         if found:
             words = rng.choice(found).group().split()
             return [("phrase", " ".join(words[:3])), ("word", words[3])]
