@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import random
@@ -140,9 +141,11 @@ def measure_edits(cache: Path, work: Path, edits: int, idle: float) -> dict[str,
                 with open(doc, "a") as f:
                     f.write(edit_text(i))
                 saved = time.perf_counter()
-                wait_for(lambda rel=rel, q=query: linked(q, rel), 60, f"edit {i} searchable")
+                wait_for(functools.partial(linked, query, rel), 60, f"edit {i} searchable")
                 latencies.append(time.perf_counter() - saved)
-                wait_for(lambda b=before.batches: settled(store, pid, b), 60, "the batch state")
+                wait_for(
+                    functools.partial(settled, store, pid, before.batches), 60, "the batch state"
+                )
                 after = sync_state(store)
                 assert after is not None and after.last_batch is not None
                 batch_seconds.append(after.last_batch.seconds)
