@@ -86,8 +86,13 @@ class _StoreErrors:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
     ) -> None:
         # Never returns True: an exception is re-raised as an errno, never swallowed.
-        if exc is None or isinstance(exc, FuseOSError) or not isinstance(exc, Exception):
+        if exc is None or isinstance(exc, FuseOSError):
             return
+        if not isinstance(exc, Exception):
+            if type(exc).__name__ != "PanicException":  # Qdrant Edge's Rust panics (pyo3)
+                return
+            logger.error("%s %s: the store engine failed: %s", self.what, self.path, exc)
+            raise FuseOSError(errno.EIO) from exc
         if isinstance(exc, ChunksMissingError):
             logger.info("%s %s: %s (re-ingested while open)", self.what, self.path, exc)
             raise FuseOSError(errno.ESTALE) from exc

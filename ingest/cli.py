@@ -89,6 +89,12 @@ def _translate_errors(func: Callable[..., Any], *args: Any, **kwargs: Any) -> An
         raise click.ClickException(
             _one_line(f"{type(exc).__name__}: {exc} (run with -v for details)")
         ) from exc
+    except BaseException as exc:
+        if type(exc).__name__ != "PanicException":  # Qdrant Edge's Rust panics (pyo3)
+            raise
+        raise click.ClickException(
+            _one_line(f"the store engine failed: {exc}; run `semfs check` on the store")
+        ) from exc
 
 
 def store_options(func: F) -> F:
