@@ -14,6 +14,7 @@ from ingest.cli import cli, handle_errors, search_options, source_options, store
 from ingest.watch import SourceOptions
 
 from .daemon import MountConfig, configure_logging, mount, parse_options, unmount
+from .guide import guide
 from .searchdir import DEFAULT_NAME, SearchOptions, check_folder_name
 
 MOUNT_EPILOG = """\b
@@ -21,7 +22,7 @@ Search as directories: every folder answers .search (--search-dir), listed nowhe
 so ls -a, find, grep -r and diff -r see only your documents:
     ls ~/mnt/docs/.search/"how do I rotate an api key"/
     ls ~/mnt/docs/deploy/.search/"serve docs under a subpath"/  # only inside deploy/
-    cat ~/mnt/docs/.search/"rotate api key"/00-results.md     # passages, paths, lines, scores
+    cat ~/mnt/docs/.search/"rotate api key"/00-results.md     # ranked list + answering lines
     cat ~/mnt/docs/.search/"rotate api key"/01-*              # the best document, whole
     ls -U ~/mnt/docs/.search/                                 # recent queries, newest first
 
@@ -32,8 +33,9 @@ Per-query options are parameter folders before the question, in any order:
     @hybrid @semantic @keyword   the mode (hybrid: dense + BM25 fused by rank)
     @k=N                         how many documents (1-100)
     @min=X                       drop hits scoring below X (RRF, cosine or BM25 scale)
+    @full                        whole passages in 00-results.md instead of excerpts
     e.g. ls ~/mnt/docs/.search/@keyword/@k=3/"nginx subpath"/
-The question is one file name: no '/', at most 255 bytes (NAME_MAX). Names starting with
+The question is one file name: type '/' as U+2215 or U+FF0F, at most 255 bytes. Names starting with
 '.' are not queries (.DS_Store, .git probes); '@' starts a parameter; for a question
 that starts with either, begin the name with a space. Results are cached per question
 and refreshed when the collection changes.
@@ -242,6 +244,20 @@ def mcp_cmd(
         from .mcp import serve
 
         serve(box, http)
+
+
+@cli.command(name="guide")
+@click.argument("mountpoint", required=False)
+def guide_cmd(mountpoint: str | None) -> None:
+    """Print the agent guide: what to put in an agent's system prompt to use a mount well.
+
+    MOUNTPOINT, if given, replaces DOCS in the text.
+
+    \b
+    Example:
+        semfs guide ~/mnt/docs >> AGENTS.md
+    """
+    click.echo(guide(mountpoint), nl=False)
 
 
 def main() -> None:

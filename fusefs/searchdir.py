@@ -6,12 +6,14 @@ The paths below any directory ``D`` of the tree (the folder name ``.search`` is 
     D/.search/                      recent queries run here, most recent first
     D/.search/@keyword/@k=3/        parameter folders: options for the queries below them
     D/.search/[@PARAM/...]QUESTION/ a query directory: its name is the query text
-        00-results.md               rank, score, path, line range and passage of every hit
+        00-results.md               a ranked list (match strength, path, title, description),
+                                    then per hit the lines that best answer the question
         01-NAME -> ../../PATH       one relative symlink per document, best first
 
 Parameters, chained in any order (a later one wins): ``@hybrid``, ``@semantic``,
-``@keyword`` (the mode), ``@k=N`` (documents, 1-100) and ``@min=X`` (drop hits scoring
-below X; the scale is the mode's: RRF for hybrid, cosine for semantic, BM25 for keyword).
+``@keyword`` (the mode), ``@k=N`` (documents, 1-100), ``@min=X`` (drop hits scoring
+below X; the scale is the mode's: RRF for hybrid, cosine for semantic, BM25 for keyword) and
+``@full`` (each hit's best passage whole in the results file, instead of excerpts).
 
 Rules a caller may rely on:
 
@@ -24,7 +26,8 @@ Rules a caller may rely on:
   not found. To search for text starting with either, start the name with a space (query
   text is stripped).
 * A query is one path component, so it cannot hold ``/`` and is at most 255 bytes (NAME_MAX:
-  the kernel answers ENAMETOOLONG beyond that before the mount sees the name). Whitespace
+  the kernel answers ENAMETOOLONG beyond that before the mount sees the name). Type ``/`` as
+  U+2215 DIVISION SLASH or U+FF0F FULLWIDTH SOLIDUS: both are searched as ``/``. Whitespace
   and control characters count as spaces; bytes that are not UTF-8 are replaced.
 * Symlink names are the rank (zero-padded to the width of ``k``), a dash and the document's
   file name, cut to fit 255 bytes; targets are relative, so they resolve inside the mount
@@ -78,10 +81,13 @@ DEFAULT_CACHE_ENTRIES = 256
 DEFAULT_RECENT_ENTRIES = 100
 RESULTS_STEM = "-results.md"
 PARAMETER_PREFIX = "@"
+FULL = "full"  # @full: whole passages in the results file instead of excerpts
 # Virtual nodes take inode numbers from a hash of their path, in a range the tree's counter
 # never reaches: every query ever typed would otherwise grow the mount's InodeMap forever.
 _VIRTUAL_INO_BIT = 1 << 62
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Look-alikes of "/" a name can hold: "example.com\u2215docs" is a query for "example.com/docs".
+_SLASHES = str.maketrans({"\u2215": "/", "\uff0f": "/"})
 _BACKTICKS = re.compile(r"`+")
 # Every entry of a query directory is a rank or zeros, then a dash.
 _ENTRY = re.compile(r"[0-9]{2,}-")
@@ -108,6 +114,7 @@ class SearchOptions:
     mode: str = "hybrid"
     k: int = DEFAULT_K
     min_score: float | None = None
+    full: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -119,11 +126,13 @@ class SearchOptions:
 
     def with_parameter(self, name: str) -> SearchOptions | None:
         """These options changed by a parameter folder name (``@keyword``, ``@k=3``,
-        ``@min=0.02``); None when the name is not a valid parameter."""
+        ``@min=0.02``, ``@full``); None when the name is not a valid parameter."""
         key, sep, value = name.removeprefix(PARAMETER_PREFIX).partition("=")
         try:
             if not sep and key in MODES:
                 return replace(self, mode=key)
+            if not sep and key == FULL:
+                return replace(self, full=True)
             if sep and key == "k" and value.isascii() and value.isdigit():
                 return replace(self, k=int(value))
             if sep and key == "min":
@@ -134,7 +143,8 @@ class SearchOptions:
 
     def describe(self) -> str:
         floor = "none" if self.min_score is None else f"{self.min_score:g}"
-        return f"mode {self.mode} · k {self.k} · min score {floor}"
+        full = " · full passages" if self.full else ""
+        return f"mode {self.mode} · k {self.k} · min score {floor}{full}"
 
 
 def check_folder_name(name: str) -> str:
@@ -155,10 +165,10 @@ def check_folder_name(name: str) -> str:
 
 
 def query_text(name: str) -> str:
-    """The text searched for a query directory name: valid UTF-8, whitespace and control
-    characters as single spaces, stripped."""
+    """The text searched for a query directory name: valid UTF-8, the look-alikes of ``/``
+    (U+2215, U+FF0F) as ``/``, whitespace and control characters as single spaces, stripped."""
     text = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return " ".join(_CONTROL.sub(" ", text).split())
+    return " ".join(_CONTROL.sub(" ", text.translate(_SLASHES)).split())
 
 
 @dataclass(frozen=True)
@@ -232,11 +242,17 @@ def _fit(prefix: str, name: str) -> str:
     return prefix + base + "…" + suffix
 
 
+# Characters of a description in the ranked list: one line, not a paragraph.
+LIST_DESCRIPTION_CHARS = 90
+
+
 def render_results(
     sp: SearchPath, text: str, hits: tuple[Hit, ...], names: tuple[str, ...]
 ) -> bytes:
-    """The results file: a header with the query and options, then per hit its rank, path,
-    line range, score, section and the matching passage (fenced, verbatim)."""
+    """The results file: a header with the query and options; a ranked list (rank, match
+    strength, path, title, description); then per hit the lines that best answer the query,
+    each prefixed with its line number, under the heading path they sit in. With ``@full``,
+    each hit's best passage follows whole instead (fenced, verbatim)."""
     where = f"{sp.scope}/" if sp.scope else "the whole collection"
     lines = [
         f"# Search: {text}" if text else "# Search: (empty query)",
@@ -251,24 +267,37 @@ def render_results(
             lines.append(f"Every hit scored below the floor {sp.options.min_score:g} (@min).")
         return ("\n".join(lines) + "\n").encode()
     lines += [
-        "Each hit is also a link in this folder, to the whole document.",
+        "match: 0-1, the same scale for every query and mode (strong ≥ 0.6, fair ≥ 0.35). "
+        "Each hit is a link here (NN-name); line numbers are the file's (sed -n 'A,Bp' PATH)."
+        + ("" if sp.options.full else " Whole passages: @full/."),
         "",
     ]
+    for hit in hits:
+        entry = f"{hit.rank}. {hit.path} ({hit.strength:.2f} {hit.strength_label})"
+        about = _one_line(hit.title)
+        desc = _one_line(hit.description)
+        if len(desc) > LIST_DESCRIPTION_CHARS:
+            desc = desc[: LIST_DESCRIPTION_CHARS - 1].rsplit(" ", 1)[0] + "…"
+        if desc:
+            about = f"{about}: {desc}" if about else desc
+        lines.append(f"{entry} {about}" if about else entry)
+    lines.append("")
     for hit, name in zip(hits, names, strict=True):
-        lines.append(
-            f"## {hit.rank}. {hit.path} (lines {hit.start_line}-{hit.end_line}) "
-            f"score {hit.score:.4f}"
-        )
+        if sp.options.full:
+            lines += _full_passage(hit, name)
+            continue
+        if not hit.excerpts:
+            continue
+        lines.append(f"## {hit.rank}. {hit.path}")
+        for ex in hit.excerpts:
+            where_in = f"lines {ex.start_line}-{ex.end_line}"
+            if ex.start_line == ex.end_line:
+                where_in = f"line {ex.start_line}"
+            head = _one_line(ex.heading)
+            lines.append(f"[{head} · {where_in}]" if head else f"[{where_in}]")
+            for offset, line in enumerate(ex.text.split("\n")):
+                lines.append(f"{ex.start_line + offset}: {line}")
         lines.append("")
-        meta = f"link: {name}"
-        if hit.heading:
-            meta += f" · section: {' '.join(hit.heading.split())}"
-        lines += [meta, ""]
-        passage = hit.text.strip("\n")
-        # A fence longer than any backtick run inside, so the passage cannot close it.
-        longest = max((len(m) for m in _BACKTICKS.findall(passage)), default=0)
-        fence = "`" * max(3, longest + 1)
-        lines += [fence, passage, fence, ""]
     return "\n".join(lines).encode("utf-8", "surrogateescape")
 
 
@@ -278,6 +307,27 @@ def with_status_line(results: bytes, line: str | None) -> bytes:
         return results
     title, sep, rest = results.partition(b"\n")
     return title + sep + b"\n" + line.encode("utf-8", "surrogateescape") + b"\n" + rest
+
+
+def _one_line(text: str) -> str:
+    return " ".join(_CONTROL.sub(" ", text).split())
+
+
+def _full_passage(hit: Hit, name: str) -> list[str]:
+    """A hit's best chunk, whole: its line range, score, link, section, then the passage."""
+    out = [
+        f"## {hit.rank}. {hit.path} (lines {hit.start_line}-{hit.end_line}) score {hit.score:.4f}",
+        "",
+    ]
+    meta = f"link: {name}"
+    if hit.heading:
+        meta += f" · section: {_one_line(hit.heading)}"
+    out += [meta, ""]
+    passage = hit.text.strip("\n")
+    # A fence longer than any backtick run inside, so the passage cannot close it.
+    longest = max((len(m) for m in _BACKTICKS.findall(passage)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [*out, fence, passage, fence, ""]
 
 
 class QueryCache:

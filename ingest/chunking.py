@@ -33,7 +33,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-__all__ = ["ChunkSpan", "TokenCounter", "chunk_text", "document_title", "embedding_text"]
+__all__ = [
+    "ChunkSpan",
+    "TokenCounter",
+    "chunk_text",
+    "document_description",
+    "document_title",
+    "embedding_text",
+]
+DESCRIPTION_CHARS = 160
+# Lines that are not prose: markup, includes, images, tables, list bullets alone, admonitions.
+_NOT_PROSE = re.compile(r"[ \t]*(?:[<{!|>]|import\s|export\s|:::|///|\[\^|[-*+][ \t]*$)")
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 """Returns the token count (without special tokens) of each given text, in order."""
@@ -205,6 +215,51 @@ def document_title(text: str, path: str) -> str:
             ):
                 return title
     return PurePath(path).stem
+
+
+def document_description(text: str, path: str) -> str:
+    """Return a one-line description of a document, at most ``DESCRIPTION_CHARS`` characters.
+
+    The ``description:`` of YAML front matter, else the first paragraph of prose (not a
+    heading, fence, table, HTML/MDX markup or include), else "". Whitespace is collapsed; a
+    longer text is cut at a word and ends with "…".
+    """
+    ext = PurePath(path).suffix.lower()
+    lines = _split_lines(text)
+    end = _front_matter_end(lines)
+    for line in lines[1 : end - 1] if end else ():
+        m = re.match(r"description[ \t]*:[ \t]*(.*?)\s*$", line)
+        if m and m.group(1) and m.group(1)[0] not in "|>":
+            value = m.group(1)
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            if value.strip():
+                return _one_line(value)
+    if ext in CODE_EXTS:
+        return ""
+    fence = ""
+    heading = _HEADING_MDX if ext == ".mdx" else _HEADING_MD
+    para: list[str] = []
+    for line in lines[end:]:
+        stripped = line.rstrip("\r\n")
+        if fence:
+            fence = "" if _closes(stripped, fence) else fence
+            continue
+        if opened := _fence_open(stripped):
+            fence = opened
+        elif stripped.strip() and not heading.match(stripped) and not _NOT_PROSE.match(stripped):
+            para.append(stripped)
+            continue
+        if para:
+            break
+    return _one_line(" ".join(para))
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) <= DESCRIPTION_CHARS:
+        return text
+    return text[: DESCRIPTION_CHARS - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
 
 
 def _split_lines(text: str) -> list[str]:

@@ -676,7 +676,7 @@ def search(
     min_score: float | None,
     as_json: bool,
 ) -> None:
-    """Find the documents that best answer QUERY, with their best passage.
+    """Find the documents that best answer QUERY, with the lines that answer it.
 
     \b
     Example:
@@ -694,10 +694,11 @@ def search(
         click.echo("no matches", err=True)
     for h in hits:
         click.echo(
-            click.style(f"{h.rank:2d}. {h.path}:{h.start_line}-{h.end_line}", bold=True)
-            + f"  score {h.score:.4f}"
+            click.style(f"{h.rank:2d}. {h.path}", bold=True)
+            + f"  {h.strength:.2f} {h.strength_label}  {h.title}"
         )
-        passage = h.text.strip()
-        if len(passage) > 400:
-            passage = passage[:400].rstrip() + " …"
-        click.echo("    " + passage.replace("\n", "\n    "))
+        for ex in h.excerpts:
+            where = f"{h.path}:{ex.start_line}-{ex.end_line}"
+            click.echo("    " + (f"{where} · {ex.heading}" if ex.heading else where))
+            for offset, line in enumerate(ex.text.split("\n")):
+                click.echo(f"    {ex.start_line + offset}: {line}")

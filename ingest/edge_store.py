@@ -52,7 +52,7 @@ from .schema import (
     doc_id,
     meta_id,
 )
-from .store import RRF_K, LineSpan, SparseQuery, Store
+from .store import RRF_K, LineSpan, SparseQuery, Store, similarity
 
 logger = logging.getLogger(__name__)
 
@@ -394,13 +394,18 @@ class EdgeStore(Store):
             return []
         flt = _chunk_filter(under)
         sparse_q = qe.Query.Nearest(qe.SparseVector(sparse.indices, sparse.values), using=SPARSE)
+        # The chunks' dense vectors come back too: their cosine to the query is the
+        # similarity a caller can compare across queries (RRF scores are ranks only).
+        vectors = [DENSE] if dense else None
         if mode == "keyword":
             if not sparse.indices:
                 return []
             request = qe.QueryRequest(limit=limit, query=sparse_q, filter=flt, with_payload=True)
         elif mode == "semantic":
             dense_q = qe.Query.Nearest(dense, using=DENSE)
-            request = qe.QueryRequest(limit=limit, query=dense_q, filter=flt, with_payload=True)
+            request = qe.QueryRequest(
+                limit=limit, query=dense_q, filter=flt, with_payload=True, with_vector=vectors
+            )
         else:
             dense_q = qe.Query.Nearest(dense, using=DENSE)
             # Candidates from each retriever, fused by rank: scores of the two are not comparable.
@@ -414,11 +419,13 @@ class EdgeStore(Store):
                 query=qe.Fusion.Rrf(k=RRF_K),  # type: ignore[arg-type]  # stub omits Rrf
                 filter=flt,
                 with_payload=True,
+                with_vector=vectors,
             )
-        return [
-            ScoredChunk(ChunkRecord.from_payload(p.payload or {}), float(p.score))
-            for p in self.shard.query(request)
-        ]
+        out = []
+        for p in self.shard.query(request):
+            sim = similarity(dense, p.vector, DENSE)
+            out.append(ScoredChunk(ChunkRecord.from_payload(p.payload or {}), float(p.score), sim))
+        return out
 
     def _scroll_chunks(self, flt: qe.Filter, fields: list[str]) -> Iterator[dict[str, Any]]:
         offset: Any = None

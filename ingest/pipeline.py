@@ -13,14 +13,14 @@ import os
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import qdrant_edge as qe
 
 from .check import verify_document
-from .chunking import chunk_text, document_title, embedding_text
+from .chunking import chunk_text, document_description, document_title, embedding_text
 from .embedder import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MODEL,
@@ -211,11 +211,17 @@ def ingest(
         return report
 
     embedder = ensure_collection(store, model_name, embedder)
+    gen = (meta.generation if meta is not None else 0) + 1
+    pending = _chunk_documents(embedder, changed, gen)
     if meta is None:
         meta = StoreMeta(model=model_name, dimension=embedder.dimension)
+    if meta.bm25_avg_len is None and store.count_chunks() == 0:
+        # A new store weighs BM25 terms by its own chunks' average length; a store with
+        # chunks keeps what they were written with (None: Bm25's default).
+        average = bm25_average_length([t for p in pending for t in p.texts])
+        meta = replace(meta, bm25_avg_len=average)
     was_dirty = meta.dirty
-    gen = meta.generation + 1
-    store.write_meta(StoreMeta(meta.model, meta.dimension, generation=gen, dirty=True))
+    store.write_meta(replace(meta, generation=gen, dirty=True, documents=None, chunks=None))
     if was_dirty:
         _clean_interrupted(store)
 
@@ -226,19 +232,12 @@ def ingest(
                 _record(doc, old_rec.chunks, old_rec.gen, old_rec.offsets, old_rec.split_lines)
             )
     report.chunks_embedded = _embed_documents(
-        store, embedder, changed, gen, batch_size, on_start, on_progress
+        store, embedder, pending, gen, batch_size, bm25_model(meta), on_start, on_progress
     )
     store.delete_documents(report.deleted)
     documents, chunks = _counts(store, meta, was_dirty, existing, report, paths is None)
     store.write_meta(
-        StoreMeta(
-            meta.model,
-            meta.dimension,
-            generation=gen,
-            dirty=False,
-            documents=documents,
-            chunks=chunks,
-        )
+        replace(meta, generation=gen, dirty=False, documents=documents, chunks=chunks)
     )
     store.flush()
     if report.updated or report.deleted:
@@ -333,32 +332,72 @@ def _clean_interrupted(store: Store) -> None:
         )
 
 
-def _embed_documents(
-    store: Store,
-    embedder: Embedder,
-    docs: Sequence[Document],
-    gen: int,
-    batch_size: int,
-    on_start: Callable[[int], None] | None,
-    on_progress: Progress | None,
-) -> int:
-    if not docs:
-        return 0
+def bm25_average_length(texts: Sequence[str]) -> float | None:
+    """The mean length of ``texts`` in BM25's own tokens (after stemming and stop words),
+    or None for no texts.
+
+    ``Bm25`` does not expose its token counts, but with ``k=1, b=1, avg_len=1`` a term seen
+    once in a text of ``n`` tokens weighs ``2 / (1 + n)``, and weights grow with the count:
+    the smallest weight of a text gives ``n``.
+    """
+    probe = qe.Bm25(qe.Bm25Config(k=1.0, b=1.0, avg_len=1.0))
+    lengths = []
+    for text in texts:
+        weights = probe.embed_document(text).values
+        if len(weights):
+            lengths.append(2.0 / min(weights) - 1.0)
+    return round(sum(lengths) / len(lengths), 2) if lengths else None
+
+
+def bm25_model(meta: StoreMeta) -> qe.Bm25:
+    """The BM25 document embedder for a store: its recorded average length, else the
+    default the store's vectors were written with."""
+    if meta.bm25_avg_len is None:
+        return qe.Bm25()
+    return qe.Bm25(qe.Bm25Config(avg_len=meta.bm25_avg_len))
+
+
+def _chunk_documents(embedder: Embedder, docs: Sequence[Document], gen: int) -> list[_Pending]:
     pending: list[_Pending] = []
     for doc in docs:
         spans = chunk_text(doc.text, doc.path, embedder.count_tokens, embedder.max_tokens)
         title = document_title(doc.text, doc.path)
+        description = document_description(doc.text, doc.path)
         records = [
             ChunkRecord(
-                doc.path, gen, s.index, s.start, s.end, s.start_line, s.end_line, s.text, s.heading
+                doc.path,
+                gen,
+                s.index,
+                s.start,
+                s.end,
+                s.start_line,
+                s.end_line,
+                s.text,
+                s.heading,
+                title,
+                description,
             )
             for s in spans
         ]
         pending.append(_Pending(doc, records, [embedding_text(s, title) for s in spans]))
+    return pending
+
+
+def _embed_documents(
+    store: Store,
+    embedder: Embedder,
+    pending: list[_Pending],
+    gen: int,
+    batch_size: int,
+    bm25: qe.Bm25,
+    on_start: Callable[[int], None] | None,
+    on_progress: Progress | None,
+) -> int:
+    if not pending:
+        return 0
     total = sum(len(p.chunks) for p in pending)
     if on_start:
         on_start(total)
-    bm25 = qe.Bm25()
     window = max(batch_size, 1) * ENCODE_WINDOW_BATCHES
     done = 0
     queue = iter(pending)

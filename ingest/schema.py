@@ -86,6 +86,10 @@ class StoreMeta:
     # None in stores written before these were recorded.
     documents: int | None = None
     chunks: int | None = None
+    # BM25's average chunk length (in its tokens) the sparse vectors were written with:
+    # measured on the first ingest and kept, so every later ingest weighs terms alike.
+    # None in stores written before it was recorded (their vectors used Bm25's 256).
+    bm25_avg_len: float | None = None
 
     def to_payload(self) -> dict[str, Any]:
         return {
@@ -97,6 +101,7 @@ class StoreMeta:
             "dirty": self.dirty,
             "documents": self.documents,
             "chunks": self.chunks,
+            "bm25_avg_len": self.bm25_avg_len,
         }
 
     @classmethod
@@ -109,6 +114,7 @@ class StoreMeta:
             dirty=bool(p.get("dirty", False)),
             documents=int(p["documents"]) if p.get("documents") is not None else None,
             chunks=int(p["chunks"]) if p.get("chunks") is not None else None,
+            bm25_avg_len=float(p["bm25_avg_len"]) if p.get("bm25_avg_len") else None,
         )
 
 
@@ -184,7 +190,12 @@ DOC_TREE_FIELDS = [
 
 @dataclass(frozen=True)
 class ChunkRecord:
-    """One chunk as stored: an exact byte span of its document, and its text."""
+    """One chunk as stored: an exact byte span of its document, and its text.
+
+    ``title`` and ``description`` are the document's (the same on each of its chunks), so a
+    search shows them without reading anything but the chunks it found; "" in stores written
+    before they were recorded.
+    """
 
     path: str
     gen: int
@@ -195,6 +206,8 @@ class ChunkRecord:
     end_line: int
     text: str
     heading: str = ""
+    title: str = ""
+    description: str = ""
 
     def to_payload(self) -> dict[str, Any]:
         return {
@@ -209,6 +222,8 @@ class ChunkRecord:
             "end_line": self.end_line,
             "heading": self.heading,
             "text": self.text,
+            "title": self.title,
+            "description": self.description,
         }
 
     @classmethod
@@ -223,6 +238,8 @@ class ChunkRecord:
             end_line=int(p["end_line"]),
             text=str(p["text"]),
             heading=str(p.get("heading", "")),
+            title=str(p.get("title", "")),
+            description=str(p.get("description", "")),
         )
 
 
@@ -255,15 +272,29 @@ class ChunkPoint:
 
 @dataclass(frozen=True)
 class ScoredChunk:
+    """A chunk a query found: ``score`` on the mode's scale (RRF, cosine or BM25), and
+    ``similarity``, the cosine between the query's and the chunk's dense vectors (None when
+    the query had no dense vector: keyword mode)."""
+
     record: ChunkRecord
     score: float
+    similarity: float | None = None
 
     def to_payload(self) -> dict[str, Any]:
-        return {"record": self.record.to_payload(), "score": float(self.score)}
+        return {
+            "record": self.record.to_payload(),
+            "score": float(self.score),
+            "similarity": self.similarity,
+        }
 
     @classmethod
     def from_payload(cls, p: dict[str, Any]) -> ScoredChunk:
-        return cls(ChunkRecord.from_payload(p["record"]), float(p["score"]))
+        sim = p.get("similarity")
+        return cls(
+            ChunkRecord.from_payload(p["record"]),
+            float(p["score"]),
+            None if sim is None else float(sim),
+        )
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ import qdrant_edge as qe
 
 from .embedder import Embedder, load_embedder
 from .errors import SemfsError
+from .excerpts import Excerpt, ExcerptPicker
+from .schema import ScoredChunk
 from .store import DEFAULT_K, MAX_K, MODES, SparseQuery, Store
 
 # A query is one short text: a second torch thread barely speeds it up on an idle machine,
@@ -21,10 +23,37 @@ from .store import DEFAULT_K, MAX_K, MODES, SparseQuery, Store
 QUERY_THREADS = 1
 # Chunks fetched per wanted document: several chunks of one page often rank together.
 CHUNKS_PER_DOC = 5
+# Characters of excerpt per hit, by rank (the last applies to every later rank): the top
+# hits hold the answer most often, and the results file must stay a few kB (p95 <= 4 kB).
+EXCERPT_CHARS = (900, 450, 300, 160)
+# all-MiniLM-L6-v2 cosines: an unrelated passage sits near 0.1-0.2, a passage that answers a
+# question near 0.5-0.7. Mapped linearly from FLOOR (0) to CEILING (1).
+SIMILARITY_FLOOR = 0.15
+SIMILARITY_CEILING = 0.70
+STRONG = 0.6
+FAIR = 0.35
+
+
+def match_strength(similarity: float | None, coverage: float) -> float:
+    """How well a document matches, 0-1, comparable across queries and modes: the cosine of
+    the query and its best passage, rescaled; without a dense vector (keyword mode), the
+    share of the query's terms its best passage holds."""
+    if similarity is None:
+        return max(0.0, min(1.0, coverage))
+    scaled = (similarity - SIMILARITY_FLOOR) / (SIMILARITY_CEILING - SIMILARITY_FLOOR)
+    return max(0.0, min(1.0, scaled))
+
+
+def strength_label(strength: float) -> str:
+    return "strong" if strength >= STRONG else "fair" if strength >= FAIR else "weak"
 
 
 @dataclass(frozen=True)
 class Hit:
+    """One document a search found: its best chunk (``start_line``-``end_line``, ``text``,
+    ``heading``), its title and description, how strongly it matches (``strength``, 0-1, see
+    :func:`match_strength`) and the lines that best answer the query (``excerpts``)."""
+
     rank: int
     path: str
     score: float
@@ -32,10 +61,21 @@ class Hit:
     end_line: int
     text: str
     heading: str = ""
+    title: str = ""
+    description: str = ""
+    strength: float = 0.0
+    excerpts: tuple[Excerpt, ...] = ()
+
+    @property
+    def strength_label(self) -> str:
+        return strength_label(self.strength)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["score"] = round(self.score, 6)
+        d["strength"] = round(self.strength, 3)
+        d["match"] = self.strength_label
+        d["excerpts"] = [e.to_json() for e in self.excerpts]
         return d
 
 
@@ -104,28 +144,46 @@ class Searcher:
         chunks = sorted(chunks, key=lambda sc: (-sc.score, sc.record.path, sc.record.index))
         if committed is None:
             committed = self._store_committed()
-        hits: list[Hit] = []
-        seen: set[str] = set()
+        # A document appears once, at the rank of its best chunk; its other chunks that
+        # ranked feed its excerpts.
+        by_doc: dict[str, list[ScoredChunk]] = {}
         for sc in chunks:
             rec = sc.record
-            if rec.path in seen or not committed(rec.path, rec.gen):
-                continue
-            if min_score is not None and sc.score < min_score:
-                break  # scores come sorted: nothing after this passes the floor either
-            seen.add(rec.path)
+            if rec.path in by_doc:
+                if rec.gen == by_doc[rec.path][0].record.gen:
+                    by_doc[rec.path].append(sc)
+            elif committed(rec.path, rec.gen):
+                if min_score is not None and sc.score < min_score:
+                    break  # scores come sorted: nothing after this passes the floor either
+                if len(by_doc) == k:
+                    continue  # only more chunks of the documents already found
+                by_doc[rec.path] = [sc]
+        picker = ExcerptPicker(text, self._bm25)
+        docs = list(by_doc.values())
+        budgets = [EXCERPT_CHARS[min(i, len(EXCERPT_CHARS) - 1)] for i in range(len(docs))]
+        titles = [d[0].record.title for d in docs]
+        excerpts = picker.pick([[sc.record for sc in d] for d in docs], budgets, titles)
+        query_terms = len(picker.terms(text))
+        hits: list[Hit] = []
+        for rank, (doc, ex) in enumerate(zip(docs, excerpts, strict=True), 1):
+            best = doc[0].record
+            sims = [sc.similarity for sc in doc if sc.similarity is not None]
+            coverage = len(picker.terms(best.text)) / query_terms if query_terms else 0.0
             hits.append(
                 Hit(
-                    len(hits) + 1,
-                    rec.path,
-                    sc.score,
-                    rec.start_line,
-                    rec.end_line,
-                    rec.text,
-                    rec.heading,
+                    rank,
+                    best.path,
+                    doc[0].score,
+                    best.start_line,
+                    best.end_line,
+                    best.text,
+                    best.heading,
+                    best.title or best.path.rpartition("/")[2],
+                    best.description,
+                    match_strength(max(sims) if sims else None, coverage),
+                    tuple(ex),
                 )
             )
-            if len(hits) == k:
-                break
         return hits
 
     def _store_committed(self) -> Callable[[str, int], bool]:

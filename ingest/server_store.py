@@ -34,7 +34,7 @@ from .schema import (
     doc_id,
     meta_id,
 )
-from .store import RRF_K, LineSpan, SparseQuery, Store
+from .store import RRF_K, LineSpan, SparseQuery, Store, similarity
 
 logger = logging.getLogger(__name__)
 
@@ -237,6 +237,7 @@ class ServerStore(Store):
                 query_filter=flt,
                 limit=limit,
                 with_payload=True,
+                with_vectors=[DENSE],
             ).points
         elif mode == "keyword":
             if not sparse.indices:
@@ -263,10 +264,13 @@ class ServerStore(Store):
                 query_filter=flt,
                 limit=limit,
                 with_payload=True,
+                with_vectors=[DENSE],
             ).points
-        return [
-            ScoredChunk(ChunkRecord.from_payload(p.payload or {}), float(p.score)) for p in points
-        ]
+        out = []
+        for p in points:
+            sim = similarity(dense, p.vector, DENSE)
+            out.append(ScoredChunk(ChunkRecord.from_payload(p.payload or {}), float(p.score), sim))
+        return out
 
     def _scroll_chunks(self, flt: m.Filter, fields: list[str]) -> Iterator[dict[str, Any]]:
         offset: Any = None

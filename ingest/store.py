@@ -11,6 +11,7 @@ serves other processes' writes. All are written against :mod:`ingest.schema`.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from abc import ABC, abstractmethod
@@ -57,6 +58,17 @@ def check_collection_name(name: str) -> str:
 
 # (path, gen, index, start_line, end_line) of one chunk.
 LineSpan = tuple[str, int, int, int, int]
+
+
+def similarity(query: Sequence[float], vectors: object, name: str) -> float | None:
+    """The cosine of ``query`` and the vector called ``name`` in a point's ``vectors`` (as
+    either backend returns them: a dict of named vectors); None when it is not there."""
+    vec = vectors.get(name) if isinstance(vectors, dict) else None
+    if not query or not isinstance(vec, list) or len(vec) != len(query):
+        return None
+    dot = sum(x * float(y) for x, y in zip(query, vec, strict=True))
+    norm = math.sqrt(sum(x * x for x in query) * sum(float(y) * float(y) for y in vec))
+    return dot / norm if norm else 0.0
 
 
 class Store(ABC):
@@ -129,7 +141,9 @@ class Store(ABC):
         limit: int,
         under: str | None = None,
     ) -> list[ScoredChunk]:
-        """Best chunks, any generation (callers drop uncommitted ones), scored per ``mode``."""
+        """Best chunks, any generation (callers drop uncommitted ones), scored per ``mode``,
+        each with its cosine ``similarity`` to ``dense`` when ``dense`` is given. One request
+        to Qdrant (hybrid: two prefetches fused by RRF)."""
 
     @abstractmethod
     def count_chunks(self) -> int: ...

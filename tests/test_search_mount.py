@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -116,8 +117,12 @@ def test_results_file_and_links_reach_the_documents(model_mount: Mount) -> None:
     ranked = ranked_paths(mnt, query)
     assert "customize/fonts.mdx" in ranked
     for rank, path in enumerate(ranked, start=1):
-        assert f"## {rank}. {path} (lines " in results
-    assert "score 0." in results
+        assert f"\n{rank}. {path} (" in results  # the ranked list, match strength next
+    # The top hit's answering lines, numbered as in the file: sed -n 'A,Bp' reaches them.
+    top = (SAMPLE_CORPUS / ranked[0]).read_text().split("\n")
+    shown = re.findall(r"^(\d+): (.*)$", results.split(f"## 1. {ranked[0]}\n", 1)[1], re.M)
+    assert shown and all(top[int(n) - 1].rstrip() == line for n, line in shown if "…" not in line)
+    assert len(results.encode()) <= 4096
     one = next(query.glob("01-*"))
     assert one.read_bytes() == (SAMPLE_CORPUS / ranked[0]).read_bytes()
     assert os.path.realpath(one) == os.path.realpath(mnt / ranked[0])
@@ -270,6 +275,28 @@ def test_cli_search_and_the_directory_rank_alike(tmp_path: Path, hash_store: Pat
             base = m.path / under if under else m.path
             assert paths, (mode, under)
             assert ranked_paths(m.path, base / ".search" / f"@{mode}" / question) == paths
+
+
+def test_slash_look_alikes_search_for_a_slash(tmp_path: Path, hash_store: Path) -> None:
+    """``/`` cannot be typed in a name: U+2215 and U+FF0F are searched as ``/``."""
+    with mounted(tmp_path / "mnt", "--store", str(hash_store)) as m:
+        root = m.path / ".search" / "@keyword"
+        header = "# Search: serve docs at example.com/docs\n"
+        seen = []
+        for slash in ("\u2215", "\uff0f"):
+            query = root / f"serve docs at example.com{slash}docs"
+            assert (query / "00-results.md").read_text().startswith(header)
+            seen.append(ranked_paths(m.path, query))
+        assert seen[0] and seen[0] == seen[1]
+        names = os.listdir(m.path / ".search" / "@keyword")
+        assert "serve docs at example.com\u2215docs" in names  # listed as typed
+
+
+def test_guide_names_the_mountpoint() -> None:
+    out = semfs("guide", "/mnt/docs/").stdout
+    assert '"/mnt/docs/.search/how do I rotate an api key/00-results.md"' in out
+    assert "sed -n" in out and "@keyword" in out and "U+2215" in out
+    assert "DOCS" in semfs("guide").stdout
 
 
 def test_mount_options_set_folder_name_and_defaults(tmp_path: Path, hash_store: Path) -> None:

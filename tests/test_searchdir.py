@@ -11,6 +11,7 @@ import logging
 import os
 import posixpath
 import random
+import re
 import stat
 import threading
 import time
@@ -127,6 +128,9 @@ def test_parse_parameters_and_query(dirs: SearchDirectories, tree: Tree) -> None
     assert sp.depth == 6
     later_wins = dirs.parse(tree, ".search/@k=3/@semantic/@k=5/q")
     assert later_wins is not None and later_wins.options == SearchOptions("semantic", 5)
+    full = dirs.parse(tree, ".search/@full/q")
+    assert full is not None and full.options == SearchOptions(full=True)
+    assert dirs.parse(tree, ".search/@full=1/q") is None
 
 
 @pytest.mark.parametrize(
@@ -195,6 +199,12 @@ def test_query_text_is_clean() -> None:
     assert query_text("\x01\x1b[31m") == "[31m"
     assert query_text("caf\udce9") == "caf\ufffd"  # a non-UTF-8 byte, as FUSE passes it
     assert query_text("   ") == ""
+
+
+def test_query_text_maps_slash_look_alikes() -> None:
+    # "/" cannot be in a file name: DIVISION SLASH and FULLWIDTH SOLIDUS stand in for it.
+    assert query_text("under example.com\u2215docs") == "under example.com/docs"
+    assert query_text("a\uff0fb \u2044 c") == "a/b \u2044 c"  # FRACTION SLASH is not one
 
 
 # -- query directories -------------------------------------------------------------------
@@ -287,16 +297,53 @@ def test_results_file_holds_what_an_agent_needs(dirs: SearchDirectories, tree: T
     text = data.data.decode()
     assert text.startswith("# Search: change the fonts\n")
     assert "mode hybrid · k 3 · min score none · in customize/ · 3 documents" in text
-    for rank, name in enumerate(listing(node)[1:], start=1):
-        assert f"link: {name}" in text
-        assert f"## {rank}. customize/" in text
-    assert "(lines " in text and "score 0." in text
+    links = listing(node)[1:]
+    for rank, name in enumerate(links, start=1):
+        target = posixpath.normpath(posixpath.join(node.path, node.children[name].target or ""))
+        # The ranked list: rank, path, match strength on the 0-1 scale, then the title.
+        entry = next(line for line in text.splitlines() if line.startswith(f"{rank}. {target} ("))
+        assert re.search(r"\(([01]\.\d\d) (strong|fair|weak)\) \S", entry), entry
+    assert "1. customize/fonts.mdx (" in text and " Fonts: Customize typography" in text
+
+
+def test_excerpt_lines_are_the_documents_own_lines(dirs: SearchDirectories, tree: Tree) -> None:
+    """Every ``N: text`` line under a hit is line N of that file, verbatim (sed -n 'Np'),
+    or, for a line too long to show, pieces of it joined by an ellipsis."""
+    text = resolve(dirs, tree, ".search/load Google Fonts by font family name/00-results.md")
+    assert text.data is not None
+    current = None
+    checked = 0
+    for line in text.data.decode().splitlines():
+        if m := re.match(r"## \d+\. (\S+)$", line):
+            current = (SAMPLE_CORPUS / m.group(1)).read_text().split("\n")
+        elif (m := re.match(r"(\d+): (.*)$", line)) and current is not None:
+            source = current[int(m.group(1)) - 1].rstrip()
+            if "…" in m.group(2):
+                assert all(piece.strip() in source for piece in m.group(2).split("…"))
+            else:
+                assert source == m.group(2)
+            checked += 1
+    assert checked >= 3
+    # The fonts page's answering line, not its front matter, is shown for it.
+    assert "\n14: Mintlify automatically loads [Google Fonts]" in text.data.decode()
+
+
+def test_full_parameter_shows_whole_passages(dirs: SearchDirectories, tree: Tree) -> None:
+    node = resolve(dirs, tree, ".search/@full/@k=2/change the fonts")
+    data = node.children["00-results.md"].data
+    assert data is not None
+    text = data.decode()
+    assert "· full passages ·" in text
+    assert "## 1. customize/fonts.mdx (lines 1-" in text and "link: 01-fonts.mdx" in text
+    assert 'title: "Fonts"' in text  # the first chunk whole, front matter included
+    plain = resolve(dirs, tree, ".search/@k=2/change the fonts").children["00-results.md"]
+    assert plain.data is not None and 'title: "Fonts"' not in plain.data.decode()
 
 
 def test_results_file_fences_passages_that_hold_fences() -> None:
     hit = Hit(1, "a/b.md", 0.5, 3, 9, "```python\nprint(1)\n```\n", "Intro > Code")
     sp = SearchDirectories(lambda *a, **k: []).parse(  # type: ignore[arg-type]
-        Tree.build([_record("a/b.md")], InodeMap(), OWNER), ".search/q"
+        Tree.build([_record("a/b.md")], InodeMap(), OWNER), ".search/@full/q"
     )
     assert sp is not None
     text = render_results(sp, "q", (hit,), ("01-b.md",)).decode()

@@ -1,0 +1,37 @@
+"""The agent guide: what an agent needs in its system prompt to use a semfs mount well.
+
+Printed by ``semfs guide [MOUNTPOINT]`` and shown in the README; the text is the product's
+advice, so it names only behaviour the mount has (see :mod:`fusefs.searchdir`).
+"""
+
+from __future__ import annotations
+
+PLACEHOLDER = "DOCS"
+
+GUIDE = """\
+The documentation is mounted read-only at DOCS: a plain directory tree (ls, cat, grep,
+sed and find work). Search it first, then read:
+
+1. Ask a question as a folder name and read the results file:
+     cat "DOCS/.search/how do I rotate an api key/00-results.md"
+   It lists the best documents (rank, path, match 0-1: strong >= 0.6, fair >= 0.35,
+   else weak; title and description), then for each the lines that best answer the
+   question, numbered as in the file, under their heading path. Often the answer is
+   right there: stop reading.
+2. To see more around a line, widen by line numbers: sed -n '120,160p' DOCS/PATH.
+   The entries 01-NAME, 02-NAME, ... in the folder link to the whole documents.
+3. To search one part only: DOCS/DIR/.search/QUESTION/ (only documents under DIR).
+4. Options are folders before the question, in any order:
+     @keyword  exact words: names, flags, error messages   @semantic  meaning only
+     @k=N      N documents (default 10)                      @full  whole passages
+   e.g. cat "DOCS/.search/@keyword/@k=3/ERR_TOO_MANY_REDIRECTS/00-results.md"
+5. The question is one file name: write "/" as "\u2215" (U+2215) or "\uff0f" (U+FF0F);
+   at most 255 bytes. Start it with a space if it starts with "." or "@".
+6. If every match is weak, reword with the words the docs would use, try @keyword, or
+   grep -rn WORD DOCS. .search is never listed: name it to use it.
+"""
+
+
+def guide(mountpoint: str | None = None) -> str:
+    """The guide, with ``mountpoint`` (default: a placeholder) where the mount is."""
+    return GUIDE.replace(PLACEHOLDER, mountpoint.rstrip("/") or "/") if mountpoint else GUIDE

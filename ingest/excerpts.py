@@ -1,0 +1,250 @@
+"""Excerpts: the few lines of a document that best answer a query, with where they sit.
+
+A search hands over, per document, the chunks of it that ranked (best first); this module
+scores their lines against the query and keeps the best few within a character budget.
+
+Rules a caller may rely on:
+
+* An excerpt is whole source lines, verbatim, with its first and last line number (1-based,
+  as ``sed -n 'A,Bp'`` counts) and the heading path in force at its first line; only a line
+  longer than the budget is cut, to its best sentences, and the cut is marked with ``…``.
+* Lines are scored by the query's BM25 terms (the same tokenizer as the index: stemmed,
+  stop words dropped), each weighted by its rarity among the lines considered, plus a share
+  of the same score for the heading path they sit under, plus a little for the chunk's rank
+  within the document (the search engine's own view). Only lines holding a query term are
+  picked; blank lines, headings, fences, rules, lone HTML/MDX tags and front matter never.
+* With no line matching any term (a purely semantic hit), the best chunk's first lines of
+  prose are the excerpt: a document's best passage, not its front matter.
+* Deterministic: the same chunks and query give the same excerpts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import qdrant_edge as qe
+
+from .schema import ChunkRecord
+
+# A heading match counts this much of a line match: it says the section is about the query.
+HEADING_WEIGHT = 0.5
+# Added per rank step a chunk is nearer the document's best chunk: breaks ties toward it.
+CHUNK_RANK_WEIGHT = 0.15
+# Lines picked per document at most; adjacent picks merge into one excerpt.
+MAX_LINES = 4
+_HEADING = re.compile(r"[ \t]*(#{1,6})[ \t]+(.*?)[ \t#]*$")
+_ANCHOR = re.compile(r"\s*\{\s*#[^}]*\}\s*$")
+_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
+_SENTENCE = re.compile(r"(?<=[.!?:;])\s+")
+_NOISE = re.compile(r"[\s\-*_=|`~#>:.]*")  # a line of only punctuation: rules, fences, tables
+_TAG = re.compile(r"\s*</?[A-Za-z][^<>]*/?>\s*")  # a line that is one HTML/MDX tag
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """Consecutive source lines ``start_line``-``end_line`` under ``heading``."""
+
+    start_line: int
+    end_line: int
+    heading: str
+    text: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "heading": self.heading,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class _Line:
+    number: int
+    text: str
+    heading: str
+    chunk_rank: int
+
+
+class ExcerptPicker:
+    """Scores lines against one query; build one per query (it holds the query's terms)."""
+
+    def __init__(self, query: str, bm25: qe.Bm25 | None = None) -> None:
+        self._bm25 = bm25 or qe.Bm25()
+        self._terms = set(self._bm25.embed_query(query).indices)
+        self._cache: dict[str, set[int]] = {}
+
+    def terms(self, text: str) -> set[int]:
+        """The query terms ``text`` holds."""
+        got = self._cache.get(text)
+        if got is None:
+            got = set(self._bm25.embed_query(text).indices) & self._terms if self._terms else set()
+            self._cache[text] = got
+        return got
+
+    def pick(
+        self,
+        docs: Sequence[Sequence[ChunkRecord]],
+        budgets: Sequence[int],
+        title: Sequence[str] = (),
+    ) -> list[list[Excerpt]]:
+        """Excerpts for each document (its ranked chunks, best first) within its character
+        budget. Term weights come from all the documents' lines together."""
+        per_doc = [
+            _lines(chunks, title[i] if i < len(title) else "") for i, chunks in enumerate(docs)
+        ]
+        df: dict[int, int] = {}
+        n = 0
+        for lines in per_doc:
+            for line in lines:
+                n += 1
+                for t in self.terms(line.text):
+                    df[t] = df.get(t, 0) + 1
+        idf = {t: math.log(1 + (n + 1) / (c + 0.5)) for t, c in df.items()}
+        return [
+            self._pick_one(lines, idf, budget)
+            for lines, budget in zip(per_doc, budgets, strict=True)
+        ]
+
+    def _score(self, line: _Line, idf: dict[int, float]) -> float:
+        own = sum(idf.get(t, 0.0) for t in self.terms(line.text))
+        if own == 0.0:
+            return 0.0
+        head = sum(idf.get(t, 0.0) for t in self.terms(line.heading))
+        return own + HEADING_WEIGHT * head + CHUNK_RANK_WEIGHT / (1 + line.chunk_rank)
+
+    def _pick_one(self, lines: list[_Line], idf: dict[int, float], budget: int) -> list[Excerpt]:
+        if not lines or budget <= 0:
+            return []
+        scored = sorted(
+            ((self._score(line, idf), i) for i, line in enumerate(lines)),
+            key=lambda si: (-si[0], si[1]),
+        )
+        if scored[0][0] == 0.0:
+            # Nothing lexical: the best chunk's first lines of prose.
+            best = [i for i, line in enumerate(lines) if line.chunk_rank == 0] or [0]
+            scored = [(0.0, i) for i in best]
+        chosen: list[int] = []
+        used = 0
+        for score, i in scored:
+            if len(chosen) == MAX_LINES or (chosen and score == 0.0):
+                break
+            cost = len(lines[i].text) + 8
+            if chosen and used + cost > budget:
+                continue
+            chosen.append(i)
+            used += cost
+        return _excerpts(lines, sorted(chosen), budget, self)
+
+
+def _excerpts(
+    lines: list[_Line], chosen: list[int], budget: int, picker: ExcerptPicker
+) -> list[Excerpt]:
+    out: list[Excerpt] = []
+    group: list[_Line] = []
+    for i in chosen:
+        line = lines[i]
+        if group and (line.number != group[-1].number + 1 or line.heading != group[0].heading):
+            out.append(_join(group))
+            group = []
+        if len(line.text) > budget:
+            line = _Line(line.number, _cut(line.text, budget, picker), line.heading, 0)
+        group.append(line)
+    if group:
+        out.append(_join(group))
+    return out
+
+
+def _join(group: list[_Line]) -> Excerpt:
+    return Excerpt(
+        group[0].number, group[-1].number, group[0].heading, "\n".join(g.text for g in group)
+    )
+
+
+def _cut(text: str, budget: int, picker: ExcerptPicker) -> str:
+    """A long line cut to its best-matching sentences, in order, marked with ``…``."""
+    sentences = _SENTENCE.split(text)
+    hits = [len(picker.terms(s)) for s in sentences]
+    best = max(range(len(sentences)), key=lambda i: (hits[i], -i))
+    # Matching sentences first, then the best one's neighbours: context, not filler.
+    ranked = sorted(range(len(sentences)), key=lambda i: (-hits[i], abs(i - best), i))
+    keep: list[int] = []
+    used = 0
+    for i in ranked:
+        cost = len(sentences[i]) + 2
+        if keep and used + cost > budget:
+            continue
+        keep.append(i)
+        used += cost
+    keep.sort()
+    parts: list[str] = []
+    for j, i in enumerate(keep):
+        if (j == 0 and i > 0) or (j > 0 and i != keep[j - 1] + 1):
+            parts.append("…")
+        parts.append(sentences[i])
+    if keep and keep[-1] < len(sentences) - 1:
+        parts.append("…")
+    cut = " ".join(parts)
+    return cut if len(cut) <= budget else cut[: max(budget - 1, 1)].rstrip() + "…"
+
+
+def _lines(chunks: Sequence[ChunkRecord], title: str) -> list[_Line]:
+    """The pickable lines of ``chunks`` with their heading paths; each source line once.
+
+    A line cut by a chunk boundary is joined again when both chunks are at hand; a piece
+    whose other part is not is marked with ``…`` where it was cut."""
+    pieces: dict[int, list[tuple[int, str]]] = {}
+    heads: dict[int, tuple[str, int]] = {}
+    for rank, chunk in enumerate(chunks):
+        stack = _inherited(chunk.heading, title)
+        fence = ""
+        # Front matter is the list entry's title and description already.
+        front = chunk.index == 0 and chunk.text.lstrip("\ufeff").startswith("---")
+        raw_lines = chunk.text.split("\n")
+        if raw_lines and raw_lines[-1] == "":
+            raw_lines.pop()  # the text ended with a newline: no partial last line
+        for offset, raw in enumerate(raw_lines):
+            number = chunk.start_line + offset
+            text = raw.rstrip()
+            if front:
+                front = offset == 0 or text not in ("---", "...")
+                continue
+            if fence:
+                if text.strip().startswith(fence):
+                    fence = ""
+                    continue
+            elif m := _FENCE.match(text):
+                fence = m.group(1)
+                continue
+            elif (h := _HEADING.match(text)) and h.group(2):
+                level = len(h.group(1))
+                while stack and stack[-1][0] >= level:
+                    stack.pop()
+                stack.append((level, _ANCHOR.sub("", h.group(2))))
+                continue
+            last = offset == len(raw_lines) - 1 and not chunk.text.endswith("\n")
+            pieces.setdefault(number, []).append((chunk.index, raw + ("" if last else "\n")))
+            if number not in heads or rank < heads[number][1]:
+                heads[number] = (" > ".join(t for _, t in stack), rank)
+    out: list[_Line] = []
+    for number in sorted(pieces, key=lambda n: (heads[n][1], n)):
+        parts = sorted(pieces[number])
+        joined = "".join(p for _, p in parts)
+        whole = joined.endswith("\n")
+        text = joined.rstrip()
+        if _NOISE.fullmatch(text) or _TAG.fullmatch(text):
+            continue
+        out.append(_Line(number, text if whole else text + "…", heads[number][0], heads[number][1]))
+    return out
+
+
+def _inherited(heading: str, title: str) -> list[tuple[int, str]]:
+    """The heading path a chunk starts under, with levels guessed: from 1 when its first
+    entry is the document's title (an ``#`` heading), else from 2 (the title is elsewhere,
+    e.g. in front matter, and sections start at ``##``)."""
+    parts = [p for p in heading.split(" > ") if p] if heading else []
+    first = 1 if parts and parts[0] == title else 2
+    return [(first + i, p) for i, p in enumerate(parts)]

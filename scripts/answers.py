@@ -1,0 +1,366 @@
+#!/usr/bin/env python3
+"""Does one read of ``00-results.md`` answer the question? Measured through a real mount.
+
+For each question set under ``shared/datasets/doc-questions`` (``NAME.tsv`` beside the corpus
+``shared/corpora/NAME``), the corpus is ingested with the real model (``semfs ingest``; a store
+kept under ``--work`` is reused when it is complete), mounted with ``semfs mount``, and every
+question is asked as an agent would: ``os.listdir(MNT/.search/QUESTION)`` then a read of
+``00-results.md``. Reported per set and per kind of question:
+
+* hit@1, hit@3, MRR: the rank of the first link whose target is the expected page or one of
+  its alternates;
+* answer-in-results: the share of questions whose ``answer`` line (whitespace-normalised)
+  appears in the default ``00-results.md``;
+* ``00-results.md`` bytes, p50 and p95;
+* query-dir listing p50: a fresh question's first ``listdir`` on a warm mount (model loaded).
+
+The question files are read with plain tab splitting: two answers start with ``"``, which a
+CSV reader would strip. ``/`` in a question is typed as U+2215 DIVISION SLASH, as the guide
+tells agents to. ``--via searcher`` runs the same path in-process (``SearchDirectories`` over the
+store's tree, no FUSE): quicker for iteration, same ranking and results file.
+
+Example:
+    .venv/bin/python scripts/answers.py --work /var/tmp/answers            # both sets
+    .venv/bin/python scripts/answers.py --set fastapi-docs --markdown out.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+# The shared data sits beside the checkout (or beside the worktree folder holding it).
+SHARED = next(
+    (p / "shared" for p in REPO.parents if (p / "shared" / "datasets").is_dir()),
+    REPO.parent / "shared",
+)
+DEFAULT_SETS = ("fastapi-docs", "mem0-docs")
+SEMFS = shutil.which("semfs", path=str(Path(sys.executable).parent)) or shutil.which("semfs")
+SLASH = "\u2215"  # DIVISION SLASH: how a query directory name says "/"
+NAME_MAX = 255
+KINDS = ("paraphrase", "exact", "vague", "deep")
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    expected: str
+    alternates: tuple[str, ...]
+    kind: str
+    answer: str
+
+    @property
+    def targets(self) -> set[str]:
+        return {self.expected, *self.alternates}
+
+    @property
+    def dir_name(self) -> str:
+        """The query directory name: ``/`` typed as its look-alike, cut to NAME_MAX bytes."""
+        name = self.text.replace("/", SLASH)
+        while len(name.encode()) > NAME_MAX:
+            name = name[:-1]
+        return name.rstrip()
+
+
+def read_questions(path: Path) -> list[Question]:
+    """Plain tab splitting, no CSV quoting: an answer may start with a quote character."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header = lines[0].split("\t")
+    col = {name: i for i, name in enumerate(header)}
+    out = []
+    for line in lines[1:]:
+        if not line.strip():
+            continue
+        f = line.split("\t")
+        alternates = tuple(a for a in f[col["alternates"]].split(",") if a.strip())
+        out.append(
+            Question(
+                f[col["question"]],
+                f[col["expected_path"]],
+                tuple(a.strip() for a in alternates),
+                f[col["kind"]],
+                f[col["answer"]],
+            )
+        )
+    return out
+
+
+def normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+@dataclass
+class Outcome:
+    question: Question
+    ranked: list[str]  # document paths, best first
+    results: str  # the 00-results.md text
+    listing_ms: float
+
+    @property
+    def rank(self) -> int | None:
+        targets = self.question.targets
+        return next((i + 1 for i, p in enumerate(self.ranked) if p in targets), None)
+
+    @property
+    def answered(self) -> bool:
+        return normalise(self.question.answer) in normalise(self.results)
+
+
+def percentile(xs: Sequence[float], p: float) -> float:
+    if not xs:
+        return float("nan")
+    s = sorted(xs)
+    i = (len(s) - 1) * p / 100
+    lo = int(i)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (i - lo)
+
+
+def summarise(outcomes: Sequence[Outcome]) -> dict[str, float]:
+    n = len(outcomes)
+    ranks = [o.rank for o in outcomes]
+    sizes = [len(o.results.encode()) for o in outcomes]
+    return {
+        "n": n,
+        "hit@1": sum(r == 1 for r in ranks) / n,
+        "hit@3": sum(r is not None and r <= 3 for r in ranks) / n,
+        "mrr": sum(1 / r for r in ranks if r) / n,
+        "answer_in_results": sum(o.answered for o in outcomes) / n,
+        "results_bytes_p50": percentile(sizes, 50),
+        "results_bytes_p95": percentile(sizes, 95),
+        "listing_ms_p50": percentile([o.listing_ms for o in outcomes], 50),
+    }
+
+
+@dataclass
+class SetReport:
+    name: str
+    chunks: int
+    overall: dict[str, float]
+    by_kind: dict[str, dict[str, float]]
+    misses: list[dict[str, Any]] = field(default_factory=list)
+
+
+def report(name: str, chunks: int, outcomes: Sequence[Outcome]) -> SetReport:
+    by_kind = {
+        kind: summarise([o for o in outcomes if o.question.kind == kind])
+        for kind in KINDS
+        if any(o.question.kind == kind for o in outcomes)
+    }
+    misses = [
+        {
+            "question": o.question.text,
+            "kind": o.question.kind,
+            "expected": o.question.expected,
+            "rank": o.rank,
+            "top": o.ranked[:3],
+            "answered": o.answered,
+        }
+        for o in outcomes
+        if o.rank != 1 or not o.answered
+    ]
+    return SetReport(name, chunks, summarise(outcomes), by_kind, misses)
+
+
+# -- stores ----------------------------------------------------------------------------------
+
+
+def semfs(*args: str, timeout: float = 3600) -> str:
+    if SEMFS is None:
+        raise SystemExit("the `semfs` command is not installed in this environment")
+    proc = subprocess.run(
+        [SEMFS, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"semfs {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
+    return proc.stdout
+
+
+def ensure_store(source: Path, store: Path, log: Callable[[str], None]) -> int:
+    """Ingest ``source`` into ``store`` with the default (real) model; an unchanged store is
+    kept as it is (``semfs ingest`` then embeds nothing). Returns the chunk count."""
+    started = time.perf_counter()
+    semfs("ingest", str(source), "--store", str(store))
+    status = json.loads(semfs("status", "--store", str(store), "--json"))
+    log(f"  {source.name}: store ready in {time.perf_counter() - started:.0f} s, {status}")
+    return int(status.get("chunks") or 0)
+
+
+# -- asking ----------------------------------------------------------------------------------
+
+
+def ask_dir(query_dir: Path) -> tuple[list[str], str, float]:
+    """List a query directory (timed), read its results file and resolve its links."""
+    started = time.perf_counter()
+    names = sorted(os.listdir(query_dir))
+    took = (time.perf_counter() - started) * 1000
+    results = next((n for n in names if n.endswith("-results.md")), None)
+    text = (query_dir / results).read_text(encoding="utf-8") if results else ""
+    ranked = []
+    for n in names:
+        if n == results:
+            continue
+        target = os.readlink(query_dir / n)
+        ranked.append("/".join(p for p in target.split("/") if p not in ("..", ".")))
+    return ranked, text, took
+
+
+@contextlib.contextmanager
+def mounted(store: Path, mnt: Path, log: Callable[[str], None]) -> Iterator[Path]:
+    """``semfs mount`` in the background; always unmounted."""
+    mnt.mkdir(parents=True, exist_ok=True)
+    logfile = mnt.with_name(mnt.name + ".log")
+    try:
+        semfs("mount", str(mnt), "--store", str(store), "--log-file", str(logfile), timeout=120)
+        yield mnt
+    finally:
+        subprocess.run([SEMFS or "semfs", "umount", str(mnt)], capture_output=True, check=False)
+        for tool in ("fusermount3", "fusermount"):
+            if os.path.ismount(mnt) and shutil.which(tool):
+                subprocess.run([tool, "-uz", str(mnt)], capture_output=True, check=False)
+        problems = (
+            [
+                line
+                for line in logfile.read_text(errors="replace").splitlines()
+                if "WARNING" in line or "ERROR" in line
+            ]
+            if logfile.exists()
+            else []
+        )
+        for line in problems[:5]:
+            log(f"  mount log: {line}")
+
+
+def ask_mount(store: Path, work: Path, qs: Sequence[Question], log: Callable[[str], None]):
+    with mounted(store, work / "mnt", log) as mnt:
+        root = mnt / ".search"
+        # The first search waits for the model to load: take it out of the timings.
+        os.listdir(root / "warm up the model")
+        out = []
+        for q in qs:
+            ranked, text, took = ask_dir(root / q.dir_name)
+            out.append(Outcome(q, ranked, text, took))
+        return out
+
+
+def ask_in_process(store: Path, qs: Sequence[Question]) -> list[Outcome]:
+    """The mount's code path without FUSE: SearchDirectories over the store's tree."""
+    from fusefs.searchdir import SearchDirectories
+    from fusefs.tree import InodeMap, Ownership, Tree
+    from ingest.search import Searcher
+    from ingest.store import open_store
+
+    with open_store(store) as s:
+        tree = Tree.build(s.list_documents(), InodeMap(), Ownership(os.getuid(), os.getgid()))
+        searcher = Searcher(s)
+        searcher.warm_up()
+        dirs = SearchDirectories(searcher.search)
+        out = []
+        for q in qs:
+            rel = f".search/{q.dir_name}"
+            started = time.perf_counter()
+            node = dirs.resolve(tree, rel)
+            assert node is not None and node.children is not None
+            names = sorted(node.children)
+            took = (time.perf_counter() - started) * 1000
+            ranked, text = [], ""
+            for n in names:
+                child = node.children[n]
+                if child.data is not None:
+                    text = child.data.decode()
+                elif child.target is not None:
+                    ranked.append("/".join(p for p in child.target.split("/") if p != ".."))
+            out.append(Outcome(q, ranked, text, took))
+        return out
+
+
+# -- output ----------------------------------------------------------------------------------
+
+
+def fmt_row(label: str, kind: str, s: dict[str, float]) -> str:
+    return (
+        f"| {label} | {kind} | {int(s['n'])} | {s['hit@1']:.2f} | {s['hit@3']:.2f} "
+        f"| {s['mrr']:.3f} | {s['answer_in_results']:.2f} | {s['results_bytes_p50']:,.0f} "
+        f"| {s['results_bytes_p95']:,.0f} | {s['listing_ms_p50']:.1f} |"
+    )
+
+
+def markdown(reports: Sequence[SetReport], via: str) -> str:
+    lines = [
+        "## Answers: does one read of 00-results.md answer the question?",
+        "",
+        f"`scripts/answers.py` (via {via}, default settings: hybrid, k 10): each question of "
+        "`doc-questions/SET.tsv` asked as `ls .search/QUESTION/` + `cat 00-results.md` on the "
+        "corpus ingested with the real model. hit@N and MRR count alternates; answer-in-results "
+        "is the share whose answer line (whitespace-normalised) is in `00-results.md`; listing "
+        "is a fresh question's first `ls` on a warm mount.",
+        "",
+        "| set | kind | n | hit@1 | hit@3 | MRR | answer-in-results | results p50 B "
+        "| results p95 B | listing p50 ms |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in reports:
+        lines.append(fmt_row(f"**{r.name}** ({r.chunks} chunks)", "**all**", r.overall))
+        lines += [fmt_row("″", kind, s) for kind, s in r.by_kind.items()]
+    return "\n".join(lines) + "\n"
+
+
+def run(
+    sets: Sequence[str],
+    work: Path,
+    via: str = "mount",
+    data: Path = SHARED,
+    log: Callable[[str], None] = print,
+) -> list[SetReport]:
+    """Measure every set; the entry point scripts/bench.py calls."""
+    reports = []
+    for name in sets:
+        qs = read_questions(data / "datasets" / "doc-questions" / f"{name}.tsv")
+        store = work / name / "store"
+        chunks = ensure_store(data / "corpora" / name, store, log)
+        if via == "mount":
+            outcomes = ask_mount(store, work / name, qs, log)
+        else:
+            outcomes = ask_in_process(store, qs)
+        r = report(name, chunks, outcomes)
+        log(fmt_row(name, "all", r.overall))
+        reports.append(r)
+    return reports
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--set", action="append", dest="sets", help="Question set [both].")
+    p.add_argument("--work", type=Path, help="Keeps the stores: a re-run skips the ingest.")
+    p.add_argument("--data", type=Path, default=SHARED, help="Holds corpora/ and datasets/.")
+    p.add_argument("--via", choices=("mount", "searcher"), default="mount")
+    p.add_argument("--markdown", type=Path, help="Write the Markdown table here too.")
+    p.add_argument("--json", type=Path, help="Write every figure and each miss as JSON.")
+    args = p.parse_args(argv)
+    sets = args.sets or list(DEFAULT_SETS)
+    with contextlib.ExitStack() as stack:
+        work = args.work or Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        reports = run(sets, work, args.via, args.data, log=lambda m: print(m, file=sys.stderr))
+    table = markdown(reports, args.via)
+    print(table)
+    if args.markdown:
+        args.markdown.write_text(table)
+    if args.json:
+        args.json.write_text(json.dumps([r.__dict__ for r in reports], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Excerpts and search metadata: which lines answer a query, titles, descriptions, BM25 length.
+
+Real chunks from the real chunker, the real BM25 tokenizer and real Edge stores (hash
+embedder where a model is needed): nothing here is mocked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import qdrant_edge as qe
+from conftest import SAMPLE_CORPUS
+
+from ingest.chunking import chunk_text, document_description
+from ingest.excerpts import ExcerptPicker
+from ingest.pipeline import bm25_average_length, bm25_model, ingest
+from ingest.schema import ChunkRecord, StoreMeta
+from ingest.search import Searcher, match_strength, strength_label
+from ingest.store import open_store
+
+DOC = """\
+---
+title: "Rotating keys"
+description: "Create, rotate and revoke API keys."
+---
+
+# Rotating keys
+
+Keys belong to a workspace and never expire on their own.
+
+## Rotate a key
+
+To rotate an API key, click Rotate: the old key keeps working for 24 hours.
+
+```bash
+curl -X POST https://api.example.com/keys/rotate
+```
+
+## Revoke a key
+
+Revoking is immediate.
+"""
+
+
+def records(text: str, path: str = "keys.md", budget: int = 40) -> list[ChunkRecord]:
+    spans = chunk_text(text, path, lambda ts: [len(t.split()) for t in ts], budget)
+    return [
+        ChunkRecord(path, 1, s.index, s.start, s.end, s.start_line, s.end_line, s.text, s.heading)
+        for s in spans
+    ]
+
+
+def test_the_answering_line_is_picked_with_its_heading_and_number() -> None:
+    chunks = records(DOC)
+    [excerpts] = ExcerptPicker("how long does the old key work after I rotate it").pick(
+        [chunks], [400], ["Rotating keys"]
+    )
+    answer = next(e for e in excerpts if "old key keeps working for 24 hours" in e.text)
+    assert answer.text == DOC.split("\n")[answer.start_line - 1]
+    assert answer.heading == "Rotating keys > Rotate a key"
+
+
+def test_front_matter_headings_and_fences_are_never_excerpts() -> None:
+    chunks = records(DOC, budget=1000)
+    assert len(chunks) == 1
+    [excerpts] = ExcerptPicker("rotate keys title description").pick([chunks], [2000])
+    lines = [ln for ex in excerpts for ln in ex.text.split("\n")]
+    assert lines and not any(
+        ln.startswith(("title:", "description:", "#", "```", "---")) for ln in lines
+    )
+
+
+def test_a_long_line_is_cut_to_its_best_sentences() -> None:
+    filler = " ".join(f"Sentence {i} talks about nothing in particular." for i in range(30))
+    text = f"# T\n\n{filler} The retention window is 30 days for deleted memories. {filler}\n"
+    chunks = records(text, budget=2000)
+    [excerpts] = ExcerptPicker("retention window deleted memories").pick([chunks], [200])
+    shown = excerpts[0].text
+    assert "The retention window is 30 days for deleted memories." in shown
+    assert len(shown) <= 200 and shown.startswith("…") and shown.endswith("…")
+
+
+def test_no_matching_line_shows_the_best_chunks_prose() -> None:
+    [excerpts] = ExcerptPicker("zzzz qqqq").pick([records(DOC)], [300], ["Rotating keys"])
+    assert excerpts and not excerpts[0].text.startswith(("---", "title:"))
+
+
+def test_budget_bounds_each_document() -> None:
+    chunks = records(DOC)
+    out = ExcerptPicker("key rotate revoke workspace").pick([chunks, chunks], [1000, 60])
+    assert sum(len(e.text) for e in out[1]) <= 60 < sum(len(e.text) for e in out[0])
+
+
+def test_description_from_front_matter_or_first_paragraph() -> None:
+    assert document_description(DOC, "keys.mdx") == "Create, rotate and revoke API keys."
+    md = "# Title { #t }\n\n<img src='x'/>\n\nFirst *real* paragraph\ncontinues here.\n\nSecond.\n"
+    assert document_description(md, "a.md") == "First *real* paragraph continues here."
+    long = "# T\n\n" + "word " * 100
+    got = document_description(long, "a.md")
+    assert got.endswith("…") and len(got) <= 160
+    assert document_description("def f():\n    pass\n", "a.py") == ""
+
+
+def test_bm25_average_length_counts_bm25_tokens() -> None:
+    # Stop words ("the", "on") are not tokens; repeated words are.
+    assert bm25_average_length(["cat sat mat cat", "dog runs"]) == 3.0
+    assert bm25_average_length(["the cat sat on the mat"]) == 3.0
+    assert bm25_average_length([]) is None
+
+
+def test_store_records_bm25_length_and_keeps_it(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.md").write_text("# A\n\nshort text about keys\n")
+    with open_store(tmp_path / "store") as store:
+        ingest(src, store, model="hash")
+        meta = store.read_meta()
+        assert meta is not None and meta.bm25_avg_len is not None
+        first = meta.bm25_avg_len
+        (src / "b.md").write_text("# B\n\n" + "many different words here " * 50)
+        ingest(src, store, model="hash")
+        meta = store.read_meta()
+        # An incremental ingest weighs new chunks like the old ones.
+        assert meta is not None and meta.bm25_avg_len == first
+        doc = store.get_document("b.md")
+        assert doc is not None
+        [chunk] = store.get_chunks("b.md", doc.gen, [0])
+        hits = store.query([], *_sparse("many different words"), "keyword", 5)
+        expected = bm25_model(meta).embed_document(f"B\n{chunk.text}")
+        got = next(h for h in hits if h.record.path == "b.md")
+        assert got.similarity is None  # keyword mode: no dense vector asked for
+        assert expected.values  # the recorded model embeds the text
+
+
+def _sparse(text: str) -> tuple[object]:
+    from ingest.store import SparseQuery
+
+    sv = qe.Bm25().embed_query(text)
+    return (SparseQuery(list(sv.indices), list(sv.values)),)
+
+
+def test_old_store_keeps_the_default_length(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.md").write_text("# A\n\ntext\n")
+    with open_store(tmp_path / "store") as store:
+        ingest(src, store, model="hash")
+        meta = store.read_meta()
+        assert meta is not None
+        store.write_meta(StoreMeta(meta.model, meta.dimension, generation=meta.generation))
+        (src / "b.md").write_text("# B\n\nmore\n")
+        ingest(src, store, model="hash")
+        after = store.read_meta()
+        assert after is not None and after.bm25_avg_len is None
+
+
+def test_hits_carry_title_description_strength_and_excerpts(tmp_path: Path) -> None:
+    with open_store(tmp_path / "store") as store:
+        ingest(SAMPLE_CORPUS, store, model="hash")
+        hits = Searcher(store).search("load Google Fonts by font family name", k=3)
+    top = hits[0]
+    assert top.path == "customize/fonts.mdx" and top.title == "Fonts"
+    assert top.description.startswith("Customize typography")
+    assert 0.0 <= top.strength <= 1.0 and top.excerpts
+    assert any("Google Fonts" in e.text for e in top.excerpts)
+    as_json = top.to_json()
+    assert as_json["excerpts"][0]["start_line"] == top.excerpts[0].start_line
+    assert as_json["match"] in ("strong", "fair", "weak")
+
+
+def test_strength_scale() -> None:
+    assert match_strength(0.9, 0.0) == 1.0 and match_strength(0.0, 1.0) == 0.0
+    assert match_strength(None, 0.5) == 0.5
+    assert [strength_label(x) for x in (0.7, 0.4, 0.1)] == ["strong", "fair", "weak"]
