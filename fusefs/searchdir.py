@@ -243,7 +243,12 @@ def _fit(prefix: str, name: str) -> str:
 
 
 # Characters of a description in the ranked list: one line, not a paragraph.
-LIST_DESCRIPTION_CHARS = 90
+LIST_DESCRIPTION_CHARS = 60
+# The results file's size at most, where excerpts alone make it longer: an agent reads it
+# whole, so it stays a few kB (the issue's bound: p95 <= 4 kB at the default k).
+RESULTS_BYTES = 4000
+# Characters of one heading level in an excerpt's label.
+LABEL_LEVEL_CHARS = 40
 
 
 def render_results(
@@ -252,7 +257,38 @@ def render_results(
     """The results file: a header with the query and options; a ranked list (rank, match
     strength, path, title, description); then per hit the lines that best answer the query,
     each prefixed with its line number, under the heading path they sit in. With ``@full``,
-    each hit's best passage follows whole instead (fenced, verbatim)."""
+    each hit's best passage follows whole instead (fenced, verbatim).
+
+    Without ``@full`` the file is kept within ``RESULTS_BYTES`` where only excerpts make it
+    longer: excerpt lines are dropped from the last hits first (the top hit keeps one)."""
+    data = _render(sp, text, hits, names)
+    while not sp.options.full and len(data) > RESULTS_BYTES:
+        trimmed = _drop_one_line(hits)
+        if trimmed is None:
+            break
+        hits = trimmed
+        data = _render(sp, text, hits, names)
+    return data
+
+
+def _drop_one_line(hits: tuple[Hit, ...]) -> tuple[Hit, ...] | None:
+    """``hits`` with the last excerpt line of the lowest-ranked hit that has one removed;
+    None when only the top hit's first line is left."""
+    for i in reversed(range(len(hits))):
+        excerpts = hits[i].excerpts
+        if sum(len(e.lines) for e in excerpts) <= (1 if i == 0 else 0):
+            continue
+        last = excerpts[-1]
+        if len(last.lines) == 1:
+            kept = excerpts[:-1]
+        else:
+            shorter = replace(last, lines=last.lines[:-1], end_line=last.lines[-2][0])
+            kept = (*excerpts[:-1], shorter)
+        return (*hits[:i], replace(hits[i], excerpts=kept), *hits[i + 1 :])
+    return None
+
+
+def _render(sp: SearchPath, text: str, hits: tuple[Hit, ...], names: tuple[str, ...]) -> bytes:
     where = f"{sp.scope}/" if sp.scope else "the whole collection"
     lines = [
         f"# Search: {text}" if text else "# Search: (empty query)",
@@ -267,8 +303,7 @@ def render_results(
             lines.append(f"Every hit scored below the floor {sp.options.min_score:g} (@min).")
         return ("\n".join(lines) + "\n").encode()
     lines += [
-        "match: 0-1, the same scale for every query and mode (strong ≥ 0.6, fair ≥ 0.35). "
-        "Each hit is a link here (NN-name); line numbers are the file's (sed -n 'A,Bp' PATH)."
+        "match 0-1: strong ≥ 0.6, fair ≥ 0.35. Links: NN-name. Lines: sed -n 'A,Bp' PATH."
         + ("" if sp.options.full else " Whole passages: @full/."),
         "",
     ]
@@ -293,10 +328,9 @@ def render_results(
             where_in = f"lines {ex.start_line}-{ex.end_line}"
             if ex.start_line == ex.end_line:
                 where_in = f"line {ex.start_line}"
-            head = _one_line(ex.heading)
+            head = _short_heading(ex.heading, hit.title)
             lines.append(f"[{head} · {where_in}]" if head else f"[{where_in}]")
-            for offset, line in enumerate(ex.text.split("\n")):
-                lines.append(f"{ex.start_line + offset}: {line}")
+            lines += [f"{number}: {line}" for number, line in ex.lines]
         lines.append("")
     return "\n".join(lines).encode("utf-8", "surrogateescape")
 
@@ -307,6 +341,16 @@ def with_status_line(results: bytes, line: str | None) -> bytes:
         return results
     title, sep, rest = results.partition(b"\n")
     return title + sep + b"\n" + line.encode("utf-8", "surrogateescape") + b"\n" + rest
+
+
+def _short_heading(heading: str, title: str) -> str:
+    """A heading path for a label: without the document's title (the list shows it), its
+    last two levels, each cut to ``LABEL_LEVEL_CHARS``; outer levels left out show as ``…``."""
+    parts = [_one_line(p) for p in heading.split(" > ") if p.strip()]
+    if parts and parts[0] == _one_line(title):
+        parts = parts[1:]
+    cut = [p if len(p) <= LABEL_LEVEL_CHARS else p[: LABEL_LEVEL_CHARS - 1] + "…" for p in parts]
+    return " > ".join((["…"] if len(cut) > 2 else []) + cut[-2:])
 
 
 def _one_line(text: str) -> str:

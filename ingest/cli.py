@@ -700,5 +700,5 @@ def search(
         for ex in h.excerpts:
             where = f"{h.path}:{ex.start_line}-{ex.end_line}"
             click.echo("    " + (f"{where} · {ex.heading}" if ex.heading else where))
-            for offset, line in enumerate(ex.text.split("\n")):
-                click.echo(f"    {ex.start_line + offset}: {line}")
+            for number, line in ex.lines:
+                click.echo(f"    {number}: {line}")

@@ -5,9 +5,11 @@ scores their lines against the query and keeps the best few within a character b
 
 Rules a caller may rely on:
 
-* An excerpt is whole source lines, verbatim, with its first and last line number (1-based,
-  as ``sed -n 'A,Bp'`` counts) and the heading path in force at its first line; only a line
-  longer than the budget is cut, to its best sentences, and the cut is marked with ``…``.
+* An excerpt is whole source lines, verbatim, each with its line number (1-based, as
+  ``sed -n 'A,Bp'`` counts; blank lines left out), and the heading path in force at its
+  first line; only a line longer than the budget is cut, to its best sentences, and the cut
+  is marked with ``…``. The best lines come with the lines just after them (and one
+  before): an answer often follows the sentence that restates the question.
 * Lines are scored by the query's BM25 terms (the same tokenizer as the index: stemmed,
   stop words dropped), each weighted by its rarity among the lines considered, plus a share
   of the same score for the heading path they sit under, plus a little for the chunk's rank
@@ -33,31 +35,40 @@ from .schema import ChunkRecord
 HEADING_WEIGHT = 0.5
 # Added per rank step a chunk is nearer the document's best chunk: breaks ties toward it.
 CHUNK_RANK_WEIGHT = 0.15
-# Lines picked per document at most; adjacent picks merge into one excerpt.
-MAX_LINES = 4
+# Lines shown after and before each best line (its window); nearby picks merge.
+AFTER = 3
+BEFORE = 1
+# What an excerpt's label (heading path and line range) costs in a results file, roughly.
+LABEL_COST = 60
 _HEADING = re.compile(r"[ \t]*(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _ANCHOR = re.compile(r"\s*\{\s*#[^}]*\}\s*$")
 _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
 _SENTENCE = re.compile(r"(?<=[.!?:;])\s+")
-_NOISE = re.compile(r"[\s\-*_=|`~#>:.]*")  # a line of only punctuation: rules, fences, tables
+# A line of only punctuation: rules, fences, table rules, admonition markers ("/// tip").
+_NOISE = re.compile(r"[\s\-*_=|`~#>:./]*(?:(?<=///)\s*\w+)?")
 _TAG = re.compile(r"\s*</?[A-Za-z][^<>]*/?>\s*")  # a line that is one HTML/MDX tag
 
 
 @dataclass(frozen=True)
 class Excerpt:
-    """Consecutive source lines ``start_line``-``end_line`` under ``heading``."""
+    """Source lines from ``start_line`` to ``end_line`` under ``heading``: ``lines`` holds
+    each shown line with its number (blank lines between them are left out)."""
 
     start_line: int
     end_line: int
     heading: str
-    text: str
+    lines: tuple[tuple[int, str], ...]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(text for _, text in self.lines)
 
     def to_json(self) -> dict[str, object]:
         return {
             "start_line": self.start_line,
             "end_line": self.end_line,
             "heading": self.heading,
-            "text": self.text,
+            "lines": [{"line": n, "text": t} for n, t in self.lines],
         }
 
 
@@ -75,15 +86,19 @@ class ExcerptPicker:
     def __init__(self, query: str, bm25: qe.Bm25 | None = None) -> None:
         self._bm25 = bm25 or qe.Bm25()
         self._terms = set(self._bm25.embed_query(query).indices)
-        self._cache: dict[str, set[int]] = {}
+        self._cache: dict[str, frozenset[int]] = {}
+
+    def tokens(self, text: str) -> frozenset[int]:
+        """Every BM25 term of ``text``."""
+        got = self._cache.get(text)
+        if got is None:
+            got = frozenset(self._bm25.embed_query(text).indices)
+            self._cache[text] = got
+        return got
 
     def terms(self, text: str) -> set[int]:
         """The query terms ``text`` holds."""
-        got = self._cache.get(text)
-        if got is None:
-            got = set(self._bm25.embed_query(text).indices) & self._terms if self._terms else set()
-            self._cache[text] = got
-        return got
+        return set(self.tokens(text) & self._terms)
 
     def pick(
         self,
@@ -101,13 +116,11 @@ class ExcerptPicker:
         for lines in per_doc:
             for line in lines:
                 n += 1
-                for t in self.terms(line.text):
+                for t in self.tokens(line.text):
                     df[t] = df.get(t, 0) + 1
         idf = {t: math.log(1 + (n + 1) / (c + 0.5)) for t, c in df.items()}
-        return [
-            self._pick_one(lines, idf, budget)
-            for lines, budget in zip(per_doc, budgets, strict=True)
-        ]
+        pairs = zip(per_doc, budgets, strict=True)
+        return [self._pick_one(lines, idf, budget) for lines, budget in pairs]
 
     def _score(self, line: _Line, idf: dict[int, float]) -> float:
         own = sum(idf.get(t, 0.0) for t in self.terms(line.text))
@@ -119,48 +132,72 @@ class ExcerptPicker:
     def _pick_one(self, lines: list[_Line], idf: dict[int, float], budget: int) -> list[Excerpt]:
         if not lines or budget <= 0:
             return []
-        scored = sorted(
-            ((self._score(line, idf), i) for i, line in enumerate(lines)),
-            key=lambda si: (-si[0], si[1]),
-        )
-        if scored[0][0] == 0.0:
+        scores = [self._score(line, idf) for line in lines]
+        order = sorted(range(len(lines)), key=lambda i: lines[i].number)  # document order
+        where = {i: p for p, i in enumerate(order)}
+        anchors = sorted(range(len(lines)), key=lambda i: (-scores[i], lines[i].number))
+        if scores[anchors[0]] == 0.0:
             # Nothing lexical: the best chunk's first lines of prose.
-            best = [i for i, line in enumerate(lines) if line.chunk_rank == 0] or [0]
-            scored = [(0.0, i) for i in best]
-        chosen: list[int] = []
+            anchors = [min((i for i in order if lines[i].chunk_rank == 0), key=where.__getitem__)]
+        chosen: dict[int, str] = {}
         used = 0
-        for score, i in scored:
-            if len(chosen) == MAX_LINES or (chosen and score == 0.0):
+        for a in anchors:
+            if chosen and scores[a] == 0.0:
                 break
-            cost = len(lines[i].text) + 8
-            if chosen and used + cost > budget:
+            if a in chosen:
                 continue
-            chosen.append(i)
-            used += cost
-        return _excerpts(lines, sorted(chosen), budget, self)
+            for i in _window(a, order, where, lines):
+                if i in chosen:
+                    continue
+                text = lines[i].text
+                # A line costs its text and number; one far from the others also a label.
+                near = any(abs(lines[j].number - lines[i].number) <= 2 for j in chosen)
+                cost = len(text) + 8 + (0 if near else LABEL_COST)
+                if used + cost > budget:
+                    if i != a or chosen:
+                        continue  # a neighbour or a later anchor that does not fit
+                    text = _cut(text, budget, self)
+                    cost = budget
+                chosen[i] = text
+                used += cost
+            if used >= budget - 40:
+                break
+        return _excerpts([(lines[i], chosen[i]) for i in sorted(chosen, key=where.__getitem__)])
 
 
-def _excerpts(
-    lines: list[_Line], chosen: list[int], budget: int, picker: ExcerptPicker
-) -> list[Excerpt]:
+def _window(a: int, order: list[int], where: dict[int, int], lines: list[_Line]) -> list[int]:
+    """The anchor, then the lines just after it, then the one before: an answer often
+    follows the line that restates the question. Only lines near it in the file."""
+    p = where[a]
+    out = [a]
+    for step in (*range(1, AFTER + 1), *(-b for b in range(1, BEFORE + 1))):
+        q = p + step
+        if 0 <= q < len(order) and abs(lines[order[q]].number - lines[a].number) <= 3 * abs(step):
+            out.append(order[q])
+    return out
+
+
+def _excerpts(picked: list[tuple[_Line, str]]) -> list[Excerpt]:
+    """Picked lines (document order) grouped into excerpts: a group continues while lines
+    are at most two apart (a blank line between paragraphs) under the same heading."""
     out: list[Excerpt] = []
-    group: list[_Line] = []
-    for i in chosen:
-        line = lines[i]
-        if group and (line.number != group[-1].number + 1 or line.heading != group[0].heading):
+    group: list[tuple[_Line, str]] = []
+    for line, text in picked:
+        if group and (line.number > group[-1][0].number + 2 or line.heading != group[0][0].heading):
             out.append(_join(group))
             group = []
-        if len(line.text) > budget:
-            line = _Line(line.number, _cut(line.text, budget, picker), line.heading, 0)
-        group.append(line)
+        group.append((line, text))
     if group:
         out.append(_join(group))
     return out
 
 
-def _join(group: list[_Line]) -> Excerpt:
+def _join(group: list[tuple[_Line, str]]) -> Excerpt:
     return Excerpt(
-        group[0].number, group[-1].number, group[0].heading, "\n".join(g.text for g in group)
+        group[0][0].number,
+        group[-1][0].number,
+        group[0][0].heading,
+        tuple((line.number, text) for line, text in group),
     )
 
 

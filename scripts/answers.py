@@ -243,9 +243,15 @@ def mounted(store: Path, mnt: Path, log: Callable[[str], None]) -> Iterator[Path
             log(f"  mount log: {line}")
 
 
-def ask_mount(store: Path, work: Path, qs: Sequence[Question], log: Callable[[str], None]):
+def ask_mount(
+    store: Path,
+    work: Path,
+    qs: Sequence[Question],
+    log: Callable[[str], None],
+    params: Sequence[str] = (),
+) -> list[Outcome]:
     with mounted(store, work / "mnt", log) as mnt:
-        root = mnt / ".search"
+        root = mnt.joinpath(".search", *params)
         # The first search waits for the model to load: take it out of the timings.
         os.listdir(root / "warm up the model")
         out = []
@@ -255,7 +261,9 @@ def ask_mount(store: Path, work: Path, qs: Sequence[Question], log: Callable[[st
         return out
 
 
-def ask_in_process(store: Path, qs: Sequence[Question]) -> list[Outcome]:
+def ask_in_process(
+    store: Path, qs: Sequence[Question], params: Sequence[str] = ()
+) -> list[Outcome]:
     """The mount's code path without FUSE: SearchDirectories over the store's tree."""
     from fusefs.searchdir import SearchDirectories
     from fusefs.tree import InodeMap, Ownership, Tree
@@ -269,7 +277,7 @@ def ask_in_process(store: Path, qs: Sequence[Question]) -> list[Outcome]:
         dirs = SearchDirectories(searcher.search)
         out = []
         for q in qs:
-            rel = f".search/{q.dir_name}"
+            rel = "/".join([".search", *params, q.dir_name])
             started = time.perf_counter()
             node = dirs.resolve(tree, rel)
             assert node is not None and node.children is not None
@@ -323,6 +331,7 @@ def run(
     via: str = "mount",
     data: Path = SHARED,
     log: Callable[[str], None] = print,
+    params: Sequence[str] = (),
 ) -> list[SetReport]:
     """Measure every set; the entry point scripts/bench.py calls."""
     reports = []
@@ -331,9 +340,9 @@ def run(
         store = work / name / "store"
         chunks = ensure_store(data / "corpora" / name, store, log)
         if via == "mount":
-            outcomes = ask_mount(store, work / name, qs, log)
+            outcomes = ask_mount(store, work / name, qs, log, params)
         else:
-            outcomes = ask_in_process(store, qs)
+            outcomes = ask_in_process(store, qs, params)
         r = report(name, chunks, outcomes)
         log(fmt_row(name, "all", r.overall))
         reports.append(r)
@@ -346,13 +355,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--work", type=Path, help="Keeps the stores: a re-run skips the ingest.")
     p.add_argument("--data", type=Path, default=SHARED, help="Holds corpora/ and datasets/.")
     p.add_argument("--via", choices=("mount", "searcher"), default="mount")
+    p.add_argument(
+        "--param", action="append", default=[], help="A parameter folder, e.g. @k=5 [none]."
+    )
     p.add_argument("--markdown", type=Path, help="Write the Markdown table here too.")
     p.add_argument("--json", type=Path, help="Write every figure and each miss as JSON.")
     args = p.parse_args(argv)
     sets = args.sets or list(DEFAULT_SETS)
     with contextlib.ExitStack() as stack:
         work = args.work or Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        reports = run(sets, work, args.via, args.data, log=lambda m: print(m, file=sys.stderr))
+        reports = run(
+            sets,
+            work,
+            args.via,
+            args.data,
+            log=lambda m: print(m, file=sys.stderr),
+            params=args.param,
+        )
     table = markdown(reports, args.via)
     print(table)
     if args.markdown:

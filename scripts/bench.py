@@ -291,6 +291,7 @@ class Config:
     queries: int
     store_points: int
     batch_size: int
+    answers: bool = False
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Config:
@@ -341,6 +342,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     )
     p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="Model batch size.")
     p.add_argument("-v", "--verbose", action="store_true", help="Debug logging.")
+    p.add_argument("--answers", action="store_true", help="Add scripts/answers.py's table.")
     a = p.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if a.verbose else logging.INFO,
@@ -371,6 +373,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         queries=a.queries or (10 if q else 30),
         store_points=a.store_points or (300 if q else 5000),
         batch_size=a.batch_size,
+        answers=a.answers,
     )
 
 
@@ -1742,6 +1745,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         meta["machine"]["loadavg_end"] = list(os.getloadavg())
         meta["duration_s"] = time.perf_counter() - started
         write_outputs(cfg, res, meta)
+        if cfg.answers:  # question sets through a real mount: scripts/answers.py
+            import answers
+
+            table = answers.markdown(answers.run(answers.DEFAULT_SETS, cfg.workdir), "mount")
+            cfg.markdown.write_text(cfg.markdown.read_text() + "\n" + table)
         if not cfg.keep:
             shutil.rmtree(cfg.workdir, ignore_errors=True)
     errors = [r for r in res.rows if r.status == "error"]
