@@ -57,8 +57,9 @@ This server is a document collection (semfs): files you can search by meaning, g
 and read, all read-only. Paths are relative to the collection root.
 How to work:
 1. Start with search(query) for a question in words ("how do I rotate an API key"): it
-   ranks documents by meaning and keywords together and shows each one's best passage
-   with its line range. Narrow with path="some/dir"; mode="keyword" for exact terms.
+   ranks documents by meaning and keywords together (match 0-1) and shows the lines of
+   the best ones that answer it, with their line numbers. Narrow with path="some/dir";
+   mode="keyword" for exact terms.
 2. Use grep(pattern) when you know the exact text (a function name, an error message, a
    setting): it returns every matching line as path:line:text, like grep -rn. Literal by
    default; regex=true for an extended regular expression; ignore_case=true for -i.
@@ -154,9 +155,9 @@ def build_server(box: Toolbox, host: str = "127.0.0.1", port: int = 8765) -> Any
             search,
             "Find the documents that answer a question, best first: the same ranking as "
             "`semfs search` and the mount's .search folders. Returns each document's path, "
-            "score, line range and best passage (structured content: the JSON of `semfs "
+            "match strength, title and answering lines (structured content: the JSON of `semfs "
             "search --json`). Use it first for anything asked in words; follow with read on "
-            "the line range.\n\n" + GUIDE,
+            "the lines shown.\n\n" + GUIDE,
         ),
         "read": (
             read,

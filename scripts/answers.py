@@ -267,8 +267,8 @@ def ask_in_process(
     """The mount's code path without FUSE: SearchDirectories over the store's tree."""
     from fusefs.searchdir import SearchDirectories
     from fusefs.tree import InodeMap, Ownership, Tree
+    from ingest.backends import open_store
     from ingest.search import Searcher
-    from ingest.store import open_store
 
     with open_store(store) as s:
         tree = Tree.build(s.list_documents(), InodeMap(), Ownership(os.getuid(), os.getgid()))

@@ -11,12 +11,12 @@ from pathlib import Path
 import qdrant_edge as qe
 from conftest import SAMPLE_CORPUS
 
+from ingest.backends import open_store
 from ingest.chunking import chunk_text, document_description
 from ingest.excerpts import ExcerptPicker
 from ingest.pipeline import bm25_average_length, bm25_model, ingest
 from ingest.schema import ChunkRecord, StoreMeta
 from ingest.search import Searcher, match_strength, strength_label
-from ingest.store import open_store
 
 DOC = """\
 ---

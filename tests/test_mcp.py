@@ -311,7 +311,7 @@ def test_smolagents_tool_collection(tmp_path: Path, corpus: Path) -> None:
     want = semfs_search("--store", str(store))[0]
     assert str(found).startswith("# Search: custom domain dns")
     for hit in want[:3]:
-        assert f"{hit['rank']}. {hit['path']} (lines {hit['start_line']}-{hit['end_line']})" in str(
+        assert f"\n{hit['rank']}. {hit['path']} ({hit['strength']:.2f} {hit['match']})" in str(
             found
         )
     assert str(lines).rstrip("\n").split("\n") == gnu_grep(corpus, "München", False, False)
