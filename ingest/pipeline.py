@@ -236,9 +236,7 @@ def ingest(
     )
     store.delete_documents(report.deleted)
     documents, chunks = _counts(store, meta, was_dirty, existing, report, paths is None)
-    store.write_meta(
-        replace(meta, generation=gen, dirty=False, documents=documents, chunks=chunks)
-    )
+    store.write_meta(replace(meta, generation=gen, dirty=False, documents=documents, chunks=chunks))
     store.flush()
     if report.updated or report.deleted:
         report.compacted = _compact(store)
