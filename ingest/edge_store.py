@@ -41,14 +41,17 @@ from .schema import (
     INDEXED_KEYWORDS,
     INDEXED_TEXT,
     KIND_CHUNK,
+    KIND_DIR,
     KIND_DOC,
     SPARSE,
     ChunkPoint,
     ChunkRecord,
+    DirectoryRecord,
     DocumentRecord,
     ScoredChunk,
     StoreMeta,
     chunk_id,
+    dir_id,
     doc_id,
     meta_id,
 )
@@ -330,6 +333,28 @@ class EdgeStore(Store):
         self.shard.update(qe.UpdateOperation.delete_points([doc_id(p) for p in paths]))
         for path in paths:
             self.delete_stale_chunks(path, None)
+
+    def list_directories(self) -> list[DirectoryRecord]:
+        if self._shard is None:
+            return []
+        flt = qe.Filter(must=[_match("kind", KIND_DIR)])
+        out: list[DirectoryRecord] = []
+        offset: Any = None
+        while True:
+            records, offset = self.shard.scroll(
+                qe.ScrollRequest(offset=offset, limit=SCROLL_PAGE, filter=flt, with_payload=True)
+            )
+            out.extend(DirectoryRecord.from_payload(r.payload or {}) for r in records)
+            if offset is None:
+                return out
+
+    def put_directories(self, records: Sequence[DirectoryRecord]) -> None:
+        if records:
+            self._upsert([qe.Point(dir_id(r.path), {}, r.to_payload()) for r in records])
+
+    def delete_directories(self, paths: Sequence[str]) -> None:
+        if paths:
+            self.shard.update(qe.UpdateOperation.delete_points([dir_id(p) for p in paths]))
 
     def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
         if not points:

@@ -37,6 +37,7 @@ from .errors import SemfsError, StoreLockedError, StoreUnavailableError
 from .schema import (
     ChunkPoint,
     ChunkRecord,
+    DirectoryRecord,
     DocumentRecord,
     ScoredChunk,
     SparseQuery,
@@ -69,6 +70,8 @@ _WRITES = frozenset(
         "write_meta",
         "put_document",
         "delete_documents",
+        "put_directories",
+        "delete_directories",
         "upsert_chunks",
         "delete_stale_chunks",
         "compact",
@@ -79,6 +82,7 @@ _READS = frozenset(
         "exists",
         "read_meta",
         "list_documents",
+        "list_directories",
         "get_document",
         "get_chunks",
         "chunk_versions",
@@ -92,7 +96,7 @@ _READS = frozenset(
 )
 _METHODS = _READS | _WRITES | {"close"}
 # After these the daemon's view of the collection (its directory tree) is out of date.
-_CHANGES = frozenset({"write_meta", "delete_documents"})
+_CHANGES = frozenset({"write_meta", "delete_documents", "put_directories", "delete_directories"})
 # Error classes by name, to raise the same class on the client side.
 _ERRORS: dict[str, type[SemfsError]] = {
     name: cls
@@ -523,6 +527,15 @@ class RemoteStore(Store):
 
     def delete_documents(self, paths: Sequence[str]) -> None:
         self._call("delete_documents", list(paths))
+
+    def list_directories(self) -> list[DirectoryRecord]:
+        return self._call("list_directories")
+
+    def put_directories(self, records: Sequence[DirectoryRecord]) -> None:
+        self._call("put_directories", list(records))
+
+    def delete_directories(self, paths: Sequence[str]) -> None:
+        self._call("delete_directories", list(paths))
 
     def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
         self._call("upsert_chunks", list(points))

@@ -29,7 +29,7 @@ from .embedder import (
     load_embedder,
 )
 from .errors import DiskFullError, ModelMismatchError
-from .schema import ChunkPoint, ChunkRecord, DocumentRecord, StoreMeta
+from .schema import ChunkPoint, ChunkRecord, DirectoryRecord, DocumentRecord, StoreMeta
 from .sources import DEFAULT_MAX_BYTES, Document, Skipped, read_document, scan, scan_paths
 from .store import Store
 
@@ -168,8 +168,10 @@ def ingest(
     report = IngestReport()
     model_name = resolve_model(store, model)
     report.model = model_name
+    dirs: list[DirectoryRecord] | None = None
     if paths is None:
-        files, report.skipped = scan(source, include, exclude)
+        dirs = []
+        files, report.skipped = scan(source, include, exclude, dirs)
         existing = {d.path: d for d in store.list_documents()}
     else:
         scope = {p.strip("/") for p in paths}
@@ -194,7 +196,12 @@ def ingest(
             report.repaired.append(doc.path)
         if old is not None and same and not damage:
             report.unchanged.append(doc.path)
-            if old.st_mtime_ns != doc.mtime_ns:
+            if (old.st_mtime_ns, old.mode, old.uid, old.gid) != (
+                doc.mtime_ns,
+                doc.mode,
+                doc.uid,
+                doc.gid,
+            ):
                 touched.append(doc)
         else:
             changed.append(doc)
@@ -204,9 +211,11 @@ def ingest(
     report.kept = sorted(seen - before)
     report.deleted = sorted(set(existing) - seen)
     report.skipped.sort(key=lambda s: s.path)
+    put_dirs, gone_dirs = _directory_changes(store, dirs, report.skipped)
 
     meta = store.read_meta()
-    if not changed and not report.deleted and not touched and meta is not None and not meta.dirty:
+    unchanged = not (changed or report.deleted or touched or put_dirs or gone_dirs)
+    if unchanged and meta is not None and not meta.dirty:
         report.seconds = time.perf_counter() - started
         return report
 
@@ -225,7 +234,7 @@ def ingest(
     if was_dirty:
         _clean_interrupted(store)
 
-    for doc in touched:  # same content, new mtime: rewrite the record, no embedding
+    for doc in touched:  # same content, new mtime or mode: rewrite the record, no embedding
         old_rec = store.get_document(doc.path)
         if old_rec is not None:
             store.put_document(
@@ -235,6 +244,8 @@ def ingest(
         store, embedder, pending, gen, batch_size, bm25_model(meta), on_start, on_progress
     )
     store.delete_documents(report.deleted)
+    store.put_directories(put_dirs)
+    store.delete_directories(gone_dirs)
     documents, chunks = _counts(store, meta, was_dirty, existing, report, paths is None)
     store.write_meta(replace(meta, generation=gen, dirty=False, documents=documents, chunks=chunks))
     store.flush()
@@ -242,6 +253,24 @@ def ingest(
         report.compacted = _compact(store)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _directory_changes(
+    store: Store, walked: list[DirectoryRecord] | None, skipped: Sequence[Skipped]
+) -> tuple[list[DirectoryRecord], list[str]]:
+    """Folder records to write and to forget. A run over some paths only (``walked`` None)
+    leaves them alone; a folder that could not be read keeps the records below it."""
+    if walked is None:
+        return [], []
+    old = {d.path: d for d in store.list_directories()}
+    new = {d.path: d for d in walked}
+    unreadable = [s.path for s in skipped if s.transient]
+    gone = [
+        p
+        for p in sorted(set(old) - set(new))
+        if not any(p == u or p.startswith(u + "/") for u in unreadable)
+    ]
+    return [d for p, d in sorted(new.items()) if old.get(p) != d], gone
 
 
 def _keep_old(
@@ -315,6 +344,9 @@ def _record(
         offsets,
         mtime_ns=doc.mtime_ns,
         split_lines=split_lines,
+        mode=doc.mode,
+        uid=doc.uid,
+        gid=doc.gid,
     )
 
 

@@ -1,6 +1,6 @@
 """The Qdrant schema shared by ingest (writer) and fusefs (reader): the store contract.
 
-One collection holds three kinds of points, told apart by the ``kind`` payload field:
+One collection holds four kinds of points, told apart by the ``kind`` payload field:
 
 * ``chunk``: one per chunk, with a dense vector (``dense``, cosine) and a BM25 sparse
   vector (``bm25``, IDF modifier) and the payload of :class:`ChunkRecord`.
@@ -9,6 +9,8 @@ One collection holds three kinds of points, told apart by the ``kind`` payload f
   generation are invisible, which is what makes a document switch atomically.
 * ``meta``: exactly one, without vectors: model, dimension, schema version and the
   store-wide generation counter (:class:`StoreMeta`).
+* ``dir``: one per source folder, without vectors: its mode, owner and mtime
+  (:class:`DirectoryRecord`). Optional: stores written before they existed have none.
 
 Point ids are UUIDv5 of stable keys, so a writer can address any point without a lookup.
 
@@ -41,6 +43,7 @@ SPARSE = "bm25"
 KIND_CHUNK = "chunk"
 KIND_DOC = "doc"
 KIND_META = "meta"
+KIND_DIR = "dir"
 
 # Payload fields with an index: everything a reader filters by.
 INDEXED_KEYWORDS = ("kind", "path", "dirs")
@@ -58,6 +61,10 @@ def meta_id() -> str:
 
 def doc_id(path: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, "doc\0" + path))
+
+
+def dir_id(path: str) -> str:
+    return str(uuid.uuid5(_NAMESPACE, "dir\0" + path))
 
 
 def chunk_id(path: str, gen: int, index: int) -> str:
@@ -138,6 +145,11 @@ class DocumentRecord:
     # Whether a chunk boundary falls inside a line (grep must then read the whole document);
     # None in records written before this field existed.
     split_lines: bool | None = None
+    # The source file's permission bits and owner, which the mount serves (minus write).
+    # None in stores written before they were recorded: the mount shows 0444, its own user.
+    mode: int | None = None
+    uid: int | None = None
+    gid: int | None = None
 
     @property
     def st_mtime_ns(self) -> int:
@@ -156,6 +168,9 @@ class DocumentRecord:
             # None ("not fetched", from a tree scroll) stays apart from () ("no chunks").
             "offsets": None if self.offsets is None else list(self.offsets),
             "split_lines": self.split_lines,
+            "mode": self.mode,
+            "uid": self.uid,
+            "gid": self.gid,
         }
 
     @classmethod
@@ -171,7 +186,14 @@ class DocumentRecord:
             offsets=tuple(int(o) for o in offsets) if offsets is not None else None,
             mtime_ns=int(p["mtime_ns"]) if p.get("mtime_ns") is not None else None,
             split_lines=bool(p["split_lines"]) if p.get("split_lines") is not None else None,
+            mode=_int_or_none(p.get("mode")),
+            uid=_int_or_none(p.get("uid")),
+            gid=_int_or_none(p.get("gid")),
         )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 # The payload fields of a doc record that a tree needs; "offsets" is left out.
@@ -185,7 +207,47 @@ DOC_TREE_FIELDS = [
     "chunks",
     "gen",
     "split_lines",
+    "mode",
+    "uid",
+    "gid",
 ]
+
+
+@dataclass(frozen=True)
+class DirectoryRecord:
+    """A source folder as ingested: its permission bits, owner and mtime.
+
+    Written by a full ingest run for every folder it walked (the root is ``""``), so the
+    mount shows empty folders and each folder's own mode. Folders without a record (older
+    stores, a watcher's new folder until the next full run) are inferred from document
+    paths and shown 0555, owned by the mounting user.
+    """
+
+    path: str
+    mode: int
+    uid: int
+    gid: int
+    mtime_ns: int
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "kind": KIND_DIR,
+            "path": self.path,
+            "mode": self.mode,
+            "uid": self.uid,
+            "gid": self.gid,
+            "mtime_ns": self.mtime_ns,
+        }
+
+    @classmethod
+    def from_payload(cls, p: dict[str, Any]) -> DirectoryRecord:
+        return cls(
+            path=str(p["path"]),
+            mode=int(p["mode"]),
+            uid=int(p["uid"]),
+            gid=int(p["gid"]),
+            mtime_ns=int(p["mtime_ns"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -360,11 +422,20 @@ def unpack_floats(text: str) -> list[float]:
     return arr.tolist()
 
 
-_Encodable = StoreMeta | DocumentRecord | ChunkRecord | ChunkPoint | ScoredChunk | SparseQuery
+_Encodable = (
+    StoreMeta
+    | DocumentRecord
+    | DirectoryRecord
+    | ChunkRecord
+    | ChunkPoint
+    | ScoredChunk
+    | SparseQuery
+)
 # Tag -> type, for every schema type that crosses the socket.
 _TYPES: dict[str, type[_Encodable]] = {
     "meta": StoreMeta,
     "doc": DocumentRecord,
+    "dir": DirectoryRecord,
     "chunk": ChunkRecord,
     "point": ChunkPoint,
     "scored": ScoredChunk,

@@ -23,14 +23,17 @@ from .schema import (
     INDEXED_KEYWORDS,
     INDEXED_TEXT,
     KIND_CHUNK,
+    KIND_DIR,
     KIND_DOC,
     SPARSE,
     ChunkPoint,
     ChunkRecord,
+    DirectoryRecord,
     DocumentRecord,
     ScoredChunk,
     StoreMeta,
     chunk_id,
+    dir_id,
     doc_id,
     meta_id,
 )
@@ -166,6 +169,38 @@ class ServerStore(Store):
         )
         for path in paths:
             self.delete_stale_chunks(path, None)
+
+    def list_directories(self) -> list[DirectoryRecord]:
+        if not self._exists:
+            return []
+        out: list[DirectoryRecord] = []
+        offset: Any = None
+        while True:
+            records, offset = self.client.scroll(
+                self.collection,
+                scroll_filter=m.Filter(must=[_match("kind", KIND_DIR)]),
+                limit=SCROLL_PAGE,
+                offset=offset,
+                with_payload=True,
+            )
+            out.extend(DirectoryRecord.from_payload(r.payload or {}) for r in records)
+            if offset is None:
+                return out
+
+    def put_directories(self, records: Sequence[DirectoryRecord]) -> None:
+        if records:
+            self._upsert(
+                [
+                    m.PointStruct(id=dir_id(r.path), vector={}, payload=r.to_payload())
+                    for r in records
+                ]
+            )
+
+    def delete_directories(self, paths: Sequence[str]) -> None:
+        if paths:
+            self.client.delete(
+                self.collection, points_selector=m.PointIdsList(points=[dir_id(p) for p in paths])
+            )
 
     def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
         if not points:

@@ -7,12 +7,14 @@ import errno
 import fnmatch
 import hashlib
 import os
+import re
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import SourceError
+from .schema import DirectoryRecord
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS", ".jj", ".pijul"})
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
@@ -44,6 +46,9 @@ class Document:
     mtime: float
     sha256: str
     mtime_ns: int
+    mode: int | None = None  # permission bits (stat.S_IMODE) of the file read
+    uid: int | None = None
+    gid: int | None = None
 
 
 def _matches(path: str, patterns: Sequence[str]) -> bool:
@@ -72,18 +77,24 @@ def check_source(source: Path) -> None:
 
 
 def scan(
-    source: Path, include: Sequence[str] = (), exclude: Sequence[str] = ()
+    source: Path,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    dirs: list[DirectoryRecord] | None = None,
 ) -> tuple[list[SourceFile], list[Skipped]]:
     """Files under ``source`` to ingest, sorted by path, and the entries skipped with reasons.
 
     VCS folders are skipped silently. Symlinks to files are listed (:func:`read_document`
     decides whether to follow them); symlinks to directories are not followed (that is how
-    loops are avoided) and are reported.
+    loops are avoided) and are reported. A semfs store (a folder holding
+    ``shard/edge_config.json``) and a semfs mount inside ``source`` are skipped with a reason:
+    ingesting either would feed the collection its own copy. When ``dirs`` is a list, a
+    record of every folder walked (``source`` itself as ``""``) is appended to it.
     """
     check_source(source)
     files: list[SourceFile] = []
     skipped: list[Skipped] = []
-    _walk(source, str(source), include, exclude, files, skipped)
+    _walk(source, str(source), include, exclude, files, skipped, dirs)
     files.sort(key=lambda f: f.path)
     return files, skipped
 
@@ -155,8 +166,10 @@ def _walk(
     exclude: Sequence[str],
     files: list[SourceFile],
     skipped: list[Skipped],
+    dir_records: list[DirectoryRecord] | None = None,
 ) -> None:
     """Add the files under ``top`` (``source`` or a folder inside it) to ``files``."""
+    mounts = semfs_mounts()
 
     def on_error(exc: OSError) -> None:
         rel = os.path.relpath(exc.filename, source) if exc.filename else "?"
@@ -169,6 +182,8 @@ def _walk(
     for root, dirs, names in os.walk(top, onerror=on_error):
         rel_root = os.path.relpath(root, source)
         rel_root = "" if rel_root == "." else rel_root.replace(os.sep, "/") + "/"
+        if dir_records is not None:
+            _record_dir(root, rel_root.rstrip("/"), dir_records)
         keep_dirs = []
         for d in sorted(dirs):
             rel = rel_root + d
@@ -178,10 +193,42 @@ def _walk(
             if os.path.islink(full):
                 skipped.append(Skipped(rel, "symlink to a directory (not followed)"))
                 continue
+            if mounts and os.path.realpath(full) in mounts:
+                skipped.append(Skipped(rel, "a semfs mount (not ingested)"))
+                continue
+            if os.path.exists(os.path.join(full, "shard", "edge_config.json")):
+                skipped.append(Skipped(rel, "a semfs store (not ingested)"))
+                continue
             keep_dirs.append(d)
         dirs[:] = keep_dirs
         for name in sorted(names):
             _add_file(rel_root + name, os.path.join(root, name), include, exclude, files, skipped)
+
+
+def _record_dir(full: str, rel: str, out: list[DirectoryRecord]) -> None:
+    try:
+        rel.encode("utf-8")
+        st = os.stat(full)
+    except (UnicodeEncodeError, OSError):
+        return  # its files are skipped with the reason; the tree infers what it can
+    out.append(DirectoryRecord(rel, stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, st.st_mtime_ns))
+
+
+def semfs_mounts(mountinfo: str = "/proc/self/mountinfo") -> frozenset[str]:
+    """The mountpoints of every semfs mount (fstype ``fuse.semfs``); empty where unknown."""
+    try:
+        with open(mountinfo, encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return frozenset()
+    found = set()
+    for line in lines:
+        fields, _, rest = line.partition(" - ")
+        parts = fields.split()
+        if len(parts) >= 5 and rest.split(" ", 1)[0] == "fuse.semfs":
+            # mountinfo escapes space, tab, newline and backslash as octal: \040 and so on.
+            found.add(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[4]))
+    return frozenset(found)
 
 
 def _add_file(
@@ -263,4 +310,7 @@ def read_document(
         mtime=st.st_mtime,
         mtime_ns=st.st_mtime_ns,
         sha256=hashlib.sha256(data).hexdigest(),
+        mode=stat.S_IMODE(st.st_mode),
+        uid=st.st_uid,
+        gid=st.st_gid,
     )

@@ -22,6 +22,7 @@ from .errors import SemfsError
 from .schema import (
     ChunkPoint,
     ChunkRecord,
+    DirectoryRecord,
     DocumentRecord,
     ScoredChunk,
     SparseQuery,
@@ -116,6 +117,18 @@ class Store(ABC):
     @abstractmethod
     def delete_documents(self, paths: Sequence[str]) -> None:
         """Remove the records first (readers stop seeing them), then their chunks."""
+
+    @abstractmethod
+    def list_directories(self) -> list[DirectoryRecord]:
+        """Every recorded source folder (none in stores written before folders were)."""
+
+    @abstractmethod
+    def put_directories(self, records: Sequence[DirectoryRecord]) -> None:
+        """Record folders (replacing the records of the same paths)."""
+
+    @abstractmethod
+    def delete_directories(self, paths: Sequence[str]) -> None:
+        """Forget folder records; documents are not touched."""
 
     @abstractmethod
     def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None: ...
