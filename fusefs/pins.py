@@ -24,7 +24,14 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
-from ingest.schema import ChunkPoint, ChunkRecord, DocumentRecord, ScoredChunk, StoreMeta
+from ingest.schema import (
+    ChunkPoint,
+    ChunkRecord,
+    DirectoryRecord,
+    DocumentRecord,
+    ScoredChunk,
+    StoreMeta,
+)
 from ingest.store import SparseQuery, Store
 
 from .reader import DocumentReader
@@ -197,6 +204,15 @@ class _PinnedStore(Store):
     def delete_documents(self, paths: Sequence[str]) -> None:
         with self._pins._lock:
             self._pins._delete_documents(paths)
+
+    def list_directories(self) -> list[DirectoryRecord]:
+        return self._store.list_directories()
+
+    def put_directories(self, records: Sequence[DirectoryRecord]) -> None:
+        self._store.put_directories(records)
+
+    def delete_directories(self, paths: Sequence[str]) -> None:
+        self._store.delete_directories(paths)
 
     def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
         self._store.upsert_chunks(points)

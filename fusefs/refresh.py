@@ -14,7 +14,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from ingest.schema import DocumentRecord, StoreMeta
+from ingest.schema import DirectoryRecord, DocumentRecord, StoreMeta
 from ingest.store import Store
 
 from .tree import InodeMap, Ownership, Tree
@@ -50,6 +50,7 @@ class TreeRefresher:
         self.interval = interval
         self.tree: Tree | None = None
         self._records: list[DocumentRecord] | None = None
+        self._folders: list[DirectoryRecord] | None = None
         self._seen: tuple[int, bool] | None = None
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -76,10 +77,11 @@ class TreeRefresher:
             if not force and key == self._seen and not (meta is not None and meta.dirty):
                 return False
             records = sorted(self.store.list_documents(), key=lambda r: r.path)
+            folders = sorted(self.store.list_directories(), key=lambda r: r.path)
             self._seen = key
-            if records == self._records:
+            if records == self._records and folders == self._folders:
                 return False
-            tree = Tree.build(records, self.inodes, self.owner)
+            tree = Tree.build(records, self.inodes, self.owner, folders)
             if self._records is not None:
                 logger.info(
                     "store changed (generation %s): now %d documents, %d bytes",
@@ -87,7 +89,7 @@ class TreeRefresher:
                     tree.files,
                     tree.total_bytes,
                 )
-            self._records, self.tree = records, tree
+            self._records, self._folders, self.tree = records, folders, tree
         if self.publish is not None:
             self.publish(tree)
         return True

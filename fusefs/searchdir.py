@@ -65,7 +65,6 @@ from .tree import (
     SYMLINK,
     SYMLINK_MODE,
     Node,
-    Ownership,
     Tree,
     name_too_long,
     node_attrs,
@@ -604,15 +603,29 @@ class SearchDirectories:
         return self._entry_node(tree, sp, self.results(tree, sp), sp.entry)
 
     def _attrs(
-        self, tree: Tree, ino: int, mode: int, size: int, mtime: int | None = None, nlink: int = 1
+        self,
+        tree: Tree,
+        scope: str,
+        ino: int,
+        mode: int,
+        size: int,
+        mtime: int | None = None,
+        nlink: int = 1,
     ) -> Mapping[str, int]:
+        """Search nodes belong to the mounting user. Results quote documents, so where some
+        document under ``scope`` is not readable by every user, they are the owner's only."""
         root = tree.root.attrs
         when = root["st_mtime"] if mtime is None else mtime
-        return node_attrs(ino, mode, nlink, size, when, Ownership(root["st_uid"], root["st_gid"]))
+        if not tree.readable_by_all(scope):
+            mode &= ~0o077
+        return node_attrs(ino, mode, nlink, size, when, tree.owner)
 
-    def _dir_node(self, tree: Tree, path: str, children: Mapping[str, Node]) -> Node:
+    def _dir_node(
+        self, tree: Tree, sp: SearchPath, path: str, children: Mapping[str, Node]
+    ) -> Node:
         ino = virtual_ino(DIR, path)
-        return Node(DIR, path, ino, self._attrs(tree, ino, DIR_MODE, 0, nlink=2), children=children)
+        attrs = self._attrs(tree, sp.scope, ino, DIR_MODE, 0, nlink=2)
+        return Node(DIR, path, ino, attrs, children=children)
 
     def _folder_node(self, tree: Tree, sp: SearchPath) -> Node:
         """A search or parameter folder: lists the queries recently used in it."""
@@ -621,7 +634,7 @@ class SearchDirectories:
             names = self.recent.names(sp.scope, sp.params)
             return {n: self._query_node(tree, replace(sp, query=n)) for n in names}
 
-        return self._dir_node(tree, sp.dir_path, _LazyChildren(build))
+        return self._dir_node(tree, sp, sp.dir_path, _LazyChildren(build))
 
     def _query_node(self, tree: Tree, sp: SearchPath) -> Node:
         def build() -> Mapping[str, Node]:
@@ -629,7 +642,7 @@ class SearchDirectories:
             names = (result.results_name, *result.names)
             return {n: node for n in names if (node := self._entry_node(tree, sp, result, n))}
 
-        return self._dir_node(tree, sp.dir_path, _LazyChildren(build))
+        return self._dir_node(tree, sp, sp.dir_path, _LazyChildren(build))
 
     def _entry_node(
         self, tree: Tree, sp: SearchPath, result: QueryResult, name: str
@@ -640,7 +653,11 @@ class SearchDirectories:
             ino = virtual_ino(FILE, path)
             data = result.results_file
             return Node(
-                FILE, path, ino, self._attrs(tree, ino, FILE_MODE, len(data), mtime), data=data
+                FILE,
+                path,
+                ino,
+                self._attrs(tree, sp.scope, ino, FILE_MODE, len(data), mtime),
+                data=data,
             )
         index = result.position(name)
         if index is None:
@@ -649,5 +666,9 @@ class SearchDirectories:
         ino = virtual_ino(SYMLINK, path)
         size = len(target.encode("utf-8", "surrogateescape"))
         return Node(
-            SYMLINK, path, ino, self._attrs(tree, ino, SYMLINK_MODE, size, mtime), target=target
+            SYMLINK,
+            path,
+            ino,
+            self._attrs(tree, sp.scope, ino, SYMLINK_MODE, size, mtime),
+            target=target,
         )

@@ -12,6 +12,7 @@ number across refreshes for the life of the mount.
 from __future__ import annotations
 
 import logging
+import os
 import stat
 import threading
 import time
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ingest.schema import DocumentRecord
+from ingest.schema import DirectoryRecord, DocumentRecord
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +36,8 @@ FILE_MODE = stat.S_IFREG | 0o444
 DIR_MODE = stat.S_IFDIR | 0o555
 SYMLINK_MODE = stat.S_IFLNK | 0o777
 NAME_MAX = 255  # bytes in one file name: statfs promises it, lookups and search names keep it
+# Of a recorded source mode, what the mount serves: read and execute, never write or set-id.
+SERVED_BITS = 0o555
 _EMPTY: Mapping[str, Node] = MappingProxyType({})
 
 
@@ -113,10 +116,25 @@ class Tree:
     Lookups are one dict access by relative path. Build with :meth:`build`.
     """
 
-    def __init__(self, nodes: Mapping[str, Node], files: int, total_bytes: int) -> None:
+    def __init__(
+        self,
+        nodes: Mapping[str, Node],
+        files: int,
+        total_bytes: int,
+        owner: Ownership | None = None,
+        guarded: frozenset[str] = frozenset(),
+    ) -> None:
         self._nodes = nodes
         self.files = files
         self.total_bytes = total_bytes
+        self.owner = owner or Ownership(os.getuid(), os.getgid())
+        # Directories with something below them that other users may not read.
+        self._guarded = guarded
+
+    def readable_by_all(self, path: str) -> bool:
+        """Whether any user may read everything at and below the directory ``path``
+        (what a search there could show them): every file o+r, every folder o+rx."""
+        return path not in self._guarded
 
     @property
     def root(self) -> Node:
@@ -134,7 +152,18 @@ class Tree:
         return self._nodes.values()
 
     @classmethod
-    def build(cls, records: Iterable[DocumentRecord], inodes: InodeMap, owner: Ownership) -> Tree:
+    def build(
+        cls,
+        records: Iterable[DocumentRecord],
+        inodes: InodeMap,
+        owner: Ownership,
+        folders: Iterable[DirectoryRecord] = (),
+    ) -> Tree:
+        """The tree of ``records``, plus the recorded ``folders`` (empty ones included).
+
+        A file or folder with a recorded mode is served with that mode minus write (and
+        minus set-id bits) and its recorded owner; without one, 0444/0555 and ``owner``.
+        """
         docs = _usable(records)
         dirs: dict[str, dict[str, Node]] = {"": {}}
         newest: dict[str, float] = {}
@@ -144,7 +173,16 @@ class Tree:
                 parent = "/".join(parts[:depth])
                 dirs.setdefault(parent, {})
                 newest[parent] = max(newest.get(parent, rec.mtime), rec.mtime)
+        recorded: dict[str, DirectoryRecord] = {}
+        for rec_dir in folders:
+            if rec_dir.path and (not valid_path(rec_dir.path) or rec_dir.path in docs):
+                continue  # a file of that name wins: it is what a reader came for
+            recorded[rec_dir.path] = rec_dir
+            parts = rec_dir.path.split("/") if rec_dir.path else []
+            for depth in range(len(parts) + 1):
+                dirs.setdefault("/".join(parts[:depth]), {})
         nodes: dict[str, Node] = {}
+        guarded: set[str] = set()
         for path, rec in docs.items():
             ino = inodes.get(FILE, path)
             node = Node(FILE, path, ino, _file_attrs(ino, rec, owner), doc=rec)
@@ -154,15 +192,36 @@ class Tree:
         for path in sorted(dirs, key=lambda p: p.count("/") + bool(p), reverse=True):
             children = dirs[path]
             subdirs = sum(1 for c in children.values() if c.kind == DIR)
-            mtime = newest.get(path, owner.mounted_at)
             ino = inodes.get(DIR, path)
-            attrs = _dir_attrs(ino, subdirs, mtime, owner)
+            folder = recorded.get(path)
+            if folder is not None:
+                attrs = node_attrs(
+                    ino,
+                    stat.S_IFDIR | (folder.mode & SERVED_BITS),
+                    2 + subdirs,
+                    0,
+                    folder.mtime_ns,
+                    Ownership(folder.uid, folder.gid),
+                )
+            else:
+                attrs = _dir_attrs(ino, subdirs, newest.get(path, owner.mounted_at), owner)
             kids = MappingProxyType(dict(sorted(children.items())))
             node = Node(DIR, path, ino, attrs, children=kids)
             nodes[path] = node
+            if attrs["st_mode"] & 0o005 != 0o005 or any(
+                c.path in guarded or (c.kind == FILE and not c.attrs["st_mode"] & 0o004)
+                for c in children.values()
+            ):
+                guarded.add(path)
             if path:
                 dirs[path.rpartition("/")[0]][node.name] = node
-        return cls(MappingProxyType(nodes), len(docs), sum(r.size for r in docs.values()))
+        return cls(
+            MappingProxyType(nodes),
+            len(docs),
+            sum(r.size for r in docs.values()),
+            owner,
+            frozenset(guarded),
+        )
 
 
 def _usable(records: Iterable[DocumentRecord]) -> dict[str, DocumentRecord]:
@@ -187,7 +246,13 @@ def _usable(records: Iterable[DocumentRecord]) -> dict[str, DocumentRecord]:
 
 
 def _file_attrs(ino: int, rec: DocumentRecord, owner: Ownership) -> Mapping[str, int]:
-    return node_attrs(ino, FILE_MODE, 1, rec.size, rec.st_mtime_ns, owner)
+    if rec.mode is None:
+        return node_attrs(ino, FILE_MODE, 1, rec.size, rec.st_mtime_ns, owner)
+    who = Ownership(
+        owner.uid if rec.uid is None else rec.uid, owner.gid if rec.gid is None else rec.gid
+    )
+    mode = stat.S_IFREG | (rec.mode & SERVED_BITS)
+    return node_attrs(ino, mode, 1, rec.size, rec.st_mtime_ns, who)
 
 
 def _dir_attrs(ino: int, subdirs: int, mtime_s: float, owner: Ownership) -> Mapping[str, int]:

@@ -273,6 +273,15 @@ class DelegatingStore(Store):
     def delete_documents(self, paths: Sequence[str]) -> None:
         self.inner.delete_documents(paths)
 
+    def list_directories(self) -> list[DirectoryRecord]:
+        return self.inner.list_directories()
+
+    def put_directories(self, records: Sequence[DirectoryRecord]) -> None:
+        self.inner.put_directories(records)
+
+    def delete_directories(self, paths: Sequence[str]) -> None:
+        self.inner.delete_directories(paths)
+
     def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
         self.inner.upsert_chunks(points)
 
