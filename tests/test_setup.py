@@ -13,10 +13,12 @@ from pathlib import Path
 
 from conftest import REPO
 
-# Commands from Essential: yes packages (coreutils, diffutils, findutils, grep, dash), present
-# on every Debian system; fusermount comes with fuse3, which setup.sh installs for everyone.
+# Commands from Essential: yes packages (coreutils, diffutils, findutils, grep, dash,
+# util-linux), present on every Debian system; fusermount comes with fuse3, which setup.sh
+# installs for everyone.
 ESSENTIAL = {
     "cat",
+    "chmod",
     "cmp",
     "cp",
     "diff",
@@ -25,6 +27,7 @@ ESSENTIAL = {
     "grep",
     "head",
     "ls",
+    "setpriv",
     "sh",
     "tail",
     "wc",
