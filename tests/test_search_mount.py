@@ -120,7 +120,8 @@ def test_results_file_and_links_reach_the_documents(model_mount: Mount) -> None:
         assert f"\n{rank}. {path} (" in results  # the ranked list, match strength next
     # The top hit's answering lines, numbered as in the file: sed -n 'A,Bp' reaches them.
     top = (SAMPLE_CORPUS / ranked[0]).read_text().split("\n")
-    shown = re.findall(r"^(\d+): (.*)$", results.split(f"## 1. {ranked[0]}\n", 1)[1], re.M)
+    section = results.split(f"## 1. {ranked[0]}\n", 1)[1].split("\n## ", 1)[0]
+    shown = re.findall(r"^(\d+): (.*)$", section, re.M)
     assert shown and all(top[int(n) - 1].rstrip() == line for n, line in shown if "…" not in line)
     assert len(results.encode()) <= 4096
     one = next(query.glob("01-*"))
