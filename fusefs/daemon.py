@@ -463,6 +463,24 @@ def is_stale(path: Path) -> bool:
     return False
 
 
+def force_unmount(mountpoint: Path) -> None:
+    """Unmount whatever is at ``mountpoint`` by every means, quietly: each tool, then lazily,
+    then ``umount -l``. For harnesses (tests, benchmarks) that must never leave a mount behind."""
+
+    def busy() -> bool:
+        return os.path.ismount(mountpoint) or is_stale(mountpoint)
+
+    for lazy in (False, True):
+        for command in unmount_commands(mountpoint, lazy):
+            if not busy():
+                return
+            with contextlib.suppress(OSError):
+                subprocess.run(command, capture_output=True, check=False)
+    if busy():
+        with contextlib.suppress(OSError):
+            subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True, check=False)
+
+
 def unmount_commands(mountpoint: Path, lazy: bool = False) -> list[list[str]]:
     """Commands to try in order: fusermount3/fusermount on Linux, umount elsewhere."""
     mnt = str(mountpoint)

@@ -34,6 +34,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "cranfield"
@@ -266,17 +267,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         metric: systems["semfs hybrid"][metric] - systems[f"semfs {best_single}"][metric]
         for metric in ("ndcg@10", "recall@10")
     }
+    versus: dict[str, Any] = {
+        "mode": best_single,
+        **{m: round(v, 4) for m, v in margin.items()},
+        **paired(runs["hybrid"], runs[best_single], qrels),
+    }
     result = {
         "documents": len(docs),
         "queries": len(queries),
         "k": K,
         "systems": {name: {m: round(v, 4) for m, v in s.items()} for name, s in systems.items()},
         "seconds_per_query": {m: round(s, 4) for m, s in seconds.items()},
-        "hybrid_vs_best_single": {
-            "mode": best_single,
-            **{m: round(v, 4) for m, v in margin.items()},
-            **paired(runs["hybrid"], runs[best_single], qrels),
-        },
+        "hybrid_vs_best_single": versus,
     }
     if args.json:
         print(json.dumps(result, indent=2))
@@ -287,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         mode = name.removeprefix("semfs ")
         ms = f"{seconds[mode] * 1000:9.1f}" if mode in seconds else f"{'-':>9}"
         print(f"{name:<22} {s['ndcg@10']:8.4f} {s['recall@10']:10.4f} {ms}")
-    h = result["hybrid_vs_best_single"]
+    h = versus
     print(
         f"hybrid vs {best_single} (the better single mode): nDCG@10 {margin['ndcg@10']:+.4f}, "
         f"recall@10 {margin['recall@10']:+.4f}; per query {h['wins']} better, {h['ties']} same, "

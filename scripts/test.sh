@@ -8,5 +8,8 @@ scripts/setup.sh test,bench
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+# The README's command reference and search syntax are generated from the code (see
+# ARCHITECTURE.md): fail when they drift. `.venv/bin/cog -r README.md` regenerates them.
+.venv/bin/cog --check README.md
 # pytest exits 5 when it collects no test; set -e makes that a failure too.
 .venv/bin/pytest "$@"

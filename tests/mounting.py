@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import SEMFS
 
+from fusefs.daemon import force_unmount
 from ingest.backends import open_store
 from ingest.pipeline import IngestReport, ingest
 
@@ -51,27 +51,6 @@ def read_log(log: Path) -> str:
         return log.read_text(errors="replace")
     except FileNotFoundError:
         return "(no log file)"
-
-
-def force_unmount(mountpoint: Path) -> None:
-    """Unmount whatever is at ``mountpoint``, by every means; quiet when nothing is."""
-    tools = [t for t in (shutil.which("fusermount3"), shutil.which("fusermount")) if t]
-    for flags in (["-u"], ["-uz"]):
-        if not (os.path.ismount(mountpoint) or _stale(mountpoint)):
-            return
-        for tool in tools:
-            subprocess.run([tool, *flags, str(mountpoint)], capture_output=True, check=False)
-            if not (os.path.ismount(mountpoint) or _stale(mountpoint)):
-                return
-    subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True, check=False)
-
-
-def _stale(path: Path) -> bool:
-    try:
-        os.stat(path)
-    except OSError as exc:
-        return exc.errno == 107  # ENOTCONN
-    return False
 
 
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:

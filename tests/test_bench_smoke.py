@@ -1,7 +1,7 @@
 """Smoke test of the benchmark: ``scripts/bench.py --quick`` runs and reports every section.
 
-Every figure must be there, either measured or explicitly "not yet" with the reason (for
-example while the mount or the query directories are unfinished). This is how CI runs the
+Every figure must be there, either measured or explicitly "skipped" with the reason (for
+example when this machine cannot mount). This is how CI runs the
 benchmark; the figures themselves are not checked.
 """
 
@@ -18,7 +18,7 @@ import pytest
 from conftest import REPO
 
 SECTIONS = ("ingest", "mount", "reading", "search", "memory", "store")
-# Figures each section must report (measured or "not yet"), per corpus where it applies.
+# Figures each section must report (measured or "skipped"), per corpus where it applies.
 REQUIRED = {
     "ingest": {"ingest throughput (real model)", "ingest throughput (hash stand-in)"},
     "mount": {"mount → first ls, p50", "mount → first ls, p90"},
@@ -79,8 +79,8 @@ def test_quick_bench_reports_every_section(tmp_path: Path) -> None:
             if row["status"] == "ok":
                 assert isinstance(row["value"], (int, float)), where
             else:
-                assert row["status"] == "not yet", f"{where}: {row['status']}: {row['reason']}"
-                assert row["reason"].strip(), f"{where}: 'not yet' without a reason"
+                assert row["status"] == "skipped", f"{where}: {row['status']}: {row['reason']}"
+                assert row["reason"].strip(), f"{where}: 'skipped' without a reason"
         missing = REQUIRED[section] - {row["what"] for row in rows}
         assert not missing, f"section {section} lacks {sorted(missing)}"
 

@@ -1,0 +1,147 @@
+"""Sections ``mount`` and ``reading``: readiness, grep/find/cat/du on the mount vs a native copy."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from .config import Config
+from .harness import QUOTED, Mounted, drop_caches, median, mounted, percentile, run, wait_for_model
+from .ingesting import startup_floor
+from .results import CorpusInfo, Results, Row
+
+# -- mount readiness -----------------------------------------------------------------------
+
+
+def measure_readiness(cfg: Config, res: Results, info: CorpusInfo) -> None:
+    samples = []
+    for _ in range(cfg.mounts):
+        with mounted(info.store, cfg.workdir / "mnt" / f"{info.slug}-ready") as m:
+            samples.append(m.ready_s)
+    copies = []
+    dst = cfg.workdir / "cp" / info.slug
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(min(cfg.reps, 3)):
+        copies.append(run(["cp", "-r", str(info.source), str(dst)]))
+        shutil.rmtree(dst)
+    p50, p90 = median(samples) * 1000, percentile(samples, 90) * 1000
+    note = (
+        f"{cfg.mounts} mounts, each `semfs mount` (background), then listing the root; "
+        f"Python start-up alone (`semfs --version`) takes {startup_floor() * 1000:.0f} ms; {QUOTED}"
+    )
+    for what, value in (("mount → first ls, p50", p50), ("mount → first ls, p90", p90)):
+        res.add(
+            Row(
+                "mount",
+                what,
+                info.name,
+                value=value,
+                unit="ms",
+                baseline="cp -r of the source on local disk (a checkout without the network)",
+                baseline_value=median(copies) * 1000,
+                ratio=value / (median(copies) * 1000),
+                ratio_note="semfs ÷ baseline time",
+                target="≤ 200 ms",
+                met=value <= 200,
+                chunks=info.chunks,
+                samples=[s * 1000 for s in samples],
+                note=note,
+            )
+        )
+
+
+# -- reading -------------------------------------------------------------------------------
+
+SERIAL = "cat of every file"
+PARALLEL = "8 parallel readers (xargs -P8 cat)"
+WARM_OPS = {
+    "grep -r (warm)": ["grep", "-r", "-i", "-c", "{pattern}", "."],
+    "find": ["find", ".", "-type", "f"],
+    "du -s": ["du", "-s", "."],
+    # The same cat invocations, one at a time and eight at a time: the speed-up is P8 / P1.
+    SERIAL: ["xargs", "-0", "-a", "{list}", "-P1", "-n", "16", "cat"],
+    PARALLEL: ["xargs", "-0", "-a", "{list}", "-P8", "-n", "16", "cat"],
+}
+TARGETS = {"grep -r (warm)": 3.0, "grep -r (cold)": 10.0}
+
+
+def op_command(op: str, info: CorpusInfo, listfile: Path) -> list[str]:
+    return [a.format(pattern=info.grep_pattern, list=listfile) for a in WARM_OPS[op]]
+
+
+def file_list(info: CorpusInfo, dst: Path) -> Path:
+    names = sorted(str(p.relative_to(info.source)) for p in info.source.rglob("*") if p.is_file())
+    dst.write_bytes(b"\0".join(n.encode() for n in names))
+    return dst
+
+
+def reading_row(
+    info: CorpusInfo, what: str, mount_s: list[float], native_s: list[float], note: str = ""
+) -> Row:
+    ratio = median([m / n for m, n in zip(mount_s, native_s, strict=True)])
+    limit = TARGETS.get(what)
+    return Row(
+        "reading",
+        what,
+        info.name,
+        value=median(mount_s) * 1000,
+        unit="ms",
+        baseline="the same command on a native copy on local disk",
+        baseline_value=median(native_s) * 1000,
+        ratio=ratio,
+        ratio_note="mount ÷ native time (median of per-run ratios)",
+        target=f"≤ {limit:g}x" if limit else "",
+        met=ratio <= limit if limit else None,
+        chunks=info.chunks,
+        samples=[s * 1000 for s in mount_s],
+        note=f"{len(mount_s)} runs per side; {note}" if note else f"{len(mount_s)} runs per side",
+        extra={"native_samples_ms": [s * 1000 for s in native_s]},
+    )
+
+
+def measure_cold_grep(cfg: Config, res: Results, info: CorpusInfo, listfile: Path) -> None:
+    cmd = op_command("grep -r (warm)", info, listfile)
+    dropped = True
+    native, mount = [], []
+    # A cold run of a big corpus takes tens of seconds through FUSE: two runs there.
+    for _ in range(info.reps(cfg.reps) if info.chunks <= 20_000 else 2):
+        dropped = drop_caches() and dropped
+        native.append(run(cmd, cwd=info.source))
+        with mounted(info.store, cfg.workdir / "mnt" / f"{info.slug}-cold") as m:
+            wait_for_model(m)  # else the model's loading competes with grep
+            drop_caches()
+            mount.append(run(cmd, cwd=m.path))
+    note = (
+        "page cache dropped before each run (echo 3 > /proc/sys/vm/drop_caches); "
+        "the mount is a fresh one each run, its model loaded first"
+        if dropped
+        else "could not drop the page cache (not root?): native 'cold' is warm; "
+        "the mount is still a fresh one each run"
+    )
+    res.add(reading_row(info, "grep -r (cold)", mount, native, note))
+
+
+def measure_warm_reads(cfg: Config, res: Results, info: CorpusInfo, m: Mounted, lst: Path) -> None:
+    """After one untimed grep and cat on each side, every op ``reps`` times, sides alternating."""
+    for op in ("grep -r (warm)", SERIAL):
+        run(op_command(op, info, lst), cwd=info.source)
+        run(op_command(op, info, lst), cwd=m.path)
+    times: dict[str, tuple[list[float], list[float]]] = {}
+    for op in WARM_OPS:
+        cmd = op_command(op, info, lst)
+        native, mount = [], []
+        for _ in range(info.reps(cfg.reps)):
+            native.append(run(cmd, cwd=info.source))
+            mount.append(run(cmd, cwd=m.path))
+        times[op] = (mount, native)
+    p8, p1 = times[PARALLEL], times[SERIAL]
+    speedup = [median(p1[side]) / median(p8[side]) for side in (0, 1)]
+    for op, (mount, native) in times.items():
+        note = "page cache warm on both sides"
+        if op == PARALLEL:
+            note += f"; speed-up over one reader: mount {speedup[0]:.2f}x, native {speedup[1]:.2f}x"
+        elif op == SERIAL:
+            note += "; one reader: xargs -P1 -n 16 cat"
+        row = res.add(reading_row(info, op, mount, native, note))
+        if op == PARALLEL:
+            row.extra["speedup_vs_1_reader"] = {"mount": speedup[0], "native": speedup[1]}

@@ -1,0 +1,91 @@
+"""The README's generated sections, built from the code: the command reference and the
+search syntax. Run by cog from README.md (``cog -r README.md`` rewrites them; ``cog --check
+README.md``, in scripts/test.sh, fails when they drift from ``semfs --help``).
+
+Nothing here is written by hand about a command: a summary is the first paragraph of the
+command's docstring, options are its click parameters, the search syntax is ``semfs mount
+--help``'s own text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import click
+import click.testing
+
+# Help texts show the default store folder: make it this machine-independent spelling.
+for _name in ("SEMFS_STORE", "XDG_DATA_HOME"):
+    os.environ.pop(_name, None)
+os.environ["HOME"] = "~"
+
+from fusefs.cli import cli  # noqa: E402 - after the environment above
+
+PROG = "semfs"
+
+
+def _commands() -> list[tuple[str, click.Command]]:
+    ctx = click.Context(cli, info_name=PROG)
+    return [(name, cli.commands[name]) for name in cli.list_commands(ctx)]
+
+
+def _summary(cmd: click.Command) -> str:
+    """The first paragraph of the docstring, on one line."""
+    text = (cmd.help or "").split("\n\n")[0]
+    return " ".join(text.split())
+
+
+def _usage(name: str, cmd: click.Command) -> str:
+    ctx = click.Context(cmd, info_name=f"{PROG} {name}")
+    args = [p.make_metavar(ctx) for p in cmd.params if isinstance(p, click.Argument)]
+    return " ".join([PROG, name, *args])
+
+
+def _options(cmd: click.Command) -> str:
+    flags = [
+        "/".join(f"`{o}`" for o in p.opts)
+        for p in cmd.params
+        if isinstance(p, click.Option) and not p.hidden
+    ]
+    return ", ".join(flags)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def commands_table() -> str:
+    """A Markdown table: each command's usage, summary and options."""
+    rows = ["| command | what it does | options |", "|---|---|---|"]
+    for name, cmd in _commands():
+        rows.append(
+            f"| `{_cell(_usage(name, cmd))}` | {_cell(_summary(cmd))} | {_cell(_options(cmd))} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def help_text(*args: str) -> str:
+    """``semfs ARGS --help`` as the terminal shows it, 80 columns wide."""
+    result = click.testing.CliRunner().invoke(
+        cli, [*args, "--help"], prog_name=PROG, terminal_width=80
+    )
+    if result.exit_code != 0:
+        raise RuntimeError(f"{PROG} {' '.join(args)} --help failed: {result.output}")
+    return result.output
+
+
+def full_help() -> str:
+    """Every command's ``--help``, in a fenced block each."""
+    parts = []
+    for name, _cmd in _commands():
+        parts.append(f"#### `{PROG} {name}`\n\n```\n{help_text(name).rstrip()}\n```\n")
+    return "\n".join(parts)
+
+
+def search_syntax() -> str:
+    """The search-directory syntax exactly as ``semfs mount --help`` states it."""
+    epilog = cli.commands["mount"].epilog or ""
+    paragraphs = [p.strip("\n") for p in re.split(r"\n\s*\n", epilog.replace("\b\n", ""))]
+    wanted = [p for p in paragraphs if ".search" in p or "parameter folders" in p]
+    return "```\n" + "\n\n".join(wanted) + "\n```\n"
