@@ -305,18 +305,7 @@ class EdgeStore(Store):
         if self._shard is None:
             return []
         flt = qe.Filter(must=[_match("kind", KIND_DOC)])
-        selector = qe.PayloadSelector.Include(DOC_TREE_FIELDS)
-        out: list[DocumentRecord] = []
-        offset: Any = None
-        while True:
-            records, offset = self.shard.scroll(
-                qe.ScrollRequest(
-                    offset=offset, limit=SCROLL_PAGE, filter=flt, with_payload=selector
-                )
-            )
-            out.extend(DocumentRecord.from_payload(r.payload or {}) for r in records)
-            if offset is None:
-                return out
+        return [DocumentRecord.from_payload(p) for p in self._scroll(flt, DOC_TREE_FIELDS)]
 
     def get_document(self, path: str) -> DocumentRecord | None:
         if self._shard is None:
@@ -390,22 +379,8 @@ class EdgeStore(Store):
     def chunk_versions(self) -> set[tuple[str, int]]:
         if self._shard is None:
             return set()
-        out: set[tuple[str, int]] = set()
-        offset: Any = None
-        while True:
-            records, offset = self.shard.scroll(
-                qe.ScrollRequest(
-                    offset=offset,
-                    limit=SCROLL_PAGE,
-                    filter=_chunk_filter(None),
-                    with_payload=["path", "gen"],
-                )
-            )
-            out.update(
-                (str(r.payload["path"]), int(r.payload["gen"])) for r in records if r.payload
-            )
-            if offset is None:
-                return out
+        pairs = self._scroll(_chunk_filter(None), ["path", "gen"])
+        return {(str(p["path"]), int(p["gen"])) for p in pairs}
 
     def query(
         self,
@@ -452,7 +427,7 @@ class EdgeStore(Store):
             out.append(ScoredChunk(ChunkRecord.from_payload(p.payload or {}), float(p.score), sim))
         return out
 
-    def _scroll_chunks(self, flt: qe.Filter, fields: list[str]) -> Iterator[dict[str, Any]]:
+    def _scroll(self, flt: qe.Filter, fields: list[str]) -> Iterator[dict[str, Any]]:
         offset: Any = None
         while True:
             records, offset = self.shard.scroll(
@@ -474,13 +449,13 @@ class EdgeStore(Store):
         if words:
             must.append(qe.FieldCondition("text", match=qe.MatchText(" ".join(words))))
         flt = qe.Filter(must=must)
-        return sorted({str(p["path"]) for p in self._scroll_chunks(flt, ["path"])})
+        return sorted({str(p["path"]) for p in self._scroll(flt, ["path"])})
 
     def chunk_line_spans(self, under: str | None = None) -> Iterator[LineSpan]:
         if self._shard is None:
             return
         fields = ["path", "gen", "index", "start_line", "end_line"]
-        for p in self._scroll_chunks(_chunk_filter(under), fields):
+        for p in self._scroll(_chunk_filter(under), fields):
             yield (
                 str(p["path"]),
                 int(p["gen"]),

@@ -136,19 +136,8 @@ class ServerStore(Store):
     def list_documents(self) -> list[DocumentRecord]:
         if not self._exists:
             return []
-        out: list[DocumentRecord] = []
-        offset: Any = None
-        while True:
-            records, offset = self.client.scroll(
-                self.collection,
-                scroll_filter=m.Filter(must=[_match("kind", KIND_DOC)]),
-                limit=SCROLL_PAGE,
-                offset=offset,
-                with_payload=m.PayloadSelectorInclude(include=DOC_TREE_FIELDS),
-            )
-            out.extend(DocumentRecord.from_payload(r.payload or {}) for r in records)
-            if offset is None:
-                return out
+        flt = m.Filter(must=[_match("kind", KIND_DOC)])
+        return [DocumentRecord.from_payload(p) for p in self._scroll(flt, DOC_TREE_FIELDS)]
 
     def get_document(self, path: str) -> DocumentRecord | None:
         if not self._exists:
@@ -236,21 +225,8 @@ class ServerStore(Store):
     def chunk_versions(self) -> set[tuple[str, int]]:
         if not self._exists:
             return set()
-        out: set[tuple[str, int]] = set()
-        offset: Any = None
-        while True:
-            records, offset = self.client.scroll(
-                self.collection,
-                scroll_filter=_chunk_filter(None),
-                limit=SCROLL_PAGE,
-                offset=offset,
-                with_payload=m.PayloadSelectorInclude(include=["path", "gen"]),
-            )
-            out.update(
-                (str(r.payload["path"]), int(r.payload["gen"])) for r in records if r.payload
-            )
-            if offset is None:
-                return out
+        pairs = self._scroll(_chunk_filter(None), ["path", "gen"])
+        return {(str(p["path"]), int(p["gen"])) for p in pairs}
 
     def query(
         self,
@@ -307,7 +283,7 @@ class ServerStore(Store):
             out.append(ScoredChunk(ChunkRecord.from_payload(p.payload or {}), float(p.score), sim))
         return out
 
-    def _scroll_chunks(self, flt: m.Filter, fields: list[str]) -> Iterator[dict[str, Any]]:
+    def _scroll(self, flt: m.Filter, fields: list[str]) -> Iterator[dict[str, Any]]:
         offset: Any = None
         while True:
             records, offset = self.client.scroll(
@@ -333,13 +309,13 @@ class ServerStore(Store):
         if words:
             must.append(m.FieldCondition(key="text", match=m.MatchText(text=" ".join(words))))
         flt = m.Filter(must=must)
-        return sorted({str(p["path"]) for p in self._scroll_chunks(flt, ["path"])})
+        return sorted({str(p["path"]) for p in self._scroll(flt, ["path"])})
 
     def chunk_line_spans(self, under: str | None = None) -> Iterator[LineSpan]:
         if not self._exists:
             return
         fields = ["path", "gen", "index", "start_line", "end_line"]
-        for p in self._scroll_chunks(_chunk_filter(under), fields):
+        for p in self._scroll(_chunk_filter(under), fields):
             yield (
                 str(p["path"]),
                 int(p["gen"]),

@@ -15,12 +15,11 @@ import re
 import click
 import click.testing
 
-# Help texts show the default store folder: make it this machine-independent spelling.
-for _name in ("SEMFS_STORE", "XDG_DATA_HOME"):
-    os.environ.pop(_name, None)
-os.environ["HOME"] = "~"
+# Help texts show the default store folder: spell it $HOME/.local/share/semfs on every machine.
+os.environ.pop("SEMFS_STORE", None)
+os.environ["XDG_DATA_HOME"] = "$HOME/.local/share"
 
-from fusefs.cli import cli  # noqa: E402 - after the environment above
+from fusefs.cli import cli  # after the environment above
 
 PROG = "semfs"
 
