@@ -11,11 +11,12 @@ from pathlib import Path
 import click
 
 from ingest.cli import cli, handle_errors, search_options, source_options, store_options
-from ingest.watch import SourceOptions
 
-from .daemon import MountConfig, configure_logging, mount, parse_options, unmount
 from .guide import guide
 from .searchdir import DEFAULT_NAME, SearchOptions, check_folder_name
+
+# fusefs.daemon (FUSE bindings, the store backends, the watcher) is imported by the commands
+# that use it: `semfs --version`, `--help` and the store commands start without it.
 
 MOUNT_EPILOG = """\b
 Search as directories: every folder answers .search (--search-dir), listed nowhere,
@@ -149,6 +150,10 @@ def mount_cmd(
         semfs mount ~/mnt/docs --watch ./docs --exclude drafts/
         semfs umount ~/mnt/docs
     """
+    from ingest.watch import SourceOptions
+
+    from .daemon import MountConfig, configure_logging, mount, parse_options
+
     search = SearchOptions(mode=mode, k=k, min_score=min_score)  # checked before forking
     check_folder_name(search_dir)
     configure_logging(log_file, ctx.find_root().meta.get("semfs.verbose", 0))
@@ -191,6 +196,8 @@ def umount_cmd(mountpoint: Path, lazy: bool, force: bool) -> None:
         semfs umount ~/mnt/docs
         semfs umount --lazy ~/mnt/docs
     """
+    from .daemon import unmount
+
     note = unmount(mountpoint, lazy=lazy, force=force)
     if note is not None:
         click.echo(note, err=True)

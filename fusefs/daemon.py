@@ -17,10 +17,8 @@ import logging
 import os
 import re
 import select
-import shutil
 import signal
 import stat
-import subprocess
 import sys
 import threading
 import time
@@ -483,6 +481,8 @@ def force_unmount(mountpoint: Path) -> None:
 
 def unmount_commands(mountpoint: Path, lazy: bool = False) -> list[list[str]]:
     """Commands to try in order: fusermount3/fusermount on Linux, umount elsewhere."""
+    import shutil  # unmounting only: not on a mount's way up
+
     mnt = str(mountpoint)
     if sys.platform == "darwin":
         return [["diskutil", "unmount", "force", mnt]] if lazy else [["umount", mnt]]
@@ -570,6 +570,8 @@ def unmount(
     when the daemon is still running afterwards (a lazy detach leaves it serving the files
     still open), else None.
     """
+    import subprocess  # unmounting only: not on a mount's way up
+
     mnt = mountpoint.absolute()
     stale = is_stale(mnt)
     if force:

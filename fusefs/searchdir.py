@@ -50,11 +50,13 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ingest.errors import SemfsError
-from ingest.search import DEFAULT_K, MAX_K, Hit
-from ingest.store import MODES
+from ingest.store import DEFAULT_K, MAX_K, MODES
+
+if TYPE_CHECKING:  # ingest.search imports the Qdrant engine: not needed to parse a command line
+    from ingest.search import Hit
 
 from .tree import (
     DIR,

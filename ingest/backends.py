@@ -39,12 +39,17 @@ class StoreAddress:
 
 
 def _embedded(address: StoreAddress) -> Store:
-    from .edge_store import EdgeStore, collection_dir
-    from .ipc import connect_daemon
+    from .edge_store import DAEMON_SOCKET, EdgeStore, collection_dir
 
     store_dir = address.path or default_store_path()
+    coll_dir = collection_dir(store_dir, address.collection)
+    # No socket, no owner: skip importing the ipc client (a mount's start-up pays for it).
+    if not (coll_dir / DAEMON_SOCKET).exists():
+        return EdgeStore(store_dir, address.collection)
+    from .ipc import connect_daemon
+
     # Ask the owner first: even a failed second load of a live shard rewrites its files.
-    remote = connect_daemon(collection_dir(store_dir, address.collection), address.collection)
+    remote = connect_daemon(coll_dir, address.collection)
     if remote is not None:
         return remote
     return EdgeStore(store_dir, address.collection)

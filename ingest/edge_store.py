@@ -33,7 +33,6 @@ from .errors import (
     StoreNotFoundError,
     StoreUnavailableError,
 )
-from .ipc import StoreServer
 from .schema import (
     DENSE,
     DOC_TREE_FIELDS,
@@ -60,6 +59,8 @@ from .store import RRF_K, LineSpan, SparseQuery, Store, similarity
 logger = logging.getLogger(__name__)
 
 SCROLL_PAGE = 1024
+# Where the owner of a shard serves it to other processes (see ingest.ipc).
+DAEMON_SOCKET = "daemon.sock"
 
 
 def _match(key: str, value: str | int) -> qe.FieldCondition:
@@ -487,6 +488,8 @@ class EdgeStore(Store):
         self, on_change: Callable[[], None] | None = None, served: Store | None = None
     ) -> Callable[[], None] | None:
         """Serve this shard on ``COLLECTION/daemon.sock``: we hold its lock, so others cannot."""
+        from .ipc import StoreServer  # in a daemon's init(), not on its way up
+
         server = StoreServer(served or self, self.dir, on_change=on_change)
         server.start()
         return server.close

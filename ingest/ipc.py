@@ -50,7 +50,7 @@ from .store import Store
 
 logger = logging.getLogger(__name__)
 
-SOCKET_NAME = "daemon.sock"
+SOCKET_NAME = "daemon.sock"  # edge_store.DAEMON_SOCKET too (it imports us lazily)
 TOKEN_NAME = "daemon.token"
 CONNECT_TIMEOUT = 2.0
 # Replies to a large upsert or a full scroll take a while; this only catches a hung daemon.

@@ -21,7 +21,7 @@ import pytest
 from conftest import SEMFS
 
 from ingest.backends import open_store
-from ingest.edge_store import EdgeStore, collection_dir
+from ingest.edge_store import DAEMON_SOCKET, EdgeStore, collection_dir
 from ingest.errors import (
     SemfsError,
     StoreLockedError,
@@ -201,6 +201,11 @@ def _write_docs(src: Path) -> None:
 
 
 # --- in-process ------------------------------------------------------------------------------
+
+
+def test_the_store_layer_and_the_server_agree_on_the_socket_name() -> None:
+    # backends looks for it without importing ipc (a mount's start-up does not pay for it).
+    assert SOCKET_NAME == DAEMON_SOCKET
 
 
 def test_every_method_round_trips_like_the_store_itself(served: Any) -> None:
