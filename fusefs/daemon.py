@@ -19,6 +19,7 @@ import re
 import select
 import signal
 import stat
+import subprocess
 import sys
 import threading
 import time
@@ -570,8 +571,6 @@ def unmount(
     when the daemon is still running afterwards (a lazy detach leaves it serving the files
     still open), else None.
     """
-    import subprocess  # unmounting only: not on a mount's way up
-
     mnt = mountpoint.absolute()
     stale = is_stale(mnt)
     if force:
