@@ -175,7 +175,8 @@ def ingest(
         existing = {d.path: d for d in store.list_documents()}
     else:
         scope = {p.strip("/") for p in paths}
-        files, report.skipped = scan_paths(source, scope, include, exclude)
+        dirs = []
+        files, report.skipped = scan_paths(source, scope, include, exclude, dirs)
         existing = {d.path: d for d in store.list_documents() if in_scope(d.path, scope)}
     root = None if follow_symlinks else os.path.realpath(source)
 
@@ -211,7 +212,9 @@ def ingest(
     report.kept = sorted(seen - before)
     report.deleted = sorted(set(existing) - seen)
     report.skipped.sort(key=lambda s: s.path)
-    put_dirs, gone_dirs = _directory_changes(store, dirs, report.skipped)
+    put_dirs, gone_dirs = _directory_changes(
+        store, dirs, report.skipped, None if paths is None else scope
+    )
 
     meta = store.read_meta()
     unchanged = not (changed or report.deleted or touched or put_dirs or gone_dirs)
@@ -256,13 +259,16 @@ def ingest(
 
 
 def _directory_changes(
-    store: Store, walked: list[DirectoryRecord] | None, skipped: Sequence[Skipped]
+    store: Store,
+    walked: list[DirectoryRecord] | None,
+    skipped: Sequence[Skipped],
+    scope: AbstractSet[str] | None = None,
 ) -> tuple[list[DirectoryRecord], list[str]]:
-    """Folder records to write and to forget. A run over some paths only (``walked`` None)
-    leaves them alone; a folder that could not be read keeps the records below it."""
+    """Folder records to write and to forget (only at or below ``scope``, when given: a
+    watcher's batch); a folder that could not be read keeps the records below it."""
     if walked is None:
         return [], []
-    old = {d.path: d for d in store.list_directories()}
+    old = {d.path: d for d in store.list_directories() if scope is None or in_scope(d.path, scope)}
     new = {d.path: d for d in walked}
     unreadable = [s.path for s in skipped if s.transient]
     gone = [

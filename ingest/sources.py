@@ -104,19 +104,22 @@ def scan_paths(
     paths: Iterable[str],
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
+    dirs: list[DirectoryRecord] | None = None,
 ) -> tuple[list[SourceFile], list[Skipped]]:
     """What :func:`scan` would find at or below each of ``paths`` (relative, '/'-separated).
 
     Exactly the same rules: an entry that a full scan would not reach (below a VCS folder,
     an excluded folder or a symlink to a directory) is not found here either. Paths that no
-    longer exist yield nothing. Raises :class:`SourceError` as :func:`scan` does.
+    longer exist yield nothing; folders are recorded in ``dirs`` as :func:`scan` does.
+    Raises :class:`SourceError` as :func:`scan` does.
     """
     check_source(source)
     files: list[SourceFile] = []
     skipped: list[Skipped] = []
+    mounts = semfs_mounts()
     for rel in _outermost(paths):
         parts = rel.split("/")
-        if not _reachable(source, parts[:-1], exclude):
+        if not _reachable(source, parts[:-1], exclude, mounts):
             continue
         full = os.path.join(source, *parts)
         try:
@@ -125,9 +128,9 @@ def scan_paths(
             continue  # gone: a deletion, which the caller sees as "not found"
         name = parts[-1]
         if stat.S_ISDIR(st.st_mode):
-            if name in VCS_DIRS or (exclude and _matches(rel, exclude)):
+            if name in VCS_DIRS or (exclude and _matches(rel, exclude)) or _semfs_dir(full, mounts):
                 continue
-            _walk(source, full, include, exclude, files, skipped)
+            _walk(source, full, include, exclude, files, skipped, dirs)
         elif stat.S_ISLNK(st.st_mode) and os.path.isdir(full):
             if not (exclude and _matches(rel, exclude)):
                 skipped.append(Skipped(rel, "symlink to a directory (not followed)"))
@@ -135,6 +138,13 @@ def scan_paths(
             _add_file(rel, full, include, exclude, files, skipped)
     files.sort(key=lambda f: f.path)
     return files, skipped
+
+
+def _semfs_dir(full: str, mounts: frozenset[str]) -> bool:
+    """A semfs store or mount: a scan skips it (and reports it where it meets it)."""
+    if mounts and os.path.realpath(full) in mounts:
+        return True
+    return os.path.exists(os.path.join(full, "shard", "edge_config.json"))
 
 
 def _outermost(paths: Iterable[str]) -> list[str]:
@@ -147,14 +157,16 @@ def _outermost(paths: Iterable[str]) -> list[str]:
     return kept
 
 
-def _reachable(source: Path, dirs: Sequence[str], exclude: Sequence[str]) -> bool:
+def _reachable(
+    source: Path, dirs: Sequence[str], exclude: Sequence[str], mounts: frozenset[str]
+) -> bool:
     """Whether a full scan descends into the folder ``dirs`` (its components, from the top)."""
     for i, name in enumerate(dirs):
         rel = "/".join(dirs[: i + 1])
         if name in VCS_DIRS or (exclude and _matches(rel, exclude)):
             return False
         full = os.path.join(source, *dirs[: i + 1])
-        if os.path.islink(full) or not os.path.isdir(full):
+        if os.path.islink(full) or not os.path.isdir(full) or _semfs_dir(full, mounts):
             return False
     return True
 

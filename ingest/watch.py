@@ -135,6 +135,12 @@ class _OverflowAlarm(logging.Handler):
             self.on_overflow()
 
 
+def _benign(record: logging.LogRecord) -> bool:
+    """False for watchdog's own race when an emitter stops (its folder went away): the
+    error says nothing about our events, and the watcher reports the folder itself."""
+    return "called when the thread is inactive" not in str(record.msg)
+
+
 class SourceWatcher:
     """Follows ``source`` into ``store`` in a background thread (:meth:`start`/:meth:`stop`).
 
@@ -181,6 +187,7 @@ class SourceWatcher:
     def start(self) -> None:
         """Start watching, then run the first mirror pass and the batches in a thread."""
         logging.getLogger("watchdog").addHandler(self._alarm)
+        logging.getLogger("watchdog.observers.inotify").addFilter(_benign)
         self._thread = threading.Thread(target=self._run, name="semfs-watch", daemon=True)
         self._thread.start()
 

@@ -102,3 +102,16 @@ def test_watch_limit_message_names_the_fix(tmp_path: Path) -> None:
     assert str(tmp_path) in msg and "\n" not in msg
     msg = limit_message(OSError(errno.EMFILE, "inotify instance limit reached"), tmp_path)
     assert "fs.inotify.max_user_instances" in msg
+
+
+def test_a_restricted_run_keeps_folder_records_in_step(tmp_path: Path) -> None:
+    src = make_tree(tmp_path)
+    with open_store(tmp_path / "store") as store:
+        ingest(src, store, model="hash")
+        (src / "docs").rename(src / "manual")
+        (src / "empty").mkdir()
+        ingest(src, store, model="hash", paths={"docs", "manual", "empty"})
+        folders = {d.path for d in store.list_directories()}
+        assert {"manual", "manual/deep", "empty"} <= folders
+        assert not {p for p in folders if p == "docs" or p.startswith("docs/")}
+        assert "drafts" in folders  # outside the batch: left alone

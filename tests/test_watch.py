@@ -35,7 +35,12 @@ def state(store: Path) -> SyncState:
 
 
 def listed(mnt: Path) -> set[str]:
-    return {p.relative_to(mnt).as_posix() for p in mnt.rglob("*") if p.is_file()}
+    """Files under ``mnt``; a folder that vanishes while walked (a rename) is skipped."""
+    return {
+        os.path.relpath(os.path.join(root, name), mnt).replace(os.sep, "/")
+        for root, _dirs, names in os.walk(mnt)
+        for name in names
+    }
 
 
 def settled(store: Path, batches: int = 0, pid: int | None = None) -> bool:
