@@ -24,15 +24,8 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
-from ingest.schema import (
-    ChunkPoint,
-    ChunkRecord,
-    DirectoryRecord,
-    DocumentRecord,
-    ScoredChunk,
-    StoreMeta,
-)
-from ingest.store import SparseQuery, Store
+from ingest.schema import DocumentRecord, StoreMeta
+from ingest.store import DelegatingStore, Store
 
 from .reader import DocumentReader
 
@@ -165,37 +158,20 @@ class GenerationPins:
         return changed
 
 
-class _PinnedStore(Store):
-    """A Store whose deletions wait for the handles that still read what they delete."""
+class _PinnedStore(DelegatingStore):
+    """A Store whose deletions wait for the handles that still read what they delete.
+
+    Every other call passes through (:class:`ingest.store.DelegatingStore`), so a method added
+    to the interface later reaches the daemon's store without an edit here.
+    """
 
     def __init__(self, store: Store, pins: GenerationPins) -> None:
-        self._store = store
+        super().__init__(store)
         self._pins = pins
-        self.backend = store.backend
-        self.collection = store.collection
-
-    @property
-    def location(self) -> str:
-        return self._store.location
-
-    def exists(self) -> bool:
-        return self._store.exists()
-
-    def create(self, dimension: int) -> None:
-        self._store.create(dimension)
-
-    def read_meta(self) -> StoreMeta | None:
-        return self._store.read_meta()
 
     def write_meta(self, meta: StoreMeta) -> None:
         with self._pins._lock:
             self._pins._write_meta(meta)
-
-    def list_documents(self) -> list[DocumentRecord]:
-        return self._store.list_documents()
-
-    def get_document(self, path: str) -> DocumentRecord | None:
-        return self._store.get_document(path)
 
     def put_document(self, record: DocumentRecord) -> None:
         with self._pins._lock:
@@ -205,54 +181,9 @@ class _PinnedStore(Store):
         with self._pins._lock:
             self._pins._delete_documents(paths)
 
-    def list_directories(self) -> list[DirectoryRecord]:
-        return self._store.list_directories()
-
-    def put_directories(self, records: Sequence[DirectoryRecord]) -> None:
-        self._store.put_directories(records)
-
-    def delete_directories(self, paths: Sequence[str]) -> None:
-        self._store.delete_directories(paths)
-
-    def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
-        self._store.upsert_chunks(points)
-
-    def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> list[ChunkRecord]:
-        return self._store.get_chunks(path, gen, indexes)
-
     def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
         with self._pins._lock:
             self._pins._delete_stale_chunks(path, keep_gen)
-
-    def chunk_versions(self) -> set[tuple[str, int]]:
-        return self._store.chunk_versions()
-
-    def query(
-        self,
-        dense: list[float],
-        sparse: SparseQuery,
-        mode: str,
-        limit: int,
-        under: str | None = None,
-    ) -> list[ScoredChunk]:
-        return self._store.query(dense, sparse, mode, limit, under=under)
-
-    def chunk_paths_matching(
-        self, substrings: Sequence[str], words: Sequence[str], under: str | None = None
-    ) -> list[str]:
-        return self._store.chunk_paths_matching(substrings, words, under)
-
-    def split_line_paths(self, under: str | None = None) -> list[str]:
-        return self._store.split_line_paths(under)
-
-    def count_chunks(self) -> int:
-        return self._store.count_chunks()
-
-    def disk_bytes(self) -> int | None:
-        return self._store.disk_bytes()
-
-    def flush(self) -> None:
-        self._store.flush()
 
     def close(self) -> None:
         """The daemon owns the store: closing this view closes nothing."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from mounting import ingest_hash, semfs
+from mounting import ingest_hash, mounted, semfs
 
 from ingest.backends import open_store
 
@@ -53,3 +54,15 @@ def test_compact_command_reclaims_deleted_documents(sample_copy: Path, tmp_path:
     with open_store(store) as s:
         assert len(s.list_documents()) == len(docs) - len(docs) * 2 // 3
     assert semfs("compact", "--store", str(store)).stdout.startswith("already compact: ")
+
+
+def test_reingests_through_a_mounted_daemon_compact_too(sample_copy: Path, tmp_path: Path) -> None:
+    """The daemon's write view (fusefs.pins) must pass compact() on, not answer it itself."""
+    store = tmp_path / "store"
+    ingest_hash(sample_copy, store)
+    with mounted(tmp_path / "mnt", "--store", str(store)):
+        for revision in range(2):
+            revise(sample_copy, revision)
+            out = semfs("ingest", str(sample_copy), "--store", str(store), "--json").stdout
+            report = json.loads(out)
+            assert report["updated"] and report["compacted"], report
