@@ -26,7 +26,7 @@ from typing import Any
 import qdrant_edge as qe
 
 from . import privacy, shardprobe
-from .diskspace import SpaceGuard, chunk_bytes
+from .diskspace import SpaceGuard, allocated_bytes, chunk_bytes
 from .errors import (
     StoreDamagedError,
     StoreLockedError,
@@ -100,18 +100,6 @@ def _small_wal(shard_dir: Path) -> None:
     tmp.write_text(json.dumps(config))
     os.replace(tmp, path)
     shutil.rmtree(shard_dir / "wal")
-
-
-def _allocated(path: Path) -> int:
-    """Bytes allocated under ``path``: Edge preallocates sparse files of 32 MiB and more."""
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_blocks * 512
-            except OSError:
-                continue
-    return total
 
 
 def _text_index() -> qe.TextIndexParams:
@@ -471,7 +459,7 @@ class EdgeStore(Store):
         return int(self.shard.count(qe.CountRequest(filter=_chunk_filter(None), exact=True)))
 
     def disk_bytes(self) -> int | None:
-        return _allocated(self.shard_dir)
+        return allocated_bytes(self.shard_dir)
 
     def compact(self) -> bool:
         # Edge's optimizers rewrite segments with many deleted points (vacuum) and merge
@@ -479,7 +467,7 @@ class EdgeStore(Store):
         if self._shard is None:
             return False
         # A rewrite copies the live points of a segment before the old one is deleted.
-        self.space.check_write(_allocated(self.shard_dir / "segments"))
+        self.space.check_write(allocated_bytes(self.shard_dir / "segments"))
         changed = bool(self._shard.optimize())
         self._shard.flush()
         return changed

@@ -26,7 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .diskspace import MB, free_bytes
+from .diskspace import MB, allocated_bytes, free_bytes
 from .errors import DiskFullError, StoreDamagedError, StoreLockedError, StoreUnavailableError
 
 logger = logging.getLogger(__name__)
@@ -132,13 +132,7 @@ def probe(shard_dir: Path, location: str) -> None:
 def _memory_limit(shard_dir: Path) -> int:
     """Heap the probe may use: four times the shard's size, at least 2 GiB, at most half the
     machine's memory (a damaged store once made the engine allocate 45 GB)."""
-    allocated = 0
-    for root, _dirs, names in os.walk(shard_dir):
-        for name in names:
-            try:
-                allocated += os.lstat(os.path.join(root, name)).st_blocks * 512
-            except OSError:
-                continue
+    allocated = allocated_bytes(shard_dir)
     try:
         half_ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
     except (OSError, ValueError):
