@@ -31,9 +31,9 @@ so ls -a, find, grep -r and diff -r see only your documents:
 A query folder holds 00-results.md, then one symlink per document, best first
 (01-NAME, 02-NAME, ...; relative, so cat, grep and editors reach the real file).
 Per-query options are parameter folders before the question, in any order:
-    @hybrid @semantic @keyword   the mode (hybrid: dense + BM25 fused by rank)
+    @hybrid @semantic @keyword   the mode (hybrid: dense + BM25, scores fused)
     @k=N                         how many documents (1-100)
-    @min=X                       drop hits scoring below X (RRF, cosine or BM25 scale)
+    @min=X                       drop hits whose match strength (0-1) is below X
     @full                        whole passages in 00-results.md instead of excerpts
     e.g. ls ~/mnt/docs/.search/@keyword/@k=3/"nginx subpath"/
 The question is one file name: type '/' as U+2215 or U+FF0F, at most 255 bytes. Names starting with
@@ -87,7 +87,7 @@ For a Qdrant server, give its URL instead of the store folder (or -o url=URL).
 @search_options(
     k_help="Documents per search; @k=N changes it per query.",
     mode_help="Search mode; @semantic, @keyword, @hybrid change it per query.",
-    min_score_help="Drop hits scoring below this; @min=X changes it per query.",
+    min_score_help="Drop hits whose match strength (0-1) is below this; @min=X per query.",
 )
 @click.option(
     "--connect-timeout",

@@ -14,7 +14,7 @@ sed and find work). Search it first, then read:
 
 1. Ask a question as a folder name and read the results file:
      cat "DOCS/.search/how do I rotate an api key/00-results.md"
-   It lists the best documents (rank, path, match 0-1: strong >= 0.6, fair >= 0.35,
+   It lists the best documents (rank, path, match 0-1: strong >= 0.5, fair >= 0.2,
    else weak; title and description), then for each the lines that best answer the
    question, numbered as in the file, under their heading path. Often the answer is
    right there: stop reading.

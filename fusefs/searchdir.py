@@ -11,8 +11,8 @@ The paths below any directory ``D`` of the tree (the folder name ``.search`` is 
         01-NAME -> ../../PATH       one relative symlink per document, best first
 
 Parameters, chained in any order (a later one wins): ``@hybrid``, ``@semantic``,
-``@keyword`` (the mode), ``@k=N`` (documents, 1-100), ``@min=X`` (drop hits scoring
-below X; the scale is the mode's: RRF for hybrid, cosine for semantic, BM25 for keyword) and
+``@keyword`` (the mode), ``@k=N`` (documents, 1-100), ``@min=X`` (drop hits whose match
+strength, 0-1 and the same scale in every mode, is below X) and
 ``@full`` (each hit's best passage whole in the results file, instead of excerpts).
 
 Rules a caller may rely on:
@@ -304,7 +304,7 @@ def _render(sp: SearchPath, text: str, hits: tuple[Hit, ...], names: tuple[str, 
             lines.append(f"Every hit scored below the floor {sp.options.min_score:g} (@min).")
         return ("\n".join(lines) + "\n").encode()
     lines += [
-        "match 0-1: strong ≥ 0.6, fair ≥ 0.35. Links: NN-name. Lines: sed -n 'A,Bp' PATH."
+        "match 0-1: strong ≥ 0.5, fair ≥ 0.2. Links: NN-name. Lines: sed -n 'A,Bp' PATH."
         + ("" if sp.options.full else " Whole passages: @full/."),
         "",
     ]

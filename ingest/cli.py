@@ -656,8 +656,8 @@ def compact(store_path: Path | None, url: str | None, api_key: str | None, colle
 @store_options
 @search_options(
     k_help="Number of documents.",
-    mode_help="hybrid: dense + BM25 fused by rank; semantic: dense only; keyword: BM25 only.",
-    min_score_help="Drop hits scoring below this.",
+    mode_help="hybrid: dense + BM25, scores fused; semantic: dense only; keyword: BM25 only.",
+    min_score_help="Drop hits whose match strength (0-1) is below this.",
 )
 @click.option(
     "--under", metavar="DIR", help="Only documents inside DIR (a path in the collection)."

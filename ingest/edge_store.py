@@ -54,7 +54,7 @@ from .schema import (
     doc_id,
     meta_id,
 )
-from .store import RRF_K, LineSpan, SparseQuery, Store, similarity
+from .store import FUSION_CANDIDATES, LineSpan, SparseQuery, Store, similarity
 
 logger = logging.getLogger(__name__)
 
@@ -382,34 +382,29 @@ class EdgeStore(Store):
         if self._shard is None:
             return []
         flt = _chunk_filter(under)
+        if mode == "keyword" and not sparse.indices:
+            return []
         sparse_q = qe.Query.Nearest(qe.SparseVector(sparse.indices, sparse.values), using=SPARSE)
-        # The chunks' dense vectors come back too: their cosine to the query is the
-        # similarity a caller can compare across queries (RRF scores are ranks only).
-        vectors = [DENSE] if dense else None
-        if mode == "keyword":
-            if not sparse.indices:
-                return []
-            request = qe.QueryRequest(limit=limit, query=sparse_q, filter=flt, with_payload=True)
-        elif mode == "semantic":
+        # Every mode is one prefetch per retriever, fused by DBSF: each retriever's scores are
+        # normalised over its own candidates, so a score means the same across queries and
+        # modes (see ingest.store.FUSION_CANDIDATES).
+        candidates = max(limit, FUSION_CANDIDATES)
+        prefetches = []
+        if mode != "keyword":
             dense_q = qe.Query.Nearest(dense, using=DENSE)
-            request = qe.QueryRequest(
-                limit=limit, query=dense_q, filter=flt, with_payload=True, with_vector=vectors
-            )
-        else:
-            dense_q = qe.Query.Nearest(dense, using=DENSE)
-            # Candidates from each retriever, fused by rank: scores of the two are not comparable.
-            candidates = max(limit * 4, 50)
-            prefetches = [qe.Prefetch(limit=candidates, query=dense_q, filter=flt)]
-            if sparse.indices:
-                prefetches.append(qe.Prefetch(limit=candidates, query=sparse_q, filter=flt))
-            request = qe.QueryRequest(
-                limit=limit,
-                prefetches=prefetches,
-                query=qe.Fusion.Rrf(k=RRF_K),  # type: ignore[arg-type]  # stub omits Rrf
-                filter=flt,
-                with_payload=True,
-                with_vector=vectors,
-            )
+            prefetches.append(qe.Prefetch(limit=candidates, query=dense_q, filter=flt))
+        if mode != "semantic" and sparse.indices:
+            prefetches.append(qe.Prefetch(limit=candidates, query=sparse_q, filter=flt))
+        request = qe.QueryRequest(
+            limit=limit,
+            prefetches=prefetches,
+            query=qe.Fusion.Dbsf(),  # type: ignore[arg-type]  # stub omits the variants
+            filter=flt,
+            with_payload=True,
+            # The chunks' dense vectors come back too: their cosine to the query is a
+            # similarity a caller may want beside the fused score.
+            with_vector=[DENSE] if dense else None,
+        )
         out = []
         for p in self.shard.query(request):
             sim = similarity(dense, p.vector, DENSE)

@@ -334,7 +334,8 @@ class ChunkPoint:
 
 @dataclass(frozen=True)
 class ScoredChunk:
-    """A chunk a query found: ``score`` on the mode's scale (RRF, cosine or BM25), and
+    """A chunk a query found: ``score``, the DBSF-fused score (each retriever's score mapped
+    through mean +- 3 std of its candidates, summed; see :meth:`ingest.store.Store.query`), and
     ``similarity``, the cosine between the query's and the chunk's dense vectors (None when
     the query had no dense vector: keyword mode)."""
 

@@ -37,7 +37,7 @@ from .schema import (
     doc_id,
     meta_id,
 )
-from .store import RRF_K, LineSpan, SparseQuery, Store, similarity
+from .store import FUSION_CANDIDATES, LineSpan, SparseQuery, Store, similarity
 
 logger = logging.getLogger(__name__)
 
@@ -239,44 +239,27 @@ class ServerStore(Store):
         if not self._exists:
             return []
         flt = _chunk_filter(under)
+        if mode == "keyword" and not sparse.indices:
+            return []
         sparse_vec = m.SparseVector(indices=sparse.indices, values=sparse.values)
-        if mode == "semantic":
-            points = self.client.query_points(
-                self.collection,
-                query=dense,
-                using=DENSE,
-                query_filter=flt,
-                limit=limit,
-                with_payload=True,
-                with_vectors=[DENSE],
-            ).points
-        elif mode == "keyword":
-            if not sparse.indices:
-                return []
-            points = self.client.query_points(
-                self.collection,
-                query=sparse_vec,
-                using=SPARSE,
-                query_filter=flt,
-                limit=limit,
-                with_payload=True,
-            ).points
-        else:
-            candidates = max(limit * 4, 50)
-            prefetch = [m.Prefetch(query=dense, using=DENSE, filter=flt, limit=candidates)]
-            if sparse.indices:
-                prefetch.append(
-                    m.Prefetch(query=sparse_vec, using=SPARSE, filter=flt, limit=candidates)
-                )
-            points = self.client.query_points(
-                self.collection,
-                prefetch=prefetch,
-                query=m.RrfQuery(rrf=m.Rrf(k=RRF_K)),
-                query_filter=flt,
-                limit=limit,
-                with_payload=True,
-                with_vectors=[DENSE],
-            ).points
+        # As in EdgeStore.query: one prefetch per retriever, fused by DBSF in every mode.
+        candidates = max(limit, FUSION_CANDIDATES)
+        prefetch = []
+        if mode != "keyword":
+            prefetch.append(m.Prefetch(query=dense, using=DENSE, filter=flt, limit=candidates))
+        if mode != "semantic" and sparse.indices:
+            prefetch.append(
+                m.Prefetch(query=sparse_vec, using=SPARSE, filter=flt, limit=candidates)
+            )
+        points = self.client.query_points(
+            self.collection,
+            prefetch=prefetch,
+            query=m.FusionQuery(fusion=m.Fusion.DBSF),
+            query_filter=flt,
+            limit=limit,
+            with_payload=True,
+            with_vectors=[DENSE] if dense else False,
+        ).points
         out = []
         for p in points:
             sim = similarity(dense, p.vector, DENSE)

@@ -157,7 +157,14 @@ def test_old_store_keeps_the_default_length(tmp_path: Path) -> None:
 def test_hits_carry_title_description_strength_and_excerpts(tmp_path: Path) -> None:
     with open_store(tmp_path / "store") as store:
         ingest(SAMPLE_CORPUS, store, model="hash")
-        hits = Searcher(store).search("load Google Fonts by font family name", k=3)
+        searcher = Searcher(store)
+        hits = searcher.search("load Google Fonts by font family name", k=3)
+        every = searcher.search("customize the colors and fonts of the site", k=10)
+        floor = every[2].strength
+        above = searcher.search("customize the colors and fonts of the site", 10, min_score=floor)
+    # Strength follows the rank: a hit is never shown stronger than one above it; @min uses it.
+    assert [h.strength for h in every] == sorted((h.strength for h in every), reverse=True)
+    assert [h.path for h in above] == [h.path for h in every if h.strength >= floor]
     top = hits[0]
     assert top.path == "customize/fonts.mdx" and top.title == "Fonts"
     assert top.description.startswith("Customize typography")
@@ -169,6 +176,10 @@ def test_hits_carry_title_description_strength_and_excerpts(tmp_path: Path) -> N
 
 
 def test_strength_scale() -> None:
-    assert match_strength(0.9, 0.0) == 1.0 and match_strength(0.0, 1.0) == 0.0
-    assert match_strength(None, 0.5) == 0.5
+    for mode in ("hybrid", "semantic", "keyword"):
+        scores = [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
+        strengths = [match_strength(s, mode) for s in scores]
+        assert strengths == sorted(strengths) and 0 < strengths[0] < 0.01 and strengths[-1] > 0.95
+    # The same fused score is weaker evidence in hybrid mode (two retrievers summed).
+    assert match_strength(1.5, "hybrid") < match_strength(1.5, "semantic")
     assert [strength_label(x) for x in (0.7, 0.4, 0.1)] == ["strong", "fair", "weak"]
