@@ -145,8 +145,12 @@ class DocumentReader:
         """The committed record (with offsets) of the document ``shown`` in the tree.
 
         That is ``shown``'s version when it is still committed, else the newer one the
-        store holds now; None when the document was deleted.
+        store holds now; None when the document was deleted. A tree record that carries its
+        offsets is that version already (the caller checks it is still committed, as for a
+        cached one): no store call.
         """
+        if shown.offsets is not None:
+            return shown
         cached = self.records.get((shown.path, shown.gen))
         if cached is not None:
             return cached

@@ -336,7 +336,7 @@ def _record(
     doc: Document,
     chunks: int,
     gen: int,
-    offsets: tuple[int, ...] | None,
+    offsets: Sequence[int] | None,
     split_lines: bool | None,
 ) -> DocumentRecord:
     """The committed record of ``doc``: what the source says, plus where its chunks are."""

@@ -107,7 +107,7 @@ class Store(ABC):
 
     @abstractmethod
     def list_documents(self) -> list[DocumentRecord]:
-        """Every committed document, without chunk offsets: one scroll, no chunks read."""
+        """Every committed document with its chunk offsets: one scroll, no chunks read."""
 
     @abstractmethod
     def get_document(self, path: str) -> DocumentRecord | None:

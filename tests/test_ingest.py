@@ -39,7 +39,7 @@ def stored_text(store: Store, path: str) -> str:
     assert rec is not None, path
     chunks = store.get_chunks(path, rec.gen, list(range(rec.chunks)))
     assert len(chunks) == rec.chunks
-    assert rec.offsets == tuple(c.start for c in chunks)
+    assert rec.offsets is not None and tuple(rec.offsets) == tuple(c.start for c in chunks)
     return "".join(c.text for c in chunks)
 
 

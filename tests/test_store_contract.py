@@ -15,7 +15,17 @@ from ingest.backends import open_store
 from ingest.edge_store import EdgeStore
 from ingest.embedder import HashEmbedder
 from ingest.errors import StoreLockedError, StoreNotFoundError
-from ingest.schema import ChunkPoint, ChunkRecord, DocumentRecord, StoreMeta
+from ingest.schema import (
+    _NAMESPACE,
+    ChunkPoint,
+    ChunkRecord,
+    DocumentRecord,
+    StoreMeta,
+    chunk_id,
+    dir_id,
+    doc_id,
+    meta_id,
+)
 from ingest.server_store import ServerStore
 from ingest.store import SparseQuery, Store
 
@@ -99,9 +109,10 @@ def test_documents_and_chunks(store: Store) -> None:
     _commit(store, "b.md", 1, ["install the cli\n"])
     assert {d.path for d in store.list_documents()} == {"guide/a.md", "b.md"}
     listed = next(d for d in store.list_documents() if d.path == "guide/a.md")
-    assert listed == rec and listed.offsets is None  # tree scrolls leave offsets out
+    # Listings carry the offsets: the mount opens a file without asking the store.
+    assert listed == rec and tuple(listed.offsets or ()) == (0, len(b"# Rotate keys\n\n"))
     full = store.get_document("guide/a.md")
-    assert full is not None and full.offsets == (0, len(b"# Rotate keys\n\n"))
+    assert full is not None and tuple(full.offsets or ()) == (0, len(b"# Rotate keys\n\n"))
     chunks = store.get_chunks("guide/a.md", 1, [1, 0])
     assert [c.index for c in chunks] == [1, 0]
     assert chunks[1].text == "# Rotate keys\n\n"
@@ -194,3 +205,12 @@ def test_missing_collection_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(StoreNotFoundError, match="semfs ingest"):
         s.get_chunks("a.md", 1, [0])
     s.close()
+
+
+def test_point_ids_stay_the_uuid5_of_their_keys() -> None:
+    # Stores on disk address their points by these ids: a faster formula must give the same.
+    for path in ("a.md", "guide/é ü/b c.md", "x" * 300):
+        assert doc_id(path) == str(uuid.uuid5(_NAMESPACE, "doc\0" + path))
+        assert dir_id(path) == str(uuid.uuid5(_NAMESPACE, "dir\0" + path))
+        assert chunk_id(path, 7, 12) == str(uuid.uuid5(_NAMESPACE, f"chunk\0{path}\0{7}\0{12}"))
+    assert meta_id() == str(uuid.uuid5(_NAMESPACE, "meta"))
