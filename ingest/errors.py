@@ -27,6 +27,11 @@ class ModelMismatchError(SemfsError):
     """The store was built with another embedding model; vectors are never mixed."""
 
 
+class ModelUnavailableError(SemfsError):
+    """The embedding model or its backend cannot run here (a library missing, an unknown
+    backend, a model the backend does not support)."""
+
+
 class SourceError(SemfsError):
     """The source directory cannot be ingested at all (missing, not a directory)."""
 

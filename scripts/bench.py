@@ -17,14 +17,22 @@ What is measured (section names as in the JSON):
   ``store.query`` with a precomputed vector.
 * ``memory``: the mount daemon's peak RSS (VmHWM) before and after the model is loaded.
 * ``store``: bytes on disk per chunk; Qdrant Edge vs qdrant-client local mode on the same points.
+* ``backends``: the model on ONNX Runtime (fp32, int8) vs torch, chunks/s on the same texts,
+  and Cranfield nDCG@10 per backend: issue 11's rule for making int8 the default.
+* ``answers``: ``scripts/answers.py``'s question sets through a real mount (hit@1, hit@3,
+  answer-in-results, results size): issue 8's targets.
 
-A measurement that cannot run yet (the mount fails, no ``.search``) is recorded as
-"skipped" with the reason, never dropped. Outputs: a JSON file, a Markdown table and one PNG.
+Every figure an issue sets a target for stands beside it, and the report opens with a table
+of all of them. A measurement that cannot run yet (the mount fails, no ``.search``) is
+recorded as "skipped" with the reason, never dropped. Outputs: a JSON file, a Markdown report
+and one PNG. Sections of BENCHMARKS.md after its "kept" marker (measured by their own
+scripts: bench_grep.py, bench_watch.py, torn_reads.py) are carried over unchanged.
 
 Example:
-    .venv/bin/python scripts/bench.py --quick            # < 2 min: bench-out/quick.{json,md,png}
-    .venv/bin/python scripts/bench.py                    # full, < 15 min: BENCHMARKS.md
-    .venv/bin/python scripts/bench.py --sizes 1000,10000 --keep --workdir /var/tmp/b
+    .venv/bin/python scripts/bench.py --quick            # ~3 min: bench-out/quick.{json,md,png}
+    .venv/bin/python scripts/bench.py                    # full, ~40 min on 2 cores: BENCHMARKS.md
+    .venv/bin/python scripts/bench.py --no-answers --no-backends   # issue 11 only, ~22 min
+    .venv/bin/python scripts/bench.py --quick --backends --sizes '' --no-cranfield
 """
 
 from __future__ import annotations
@@ -40,6 +48,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from benchmarks.answering import ROWS as ANSWER_ROWS
+from benchmarks.answering import measure_answers
+from benchmarks.backends import THROUGHPUT_ROWS, measure_backends
 from benchmarks.config import Config, fs_type, machine, parse_args
 from benchmarks.corpora import copy_native, real_corpus, slice_corpus, synthetic_corpus
 from benchmarks.harness import (
@@ -241,6 +252,19 @@ def bench(cfg: Config, res: Results) -> None:
         compare_backends(cfg, res)
     seconds["Edge vs local"] = time.perf_counter() - started
     add_embedding_estimate(res)
+    label = real.name if real else "real corpus"
+    if cfg.backends and real is not None:
+        with res.guard("backends", THROUGHPUT_ROWS[:2], label):
+            seconds["ONNX vs torch"] = timed(measure_backends, cfg, res, real.source, label)[0]
+    else:
+        why = "--no-model" if not cfg.model else "--quick or --no-backends"
+        res.skipped("backends", THROUGHPUT_ROWS[1], label, f"not run ({why})")
+    if cfg.answers:
+        with res.guard("answers", ANSWER_ROWS, "fastapi-docs, mem0-docs"):
+            seconds["answers (2 real-model ingests)"] = timed(measure_answers, cfg, res)[0]
+    else:
+        why = "--no-model" if not cfg.model else "--quick or --no-answers"
+        res.skipped("answers", "hit@1", "fastapi-docs, mem0-docs", f"not run ({why})")
     if cfg.quick:
         res.notes.append(
             f"--quick: {cfg.mounts} mounts per readiness figure, {cfg.reps} runs per reading "
@@ -258,8 +282,7 @@ def add_embedding_estimate(res: Results) -> None:
         for r in res.rows
         if r.what == "query-dir listing p50"
         and r.status == "ok"
-        and r.target
-        and f"model {HASH_MODEL}" in r.note
+        and r.target == TARGET_10K + " (here without it: see the estimate row)"
     ]
     real = [
         r
@@ -302,6 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta: dict[str, Any] = {
         "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "mode": "quick" if cfg.quick else "full",
+        "command": " ".join(["scripts/bench.py", *(sys.argv[1:] if argv is None else argv)]),
         "machine": machine(),
         "workdir": str(cfg.workdir),
         "workdir_fs": fs_type(cfg.workdir),
@@ -318,11 +342,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         meta["machine"]["loadavg_end"] = list(os.getloadavg())
         meta["duration_s"] = time.perf_counter() - started
         write_outputs(cfg, res, meta)
-        if cfg.answers:  # question sets through a real mount: scripts/answers.py
-            import answers
-
-            table = answers.markdown(answers.run(answers.DEFAULT_SETS, cfg.workdir), "mount")
-            cfg.markdown.write_text(cfg.markdown.read_text() + "\n" + table)
         if not cfg.keep:
             shutil.rmtree(cfg.workdir, ignore_errors=True)
     errors = [r for r in res.rows if r.status == "error"]

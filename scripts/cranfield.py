@@ -37,7 +37,12 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "cranfield"
+# The shared data sits beside the checkout (or beside the worktree folder holding it).
+SHARED = next(
+    (p / "shared" for p in REPO.parents if (p / "shared" / "datasets").is_dir()),
+    REPO.parent / "shared",
+)
+DEFAULT_DATA = SHARED / "datasets" / "cranfield"
 MODES = ("semantic", "keyword", "hybrid")
 K = 10
 _FIELD = re.compile(r"^\.([A-Z])(?:\s+(\S+))?\s*$")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-SECTIONS = ("ingest", "mount", "reading", "search", "memory", "store")
+SECTIONS = ("ingest", "mount", "reading", "search", "memory", "store", "backends", "answers")
 # Figures each section must report (measured or "skipped"), per corpus where it applies.
 REQUIRED = {
     "ingest": {"ingest throughput (real model)", "ingest throughput (hash stand-in)"},
@@ -33,6 +33,9 @@ REQUIRED = {
     "search": {"query-dir listing p50", "Searcher.search in-process p50"},
     "memory": {"daemon peak RSS, model not loaded", "daemon peak RSS, model loaded"},
     "store": {"bytes on disk per chunk", "Edge vs local: upsert all points"},
+    # Not run by --quick (minutes of real-model work each): present as "skipped", with why.
+    "backends": {"encode throughput, onnx-int8 vs torch"},
+    "answers": {"hit@1"},
 }
 # The quick run is meant to take < 2 min on 2 cores; this only stops a hung run.
 TIMEOUT = 300
@@ -85,7 +88,8 @@ def test_quick_bench_reports_every_section(tmp_path: Path) -> None:
         assert not missing, f"section {section} lacks {sorted(missing)}"
 
     text = markdown.read_text()
-    assert all(f"## {n}." in text for n in range(1, 7)), text[:2000]
+    assert all(f"## {n}." in text for n in range(1, 9)), text[:2000]
+    assert "## Targets" in text
     assert "Machine:" in text
     assert markdown.with_suffix(".png").stat().st_size > 0
     with open("/proc/mounts") as mounts:

@@ -39,6 +39,10 @@ class Config:
     store_points: int
     batch_size: int
     answers: bool = False
+    backends: bool = False  # ONNX Runtime vs torch (section backends)
+    backend_texts: int = 512  # chunk texts each backend embeds per round
+    backend_reps: int = 3  # rounds, backends in turn
+    backend_quality: bool = True  # Cranfield nDCG@10 per backend (two real-model ingests)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Config:
@@ -89,7 +93,26 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     )
     p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="Model batch size.")
     p.add_argument("-v", "--verbose", action="store_true", help="Debug logging.")
-    p.add_argument("--answers", action="store_true", help="Add scripts/answers.py's table.")
+    p.add_argument(
+        "--answers",
+        action=argparse.BooleanOptionalAction,
+        help="scripts/answers.py's question sets through a real mount, with issue 8's targets "
+        "(ingests fastapi-docs and mem0-docs with the real model: ~9 min) [full: on; quick: off].",
+    )
+    p.add_argument(
+        "--backends",
+        action=argparse.BooleanOptionalAction,
+        help="ONNX Runtime fp32/int8 vs torch: chunks/s on the same texts, and Cranfield "
+        "nDCG@10 per backend (~7 min) [full: on; quick: off].",
+    )
+    p.add_argument(
+        "--backend-texts", type=int, help="Chunk texts per backend per round [512; quick: 64]."
+    )
+    p.add_argument(
+        "--no-cranfield",
+        action="store_true",
+        help="With --backends: throughput only, no Cranfield ingests [quick: implied].",
+    )
     a = p.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if a.verbose else logging.INFO,
@@ -120,7 +143,11 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         queries=a.queries or (10 if q else 30),
         store_points=a.store_points or (300 if q else 5000),
         batch_size=a.batch_size,
-        answers=a.answers,
+        answers=(a.answers if a.answers is not None else not q) and not a.no_model,
+        backends=(a.backends if a.backends is not None else not q) and not a.no_model,
+        backend_texts=a.backend_texts or (64 if q else 512),
+        backend_reps=2 if q else 3,
+        backend_quality=not (q or a.no_cranfield),
     )
 
 

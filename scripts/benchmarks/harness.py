@@ -26,10 +26,15 @@ REPO = Path(__file__).resolve().parents[2]
 logger = logging.getLogger("bench")
 T = TypeVar("T")
 
-SHARED_CORPUS = REPO.parent / "shared" / "corpora" / "mintlify-docs"
+# The shared data sits beside the checkout (or beside the worktree folder holding it).
+SHARED = next(
+    (p / "shared" for p in REPO.parents if (p / "shared" / "corpora").is_dir()),
+    REPO.parent / "shared",
+)
+SHARED_CORPUS = SHARED / "corpora" / "mintlify-docs"
 SAMPLE_CORPUS = REPO / "tests" / "corpus" / "mintlify-sample"
 SEMFS = shutil.which("semfs", path=str(Path(sys.executable).parent)) or shutil.which("semfs")
-SECTIONS = ("ingest", "mount", "reading", "search", "memory", "store")
+SECTIONS = ("ingest", "mount", "reading", "search", "memory", "store", "backends", "answers")
 SKIPPED = "skipped"  # the status of a figure that could not be measured, with the reason
 MOUNT_TIMEOUT = 120.0  # seconds for `semfs mount` to return; the real model is not loaded then
 XATTR_PID = "user.semfs.pid"

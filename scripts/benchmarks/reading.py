@@ -10,6 +10,28 @@ from .harness import QUOTED, Mounted, drop_caches, median, mounted, percentile, 
 from .ingesting import startup_floor
 from .results import CorpusInfo, Results, Row
 
+# -- targets (issue 11) --------------------------------------------------------------------
+
+
+def readiness_target(info: CorpusInfo) -> float | None:
+    """Mount -> first ls, p50: 150 ms on the real corpus, 300 ms at 100k chunks."""
+    if info.big:
+        return 300.0
+    return 150.0 if info.real else None
+
+
+def reading_target(what: str, info: CorpusInfo) -> float | None:
+    """Mount ÷ native: warm grep 3x (real corpus, 10k) or 4x (100k); cold grep 8x;
+    du -s and find 3x at 100k. None: the issue sets no target for that pair."""
+    if what == "grep -r (warm)":
+        return 4.0 if info.big else 3.0 if info.real or info.chunks >= 5_000 else None
+    if what == "grep -r (cold)":
+        return 8.0
+    if what in ("du -s", "find"):
+        return 3.0 if info.big else None
+    return None
+
+
 # -- mount readiness -----------------------------------------------------------------------
 
 
@@ -25,11 +47,13 @@ def measure_readiness(cfg: Config, res: Results, info: CorpusInfo) -> None:
         copies.append(run(["cp", "-r", str(info.source), str(dst)]))
         shutil.rmtree(dst)
     p50, p90 = median(samples) * 1000, percentile(samples, 90) * 1000
+    limit = readiness_target(info)
     note = (
         f"{cfg.mounts} mounts, each `semfs mount` (background), then listing the root; "
         f"Python start-up alone (`semfs --version`) takes {startup_floor() * 1000:.0f} ms; {QUOTED}"
     )
     for what, value in (("mount → first ls, p50", p50), ("mount → first ls, p90", p90)):
+        held = limit is not None and what.endswith("p50")  # the issue's target is a p50
         res.add(
             Row(
                 "mount",
@@ -41,8 +65,8 @@ def measure_readiness(cfg: Config, res: Results, info: CorpusInfo) -> None:
                 baseline_value=median(copies) * 1000,
                 ratio=value / (median(copies) * 1000),
                 ratio_note="semfs ÷ baseline time",
-                target="≤ 200 ms",
-                met=value <= 200,
+                target=f"≤ {limit:g} ms" if held else "",
+                met=value <= limit if held and limit is not None else None,
                 chunks=info.chunks,
                 samples=[s * 1000 for s in samples],
                 note=note,
@@ -62,7 +86,6 @@ WARM_OPS = {
     SERIAL: ["xargs", "-0", "-a", "{list}", "-P1", "-n", "16", "cat"],
     PARALLEL: ["xargs", "-0", "-a", "{list}", "-P8", "-n", "16", "cat"],
 }
-TARGETS = {"grep -r (warm)": 3.0, "grep -r (cold)": 10.0}
 
 
 def op_command(op: str, info: CorpusInfo, listfile: Path) -> list[str]:
@@ -79,7 +102,7 @@ def reading_row(
     info: CorpusInfo, what: str, mount_s: list[float], native_s: list[float], note: str = ""
 ) -> Row:
     ratio = median([m / n for m, n in zip(mount_s, native_s, strict=True)])
-    limit = TARGETS.get(what)
+    limit = reading_target(what, info)
     return Row(
         "reading",
         what,

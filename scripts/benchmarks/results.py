@@ -14,6 +14,8 @@ from .harness import SKIPPED, CannotMeasure, logger
 
 # -- results -----------------------------------------------------------------------------
 
+BIG_CHUNKS = 50_000  # from here a corpus is held to the targets issue 11 sets at 100k chunks
+
 
 @dataclass
 class Row:
@@ -54,6 +56,16 @@ class CorpusInfo:
     @property
     def slug(self) -> str:
         return re.sub(r"[^A-Za-z0-9_.-]+", "-", self.name).strip("-")
+
+    @property
+    def real(self) -> bool:
+        """The real documentation corpus (mintlify-docs), not a synthetic size."""
+        return not self.name.startswith("synthetic")
+
+    @property
+    def big(self) -> bool:
+        """Held to issue 11's 100k-chunk targets."""
+        return self.chunks >= BIG_CHUNKS
 
     def reps(self, reps: int) -> int:
         """Runs per reading measurement: at most 3 on big corpora, to fit the time budget."""
@@ -118,7 +130,11 @@ def _row_line(row: Row) -> str:
 def fmt(value: float | None, unit: str) -> str:
     if value is None:
         return "—"
-    if unit in ("ms", "s", "MB") or unit.startswith("B/"):
+    if unit == "x":
+        return f"{value:.2f}x"
+    if unit == "":
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:g}"
+    if unit in ("ms", "s", "MB", "B") or unit.startswith("B/"):
         digits = 0 if abs(value) >= 100 else 1 if abs(value) >= 10 else 2
         if unit == "s" and abs(value) < 10:
             digits = 3 if abs(value) < 1 else 2

@@ -71,9 +71,15 @@ def measure_query_dirs(cfg: Config, res: Results, info: CorpusInfo, m: Mounted) 
         if info.model == HASH_MODEL:
             p50.target += " (here without it: see the estimate row)"
         p50.met = p50.value is not None and p50.value < 50
+    elif info.real:
+        p50.target = TARGET_REAL
+        if info.model == HASH_MODEL:
+            p50.target += " (here with the hash stand-in: no real query embedding)"
+        p50.met = p50.value is not None and p50.value <= 50
 
 
 TARGET_10K = "< 50 ms p50 at 10k chunks, query embedding included"
+TARGET_REAL = "≤ 50 ms p50 (issue 8), query embedding included"
 SEARCHER_BASELINE = "Searcher.search in-process (the difference is FUSE + the daemon)"
 
 

@@ -1,0 +1,275 @@
+"""The same sentence-transformers model run by ONNX Runtime: ``MODEL@onnx`` and ``MODEL@onnx-int8``.
+
+Rules a caller may rely on:
+
+* The backend is part of the model name a store records (``...all-MiniLM-L6-v2@onnx-int8``),
+  so a store's queries embed with the backend that embedded its documents, and an ingest
+  with another backend is refused like any other model (:func:`ingest.pipeline.resolve_model`).
+* Nothing is downloaded. The first use exports the packaged weights with ``torch.onnx``
+  (int8: then ``onnxruntime.quantization.quantize_dynamic``) into :func:`model_cache_dir`,
+  atomically; later loads import neither torch nor transformers, only onnxruntime and
+  ``tokenizers``.
+* The vectors are the model's: the same tokenizer (``tokenizer.json``), truncation at the
+  model's ``max_seq_length``, mean pooling over the attention mask and L2 normalisation,
+  computed in float32 outside the graph. fp32 matches torch to cosine 1.000; int8 is an
+  approximation (see README "Embedding backends" for the measured cosine and quality).
+* A missing onnxruntime (or torch/onnx for the one-off export) is one line saying what to
+  install (:class:`ingest.errors.ModelUnavailableError`).
+
+Why not sentence-transformers' ``backend="onnx"``: it needs ``optimum``, whose current
+release pins transformers < 5 (pip would downgrade transformers 5.x to 4.57), so the export
+and the runtime are done here with the two libraries that install cleanly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import tempfile
+import threading
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import ModelUnavailableError
+from .store import default_store_path
+
+logger = logging.getLogger(__name__)
+
+BACKENDS = ("onnx", "onnx-int8")
+# Bump when the export or quantisation recipe changes: older cached files are then ignored.
+EXPORT_VERSION = 1
+# Quantise only the MatMul weights, per output channel; keep embeddings, LayerNorm and the
+# pooling in fp32. Chosen by measurement (README "Embedding backends"): quantising the
+# embedding Gather per tensor is what cost cosine in the default recipe.
+INT8_OPTIONS: dict[str, Any] = {"op_types_to_quantize": ["MatMul"], "per_channel": True}
+_INSTALL = "pip install 'semfs[onnx]' (onnxruntime, onnx)"
+
+
+def model_cache_dir() -> Path:
+    """``$SEMFS_MODEL_CACHE``, else ``models/`` in the default store folder."""
+    env = os.environ.get("SEMFS_MODEL_CACHE")
+    return Path(env).expanduser() if env else default_store_path() / "models"
+
+
+def split_backend(name: str) -> tuple[str, str | None]:
+    """``"m@onnx-int8"`` -> ``("m", "onnx-int8")``; ``"m"`` -> ``("m", None)``."""
+    base, sep, backend = name.rpartition("@")
+    if not sep or "/" in backend:  # an '@' inside a path is not a backend
+        return name, None
+    if backend == "torch":
+        return base, None
+    if backend not in BACKENDS:
+        raise ModelUnavailableError(
+            f"unknown embedding backend {backend!r} in {name!r}: use @torch (the default), "
+            f"{' or '.join('@' + b for b in BACKENDS)}"
+        )
+    return base, backend
+
+
+class OnnxEmbedder:
+    """A sentence-transformers model (mean pooling) run by ONNX Runtime; loads on first use."""
+
+    def __init__(self, name: str, location: str, backend: str, threads: int | None = None):
+        self.name = name
+        self.location = Path(location)
+        self.backend = backend
+        self.threads = threads
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None  # truncates and pads: what the model sees
+        self._counter: Any = None  # neither: counts a text's word pieces
+        self._max_seq = 256
+        self._dimension = 0
+
+    @property
+    def loaded(self) -> bool:
+        return self._session is not None
+
+    def load(self) -> Any:
+        with self._lock:
+            if self._session is None:
+                self._load()
+        return self._session
+
+    def _load(self) -> None:
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise ModelUnavailableError(
+                f"the {self.backend} backend needs onnxruntime ({exc}): {_INSTALL}"
+            ) from None
+        self._check_pooling()
+        path = self.export_path()
+        if not path.exists():
+            export(self.location, path, quantize=self.backend == "onnx-int8")
+        logger.info("loading embedding model %s from %s", self.name, path)
+        options = ort.SessionOptions()
+        if self.threads is not None:
+            options.intra_op_num_threads = self.threads
+        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self._input_names = {i.name for i in self._session.get_inputs()}
+        self._max_seq = self._max_seq_length()
+        tok_file = str(self.location / "tokenizer.json")
+        self._tokenizer = Tokenizer.from_file(tok_file)
+        # tokenizer.json may carry its own fixed padding and truncation: replace both.
+        self._tokenizer.enable_truncation(max_length=self._max_seq)
+        pad_id = self._tokenizer.token_to_id("[PAD]") or 0
+        self._tokenizer.enable_padding(pad_id=pad_id, pad_token="[PAD]")
+        self._counter = Tokenizer.from_file(tok_file)
+        self._counter.no_truncation()
+        self._counter.no_padding()
+        self._dimension = int(self._session.get_outputs()[0].shape[-1])
+
+    def _check_pooling(self) -> None:
+        config = self.location / "1_Pooling" / "config.json"
+        if config.exists():
+            pooling = json.loads(config.read_text())
+            if not pooling.get("pooling_mode_mean_tokens"):
+                raise ModelUnavailableError(
+                    f"{self.name}: the ONNX backends support mean pooling only; "
+                    "use the torch backend for this model"
+                )
+        if not (self.location / "tokenizer.json").exists():
+            raise ModelUnavailableError(
+                f"{self.name}: no tokenizer.json in {self.location}; use the torch backend"
+            )
+
+    def _max_seq_length(self) -> int:
+        config = self.location / "sentence_bert_config.json"
+        if config.exists():
+            return int(json.loads(config.read_text()).get("max_seq_length", 256))
+        return 256
+
+    def export_path(self) -> Path:
+        """Where this model's export lives: keyed by the weights' files and the recipe."""
+        digest = hashlib.blake2b(digest_size=8)
+        digest.update(f"{EXPORT_VERSION}\0{self.backend}\0{INT8_OPTIONS}".encode())
+        for f in sorted(self.location.iterdir()):
+            if f.is_file():
+                st = f.stat()
+                digest.update(f"{f.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.location.name).strip("-") or "model"
+        return model_cache_dir() / f"{slug}-{self.backend}-{digest.hexdigest()}.onnx"
+
+    @property
+    def dimension(self) -> int:
+        self.load()
+        return self._dimension
+
+    @property
+    def max_tokens(self) -> int:
+        from .embedder import CONTEXT_RESERVE_TOKENS
+
+        self.load()
+        return self._max_seq - CONTEXT_RESERVE_TOKENS
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
+        import numpy as np
+
+        session = self.load()
+        out: list[list[float]] = [[] for _ in texts]
+        # Longest first, like sentence-transformers: batches of similar length pad little.
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            encs = self._tokenizer.encode_batch([texts[i] for i in idx])
+            ids = np.array([e.ids for e in encs], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._input_names:
+                feeds["token_type_ids"] = np.array([e.type_ids for e in encs], dtype=np.int64)
+            hidden = session.run(None, feeds)[0]
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(1) / np.clip(weights.sum(1), 1e-9, None)
+            norms = np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+            for i, vector in zip(idx, pooled / norms, strict=True):
+                out[i] = [float(x) for x in vector]
+        return out
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        if not texts:
+            return []
+        self.load()
+        encodings = self._counter.encode_batch(list(texts), add_special_tokens=False)
+        return [len(e.ids) for e in encodings]
+
+
+class _DropMessage(logging.Filter):
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.prefix)
+
+
+def export(location: Path, dest: Path, quantize: bool) -> None:
+    """Export the transformer of the sentence-transformers model at ``location`` to ``dest``
+    (its last hidden state), quantised to int8 when asked; the file appears atomically."""
+    try:
+        import torch
+        from transformers import AutoModel
+    except ImportError as exc:
+        raise ModelUnavailableError(
+            f"exporting to ONNX needs torch and transformers: {exc}"
+        ) from None
+    try:
+        import onnx  # noqa: F401 - torch.onnx.export needs it
+    except ImportError:
+        raise ModelUnavailableError(f"exporting to ONNX needs onnx: {_INSTALL}") from None
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    logger.info("exporting %s to ONNX (%s), once", location, "int8" if quantize else "fp32")
+    # Never reach for a hub; progress bars and the tracer's warnings would garble a CLI's
+    # output and the daemon's log.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    model = AutoModel.from_pretrained(str(location)).eval()
+
+    class LastHiddenState(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.inner(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    sample = torch.ones((2, 8), dtype=torch.int64)
+    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".export-") as tmp:
+        fp32 = Path(tmp) / "fp32.onnx"
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                LastHiddenState(model),
+                (sample, sample, torch.zeros_like(sample)),
+                str(fp32),
+                input_names=names,
+                output_names=["last_hidden_state"],
+                dynamic_axes={n: {0: "batch", 1: "seq"} for n in [*names, "last_hidden_state"]},
+                opset_version=17,
+                dynamo=False,
+            )
+        result = fp32
+        if quantize:
+            from onnxruntime.quantization import quantize_dynamic
+
+            result = Path(tmp) / "int8.onnx"
+            # quantize_dynamic logs a hint about its pre-processing step on the root logger,
+            # which would reach the CLI's output and the daemon's log as a warning.
+            hint = _DropMessage("Please consider to run pre-processing")
+            logging.getLogger().addFilter(hint)
+            try:
+                quantize_dynamic(str(fp32), str(result), **INT8_OPTIONS)
+            finally:
+                logging.getLogger().removeFilter(hint)
+        os.replace(result, dest)

@@ -1,0 +1,69 @@
+"""Section ``answers``: issue 8's question sets through a real mount, beside its targets.
+
+``scripts/answers.py`` does the work (real-model ingest of each corpus, every question asked
+as ``ls .search/QUESTION/`` + a read of ``00-results.md``); this module turns each set's
+overall figures into rows with the targets, and keeps its per-kind table for the report.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from .config import Config
+from .harness import REPO, CannotMeasure, logger
+from .results import Results, Row
+
+RESULTS_P95_BYTES = 4096  # issue 8: 00-results.md p95 ≤ 4 KB at the default k
+# (figure key in answers.summarise, row name, target, met, unit)
+FIGURES: tuple[tuple[str, str, str, Callable[[float], bool] | None, str], ...] = (
+    ("hit@1", "hit@1", "≥ 0.88", lambda v: v >= 0.88, ""),
+    ("hit@3", "hit@3", "≥ 0.97", lambda v: v >= 0.97, ""),
+    ("mrr", "MRR", "", None, ""),
+    ("answer_in_results", "answer-in-results", "≥ 0.75", lambda v: v >= 0.75, ""),
+    ("results_bytes_p50", "00-results.md bytes p50", "", None, "B"),
+    (
+        "results_bytes_p95",
+        "00-results.md bytes p95",
+        "≤ 4 KB (4,096 B)",
+        lambda v: v <= RESULTS_P95_BYTES,
+        "B",
+    ),
+    ("listing_ms_p50", "query-dir listing p50 (fresh question)", "", None, "ms"),
+)
+ROWS = tuple(name for _key, name, *_ in FIGURES)
+
+
+def measure_answers(cfg: Config, res: Results) -> None:
+    sys.path.insert(0, str(REPO / "scripts"))
+    import answers
+
+    missing = [
+        s
+        for s in answers.DEFAULT_SETS
+        if not (answers.SHARED / "datasets" / "doc-questions" / f"{s}.tsv").exists()
+    ]
+    if missing:
+        raise CannotMeasure(f"no question set {', '.join(missing)} under {answers.SHARED}")
+    reports = answers.run(
+        answers.DEFAULT_SETS, cfg.workdir / "answers", "mount", log=lambda m: logger.info("%s", m)
+    )
+    for r in reports:
+        corpus = f"{r.name} ({r.chunks} chunks)"
+        for key, name, target, check, unit in FIGURES:
+            value = float(r.overall[key])
+            res.add(
+                Row(
+                    "answers",
+                    name,
+                    corpus,
+                    value=value,
+                    unit=unit,
+                    target=target,
+                    met=check(value) if check else None,
+                    chunks=r.chunks,
+                    note=f"{int(r.overall['n'])} questions; default settings (hybrid, k 10)",
+                )
+            )
+    res.details["answers_markdown"] = answers.markdown(reports, "mount")
+    res.details["answers_misses"] = {r.name: r.misses for r in reports}
