@@ -69,7 +69,9 @@ def load_embedder(name: str = DEFAULT_MODEL, threads: int | None = None) -> Embe
         return HashEmbedder(dim)
     base, backend = split_backend(canonical)
     if backend is not None:
-        return OnnxEmbedder(canonical, model_location(base), backend, threads)
+        return OnnxEmbedder(
+            canonical, model_location(base), backend, CONTEXT_RESERVE_TOKENS, threads
+        )
     return SentenceTransformerEmbedder(canonical, threads)
 
 

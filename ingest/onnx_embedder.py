@@ -74,8 +74,17 @@ def split_backend(name: str) -> tuple[str, str | None]:
 class OnnxEmbedder:
     """A sentence-transformers model (mean pooling) run by ONNX Runtime; loads on first use."""
 
-    def __init__(self, name: str, location: str, backend: str, threads: int | None = None):
+    def __init__(
+        self,
+        name: str,
+        location: str,
+        backend: str,
+        reserve_tokens: int,
+        threads: int | None = None,
+    ):
+        """``reserve_tokens``: room left in the window for the context line (``max_tokens``)."""
         self.name = name
+        self.reserve_tokens = reserve_tokens
         self.location = Path(location)
         self.backend = backend
         self.threads = threads
@@ -164,10 +173,8 @@ class OnnxEmbedder:
 
     @property
     def max_tokens(self) -> int:
-        from .embedder import CONTEXT_RESERVE_TOKENS
-
         self.load()
-        return self._max_seq - CONTEXT_RESERVE_TOKENS
+        return self._max_seq - self.reserve_tokens
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
         import numpy as np
