@@ -23,7 +23,7 @@ sed and find work). Search it first, then read:
 3. To search one part only: DOCS/DIR/.search/QUESTION/ (only documents under DIR).
 4. Options are folders before the question, in any order:
      @keyword  exact words: names, flags, error messages   @semantic  meaning only
-     @k=N      N documents (default 10)                      @full  whole passages
+     @k=N      N documents (default 5)                       @full  whole passages
    e.g. cat "DOCS/.search/@keyword/@k=3/ERR_TOO_MANY_REDIRECTS/00-results.md"
 5. The question is one file name: write "/" as "\u2215" (U+2215) or "\uff0f" (U+FF0F);
    at most 255 bytes. Start it with a space if it starts with "." or "@".

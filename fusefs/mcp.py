@@ -1,7 +1,7 @@
 """``semfs mcp``: the collection as MCP tools, for agents that cannot mount anything.
 
 Five tools with fixed names and parameters (clients and tests rely on them):
-``search(query, path="", k=10, mode="hybrid")``, ``read(path, start_line=1, end_line=None)``,
+``search(query, path="", k=5, mode="hybrid")``, ``read(path, start_line=1, end_line=None)``,
 ``grep(pattern, path="", regex=False, ignore_case=False, max_results=100)``,
 ``list(path="", recursive=False, pattern=None)`` and ``status()``. The work is
 :class:`fusefs.toolbox.Toolbox`'s; this module only describes the tools for an agent, turns
@@ -27,6 +27,7 @@ from pydantic import Field
 
 from ingest import __version__
 from ingest.errors import SemfsError
+from ingest.store import DEFAULT_K
 
 from .toolbox import Toolbox, ToolOutput
 
@@ -106,7 +107,7 @@ def build_server(box: Toolbox, host: str = "127.0.0.1", port: int = 8765) -> Any
     def search(
         query: Annotated[str, Field(description="A question or topic, in words.")],
         path: Annotated[str, Field(description="Search only inside this directory.")] = "",
-        k: Annotated[int, Field(description="How many documents (1-100).")] = 10,
+        k: Annotated[int, Field(description="How many documents (1-100).")] = DEFAULT_K,
         mode: Annotated[
             str, Field(description="hybrid (default), semantic (meaning) or keyword (BM25).")
         ] = "hybrid",

@@ -325,12 +325,15 @@ def _render(sp: SearchPath, text: str, hits: tuple[Hit, ...], names: tuple[str, 
         if not hit.excerpts:
             continue
         lines.append(f"## {hit.rank}. {hit.path}")
+        shown = None
         for ex in hit.excerpts:
-            where_in = f"lines {ex.start_line}-{ex.end_line}"
-            if ex.start_line == ex.end_line:
-                where_in = f"line {ex.start_line}"
+            # Each line carries its number, so a label is needed only where the section
+            # changes: labels were a tenth of the file, bytes better spent on lines.
             head = _short_heading(ex.heading, hit.title)
-            lines.append(f"[{head} · {where_in}]" if head else f"[{where_in}]")
+            if head != shown:
+                if head or shown is not None:
+                    lines.append(f"[{head or '(before the first heading)'}]")
+                shown = head
             lines += [f"{number}: {line}" for number, line in ex.lines]
         lines.append("")
     return "\n".join(lines).encode("utf-8", "surrogateescape")

@@ -24,11 +24,14 @@ from .store import DEFAULT_K, MAX_K, MODES, SparseQuery, Store
 QUERY_THREADS = 1
 # Chunks fetched per wanted document: several chunks of one page often rank together.
 CHUNKS_PER_DOC = 5
-# Characters of excerpt per hit, by rank (the last applies to every later rank): the top
-# hit holds the answer most often, and the results file must stay within 4 kB; measured
-# with scripts/answers.py (more room for the top hit answers more questions than lines
-# for hits 4-10, which the ranked list already describes).
-EXCERPT_CHARS = (1800, 500, 300, 0)
+# Excerpt characters: each hit's cap, by rank (the last applies to every later rank), and the
+# total the hits' lines compete for, each hit's line scores scaled by its rank's weight (so a
+# second hit's exact match beats a first hit's tenth-best line). The total keeps the results
+# file within 4 kB at the default k; chosen with scripts/answers.py (one shared total answered
+# more questions than fixed shares: a fixed share left hits 2-5 empty once hit 1 filled it).
+EXCERPT_CHARS = (2600, 1500, 1000, 600, 600, 0)
+EXCERPT_TOTAL: int | None = 3000
+EXCERPT_WEIGHTS: tuple[float, ...] = (1.0, 0.7, 0.5, 0.4, 0.3)
 # How strongly a hit matches: the chance that a hit with this fused score is the page that
 # answers the query, by a logistic fit per mode (intercept, slope on the DBSF score) to the top
 # 10 of the two doc-question sets' 80 questions (right = the expected page or an alternate),
@@ -167,7 +170,13 @@ class Searcher:
         docs = list(by_doc.values())
         budgets = [EXCERPT_CHARS[min(i, len(EXCERPT_CHARS) - 1)] for i in range(len(docs))]
         titles = [d[0].record.title for d in docs]
-        excerpts = picker.pick([[sc.record for sc in d] for d in docs], budgets, titles)
+        excerpts = picker.pick(
+            [[sc.record for sc in d] for d in docs],
+            budgets,
+            titles,
+            total=EXCERPT_TOTAL,
+            weights=EXCERPT_WEIGHTS,
+        )
         hits: list[Hit] = []
         for rank, (doc, ex) in enumerate(zip(docs, excerpts, strict=True), 1):
             best = doc[0].record

@@ -306,11 +306,13 @@ def fmt_row(label: str, kind: str, s: dict[str, float]) -> str:
 
 
 def markdown(reports: Sequence[SetReport], via: str) -> str:
+    from ingest.store import DEFAULT_K
+
     lines = [
         "## Answers: does one read of 00-results.md answer the question?",
         "",
-        f"`scripts/answers.py` (via {via}, default settings: hybrid, k 10): each question of "
-        "`doc-questions/SET.tsv` asked as `ls .search/QUESTION/` + `cat 00-results.md` on the "
+        f"`scripts/answers.py` (via {via}, default settings: hybrid, k {DEFAULT_K}): each question "
+        "of `doc-questions/SET.tsv` asked as `ls .search/QUESTION/` + `cat 00-results.md` on the "
         "corpus ingested with the real model. hit@N and MRR count alternates; answer-in-results "
         "is the share whose answer line (whitespace-normalised) is in `00-results.md`; listing "
         "is a fresh question's first `ls` on a warm mount.",

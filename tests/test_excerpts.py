@@ -183,3 +183,17 @@ def test_strength_scale() -> None:
     # The same fused score is weaker evidence in hybrid mode (two retrievers summed).
     assert match_strength(1.5, "hybrid") < match_strength(1.5, "semantic")
     assert [strength_label(x) for x in (0.7, 0.4, 0.1)] == ["strong", "fair", "weak"]
+
+
+def test_a_shared_total_goes_to_the_best_lines_of_any_document() -> None:
+    # Document 2 holds the only line with every query term; document 1 only weaker ones.
+    weak = "# Keys\n\n" + "".join(f"Keys are listed on page {i}.\n\n" for i in range(30))
+    strong = "# Rotation\n\nTo rotate a key, click Rotate: the old key works for 24 hours.\n"
+    docs = [records(weak, "weak.md", 2000), records(strong, "strong.md", 2000)]
+    query = "rotate key old hours"
+    fixed = ExcerptPicker(query).pick(docs, [600, 0])
+    assert not fixed[1]
+    shared = ExcerptPicker(query).pick(docs, [600, 600], total=300, weights=[1.0, 0.7])
+    assert "old key works for 24 hours" in shared[1][0].text
+    shown = sum(len(t) + 8 for d in shared for e in d for _, t in e.lines)
+    assert shown <= 300

@@ -24,6 +24,7 @@ from paraphrases import QUESTIONS
 
 from ingest.backends import open_store
 from ingest.pipeline import ingest
+from ingest.store import DEFAULT_K
 
 pytestmark = pytest.mark.mount
 T = TypeVar("T")
@@ -109,11 +110,11 @@ def test_results_file_and_links_reach_the_documents(model_mount: Mount) -> None:
     query = mnt / ".search" / "change the typeface used across my site"
     names = sorted(os.listdir(query))
     assert names[0] == "00-results.md"
-    assert 1 <= len(names) - 1 <= 10
+    assert 1 <= len(names) - 1 <= DEFAULT_K
     assert names[1:] == [n for n in names[1:] if n[:2].isdigit() and n[2] == "-"]
     results = (query / "00-results.md").read_text()
     assert results.startswith("# Search: change the typeface used across my site\n")
-    assert "mode hybrid · k 10" in results
+    assert f"mode hybrid · k {DEFAULT_K}" in results
     ranked = ranked_paths(mnt, query)
     assert "customize/fonts.mdx" in ranked
     for rank, path in enumerate(ranked, start=1):
