@@ -48,6 +48,9 @@ from .tree import InodeMap, Ownership
 
 logger = logging.getLogger(__name__)
 
+# Seconds after the mount answers before the store finishes opening in the background: the
+# embedded engine holds the GIL while it loads a shard, which would stall the first listings.
+PRELOAD_DELAY = 1.0
 # How long the parent waits for the child to mount, beyond the store's connect timeout.
 START_GRACE = 60.0
 Ready = Callable[[str | None], None]
@@ -211,7 +214,12 @@ class MountDaemon:
                 interval=self.cfg.poll_interval,
             )
             tree = refresher.load()
-            require_counts(store, tree.files)  # never a silently empty mount of a damaged store
+            # Never a silently empty mount of a damaged store. A manifest is only kept while
+            # the shard is as its last clean close left it (else it has been dropped), so its
+            # own count stands in for the shard's, which would wait for the shard to load.
+            manifest = refresher.manifest
+            chunks = None if manifest is None else sum(d.chunks for d in manifest.documents)
+            require_counts(store, tree.files, chunks)
             # The store's model (or --watch's, for a new collection); loads nothing yet.
             searcher = Searcher(store, embedder=embedder)
             pins = GenerationPins(store, on_change=lambda: refresher.wake(force=True))
@@ -277,6 +285,9 @@ class MountDaemon:
             self._services.append(self._watcher.stop)
         # The model takes seconds to load: start now, so the first search rarely waits.
         threading.Thread(target=_warm_up, args=(searcher,), name="semfs-model", daemon=True).start()
+        # The tree may have come from the manifest: the engine loads its shard a moment later
+        # (a read before then loads it itself), so the first listings do not wait for it.
+        threading.Thread(target=_preload, args=(store,), name="semfs-preload", daemon=True).start()
         self.started = True
         logger.info(
             "mounted %s at %s in %.0f ms",
@@ -298,6 +309,24 @@ class MountDaemon:
                 stop()
             except Exception as exc:
                 logger.error("shutting down: %s", exc, exc_info=logger.isEnabledFor(logging.DEBUG))
+
+
+def _preload(store: Store) -> None:
+    """Finish opening the store, then write its manifest if it has none (a store whose
+    manifest was dropped, after a kill or before manifests existed): the next mount reads it."""
+    time.sleep(PRELOAD_DELAY)
+    try:
+        store.preload()
+        meta = store.read_meta()
+        if meta is not None and not meta.dirty:
+            store.write_manifest(meta.generation)  # a no-op when the stored one is current
+    except Exception as exc:  # reads fail one by one (EIO) with the same error
+        logger.warning(
+            "cannot finish opening %s: %s",
+            store.location,
+            exc,
+            exc_info=logger.isEnabledFor(logging.DEBUG),
+        )
 
 
 def _warm_up(searcher: Searcher) -> None:

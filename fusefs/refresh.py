@@ -14,6 +14,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from ingest.manifest import Manifest
 from ingest.schema import DirectoryRecord, DocumentRecord, StoreMeta
 from ingest.store import Store
 
@@ -58,12 +59,29 @@ class TreeRefresher:
         self._thread: threading.Thread | None = None
         self._failing = False
         self._force = False
+        # The manifest the first tree came from, if it did (None: from the records).
+        self.manifest: Manifest | None = None
 
     def load(self) -> Tree:
-        """The first tree, built now (store errors propagate: the mount cannot start)."""
-        self.check(force=True)
-        assert self.tree is not None
-        return self.tree
+        """The first tree, built now (store errors propagate: the mount cannot start).
+
+        From the store's manifest when it has a current one (one read, see
+        :mod:`ingest.manifest`; :attr:`manifest` keeps it), else by listing the records.
+        """
+        manifest = self.store.read_manifest()
+        if manifest is None:
+            self.check(force=True)
+            assert self.tree is not None
+            return self.tree
+        self.manifest = manifest
+        records, folders = list(manifest.documents), list(manifest.directories)
+        with self._lock:
+            tree = Tree.build(records, self.inodes, self.owner, folders)
+            self._records, self._folders, self.tree = records, folders, tree
+            self._seen = _meta_key(manifest.meta)
+        if self.publish is not None:
+            self.publish(tree)
+        return tree
 
     def check(self, force: bool = False) -> bool:
         """Rebuild if the store changed since the last check; True when a new tree was published.

@@ -34,6 +34,7 @@ from typing import Any
 
 from . import errors
 from .errors import SemfsError, StoreLockedError, StoreUnavailableError
+from .manifest import Manifest
 from .schema import (
     ChunkPoint,
     ChunkRecord,
@@ -75,6 +76,7 @@ _WRITES = frozenset(
         "upsert_chunks",
         "delete_stale_chunks",
         "compact",
+        "write_manifest",
     ]
 )
 _READS = frozenset(
@@ -576,6 +578,16 @@ class RemoteStore(Store):
 
     def compact(self) -> bool:
         return bool(self._call("compact"))
+
+    def read_manifest(self) -> Manifest | None:
+        """None: a client of the daemon lists the records; only a mount needs the manifest."""
+        return None
+
+    def write_manifest(self, generation: int) -> None:
+        self._call("write_manifest", generation)
+
+    def preload(self) -> None:
+        """Nothing to do: the daemon opened the store."""
 
     def flush(self) -> None:
         self._call("flush")

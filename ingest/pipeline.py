@@ -219,6 +219,7 @@ def ingest(
     meta = store.read_meta()
     unchanged = not (changed or report.deleted or touched or put_dirs or gone_dirs)
     if unchanged and meta is not None and not meta.dirty:
+        store.write_manifest(meta.generation)  # a no-op when current; else a store from before
         report.seconds = time.perf_counter() - started
         return report
 
@@ -254,6 +255,8 @@ def ingest(
     store.flush()
     if report.updated or report.deleted:
         report.compacted = _compact(store)
+    # Last: a mount reads its tree from this in one request (ingest.manifest).
+    store.write_manifest(gen)
     report.seconds = time.perf_counter() - started
     return report
 

@@ -1,6 +1,6 @@
 """The Qdrant schema shared by ingest (writer) and fusefs (reader): the store contract.
 
-One collection holds four kinds of points, told apart by the ``kind`` payload field:
+One collection holds these kinds of points, told apart by the ``kind`` payload field:
 
 * ``chunk``: one per chunk, with a dense vector (``dense``, cosine) and a BM25 sparse
   vector (``bm25``, IDF modifier) and the payload of :class:`ChunkRecord`.
@@ -11,6 +11,8 @@ One collection holds four kinds of points, told apart by the ``kind`` payload fi
   store-wide generation counter (:class:`StoreMeta`).
 * ``dir``: one per source folder, without vectors: its mode, owner and mtime
   (:class:`DirectoryRecord`). Optional: stores written before they existed have none.
+* ``manifest``: on a server only, the parts of the tree manifest (:mod:`ingest.manifest`),
+  without vectors; the embedded store keeps it as a file beside the shard.
 
 Point ids are UUIDv5 of stable keys, so a writer can address any point without a lookup.
 
@@ -45,6 +47,8 @@ KIND_CHUNK = "chunk"
 KIND_DOC = "doc"
 KIND_META = "meta"
 KIND_DIR = "dir"
+# The tree manifest's parts, on a backend that keeps it in points (ingest.server_store).
+KIND_MANIFEST = "manifest"
 
 # Payload fields with an index: everything a reader filters by.
 INDEXED_KEYWORDS = ("kind", "path", "dirs")
@@ -74,6 +78,11 @@ def _uuid5(name: str) -> str:
 
 def meta_id() -> str:
     return _uuid5("meta")
+
+
+def manifest_id(part: int) -> str:
+    """Part ``part`` of the tree manifest, on a backend that keeps it in points."""
+    return str(uuid.uuid5(_NAMESPACE, f"manifest\0{part}"))
 
 
 def doc_id(path: str) -> str:

@@ -3,10 +3,16 @@
 qdrant_client is imported here only, and this module only when ``--url`` is given: its import
 costs ~1 s that the embedded path must not pay. Sharding and replication are the server's.
 A ``file:`` URL opens qdrant-client's local mode instead, which tests use as a stand-in server.
+
+The tree manifest (:mod:`ingest.manifest`) is kept in up to ``MANIFEST_PARTS`` points with fixed
+ids, so one retrieve reads it together with the meta: a mount against a cluster boots in one
+round trip. A writer deletes those points before its first change and at every meta write;
+a reader uses a manifest only when it is whole and stamped with the meta read beside it.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -16,6 +22,7 @@ from qdrant_client import models as m
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from .errors import StoreNotFoundError, StoreUnavailableError
+from .manifest import Manifest
 from .schema import (
     DENSE,
     DOC_TREE_FIELDS,
@@ -25,6 +32,7 @@ from .schema import (
     KIND_CHUNK,
     KIND_DIR,
     KIND_DOC,
+    KIND_MANIFEST,
     SPARSE,
     ChunkPoint,
     ChunkRecord,
@@ -35,6 +43,7 @@ from .schema import (
     chunk_id,
     dir_id,
     doc_id,
+    manifest_id,
     meta_id,
 )
 from .store import FUSION_CANDIDATES, LineSpan, SparseQuery, Store, similarity
@@ -42,6 +51,10 @@ from .store import FUSION_CANDIDATES, LineSpan, SparseQuery, Store, similarity
 logger = logging.getLogger(__name__)
 
 SCROLL_PAGE = 1024
+# The manifest is kept in up to MANIFEST_PARTS points of MANIFEST_PART_BYTES (base64) each, so
+# one retrieve of fixed ids reads it with the meta: 64 x 4 MiB covers millions of documents.
+MANIFEST_PARTS = 64
+MANIFEST_PART_BYTES = 4 << 20
 
 
 def _match(key: str, value: str | int) -> m.FieldCondition:
@@ -69,6 +82,7 @@ class ServerStore(Store):
             else:
                 self.client = QdrantClient(url=url, api_key=api_key, timeout=int(timeout))
             self._exists = self.client.collection_exists(collection)
+            self._manifest_dropped = False
         except UnexpectedResponse as exc:
             # Something answered, but not as Qdrant does (a web server, a proxy's error page).
             raise StoreUnavailableError(
@@ -127,11 +141,91 @@ class ServerStore(Store):
         return StoreMeta.from_payload(records[0].payload or {}) if records else None
 
     def write_meta(self, meta: StoreMeta) -> None:
+        # At every meta write, not only the first: another writer's manifest may have come
+        # since, and this meta is the one it would be checked against.
+        self._manifest_dropped = False
+        self._drop_manifest()
         self._upsert([m.PointStruct(id=meta_id(), vector={}, payload=meta.to_payload())])
 
     def _upsert(self, points: list[m.PointStruct]) -> None:
         self._require()
         self.client.upsert(self.collection, points=points, wait=True)
+
+    def _drop_manifest(self) -> None:
+        """Before this instance's first write: no manifest may describe what it changes."""
+        if self._manifest_dropped or not self._exists:
+            return
+        ids: list[m.ExtendedPointId] = [manifest_id(i) for i in range(MANIFEST_PARTS)]
+        self.client.delete(self.collection, points_selector=m.PointIdsList(points=ids))
+        self._manifest_dropped = True
+
+    def read_manifest(self) -> Manifest | None:
+        if not self._exists:
+            return None
+        # One request: the meta and every part the manifest can have.
+        ids: list[m.ExtendedPointId] = [meta_id(), *(manifest_id(i) for i in range(MANIFEST_PARTS))]
+        meta: StoreMeta | None = None
+        parts: dict[int, dict[str, Any]] = {}
+        for record in self.client.retrieve(self.collection, ids, with_payload=True):
+            payload = record.payload or {}
+            if payload.get("kind") == KIND_MANIFEST:
+                parts[int(payload["part"])] = payload
+            elif str(record.id) == meta_id():
+                meta = StoreMeta.from_payload(payload)
+        if meta is None or not parts:
+            return None
+        first = parts.get(0, {})
+        count, gen = first.get("parts"), first.get("generation")
+        if not isinstance(count, int) or sorted(parts) != list(range(count)):
+            return None  # torn: another writer is replacing it
+        if any(p.get("generation") != gen or p.get("parts") != count for p in parts.values()):
+            return None
+        try:
+            data = base64.b64decode("".join(str(parts[i]["data"]) for i in range(count)))
+            manifest = Manifest.from_bytes(data)
+        except ValueError as exc:
+            logger.warning("ignoring the manifest of %s: %s", self.location, exc)
+            return None
+        return manifest if manifest.matches(meta) else None
+
+    def write_manifest(self, generation: int) -> None:
+        meta = self.read_meta()
+        if meta is None or meta.dirty or meta.generation != generation:
+            return
+        current = self.read_manifest()
+        if current is not None and current.meta == meta:
+            return
+        flt = m.Filter(must=[_match("kind", KIND_DOC)])
+        docs = [DocumentRecord.from_payload(p) for p in self._scroll(flt, None)]
+        data = Manifest.of(meta, docs, self.list_directories()).to_bytes()
+        text = base64.b64encode(data).decode("ascii")
+        parts = [
+            text[i : i + MANIFEST_PART_BYTES] for i in range(0, len(text), MANIFEST_PART_BYTES)
+        ]
+        if len(parts) > MANIFEST_PARTS:
+            logger.warning(
+                "%s: the manifest is too large to store; mounts list the records", self.location
+            )
+            return
+        self._upsert(
+            [
+                m.PointStruct(
+                    id=manifest_id(i),
+                    vector={},
+                    payload={
+                        "kind": KIND_MANIFEST,
+                        "generation": generation,
+                        "part": i,
+                        "parts": len(parts),
+                        "data": part,
+                    },
+                )
+                for i, part in enumerate(parts)
+            ]
+        )
+        stale: list[m.ExtendedPointId] = [manifest_id(i) for i in range(len(parts), MANIFEST_PARTS)]
+        self.client.delete(self.collection, points_selector=m.PointIdsList(points=stale))
+        self._manifest_dropped = False  # the next write drops this one
 
     def list_documents(self) -> list[DocumentRecord]:
         if not self._exists:
@@ -146,6 +240,7 @@ class ServerStore(Store):
         return DocumentRecord.from_payload(records[0].payload or {}) if records else None
 
     def put_document(self, record: DocumentRecord) -> None:
+        self._drop_manifest()
         self._upsert(
             [m.PointStruct(id=doc_id(record.path), vector={}, payload=record.to_payload())]
         )
@@ -153,6 +248,7 @@ class ServerStore(Store):
     def delete_documents(self, paths: Sequence[str]) -> None:
         if not paths:
             return
+        self._drop_manifest()
         self.client.delete(
             self.collection, points_selector=m.PointIdsList(points=[doc_id(p) for p in paths])
         )
@@ -178,6 +274,7 @@ class ServerStore(Store):
 
     def put_directories(self, records: Sequence[DirectoryRecord]) -> None:
         if records:
+            self._drop_manifest()
             self._upsert(
                 [
                     m.PointStruct(id=dir_id(r.path), vector={}, payload=r.to_payload())
@@ -187,6 +284,7 @@ class ServerStore(Store):
 
     def delete_directories(self, paths: Sequence[str]) -> None:
         if paths:
+            self._drop_manifest()
             self.client.delete(
                 self.collection, points_selector=m.PointIdsList(points=[dir_id(p) for p in paths])
             )
@@ -194,6 +292,7 @@ class ServerStore(Store):
     def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
         if not points:
             return
+        self._drop_manifest()
         self._upsert(
             [
                 m.PointStruct(
@@ -218,6 +317,7 @@ class ServerStore(Store):
         ]
 
     def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
+        self._drop_manifest()
         must_not: list[Any] | None = [_match("gen", keep_gen)] if keep_gen is not None else None
         flt = m.Filter(must=[_match("kind", KIND_CHUNK), _match("path", path)], must_not=must_not)
         self.client.delete(self.collection, points_selector=m.FilterSelector(filter=flt))
@@ -266,15 +366,19 @@ class ServerStore(Store):
             out.append(ScoredChunk(ChunkRecord.from_payload(p.payload or {}), float(p.score), sim))
         return out
 
-    def _scroll(self, flt: m.Filter, fields: list[str]) -> Iterator[dict[str, Any]]:
+    def _scroll(self, flt: m.Filter, fields: list[str] | None) -> Iterator[dict[str, Any]]:
+        """Payloads matching ``flt``: only ``fields``, or whole when None."""
         offset: Any = None
+        payload: m.PayloadSelectorInclude | bool = (
+            True if fields is None else m.PayloadSelectorInclude(include=fields)
+        )
         while True:
             records, offset = self.client.scroll(
                 self.collection,
                 scroll_filter=flt,
                 limit=SCROLL_PAGE,
                 offset=offset,
-                with_payload=m.PayloadSelectorInclude(include=fields),
+                with_payload=payload,
             )
             yield from (r.payload for r in records if r.payload)
             if offset is None:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from .errors import SemfsError
+from .manifest import Manifest
 from .schema import (
     ChunkPoint,
     ChunkRecord,
@@ -230,6 +231,25 @@ class Store(ABC):
         """
         return False
 
+    def read_manifest(self) -> Manifest | None:
+        """Every committed document (with its offsets) and folder, in one read
+        (:mod:`ingest.manifest`), or None when no current manifest is stored: then list the
+        documents and folders.
+
+        A returned manifest describes the committed records exactly (a backend drops its
+        manifest before any change and checks it against the meta it reads with it). It may
+        answer before the store has finished opening (the embedded shard loads meanwhile).
+        """
+        return None
+
+    def write_manifest(self, generation: int) -> None:  # noqa: B027 - optional
+        """Store a manifest of every committed record if the store is clean at
+        ``generation`` (ingest calls it last); a no-op when the stored one is current."""
+
+    def preload(self) -> None:  # noqa: B027 - optional: most backends open fully at once
+        """Finish opening now (the embedded shard, when the manifest let it wait); a caller
+        in a background thread takes that wait off the first read. Raises what opening would."""
+
     def flush(self) -> None:  # noqa: B027 - optional for backends that persist on write
         """Make everything written so far durable."""
 
@@ -338,6 +358,15 @@ class DelegatingStore(Store):
 
     def compact(self) -> bool:
         return self.inner.compact()
+
+    def read_manifest(self) -> Manifest | None:
+        return self.inner.read_manifest()
+
+    def write_manifest(self, generation: int) -> None:
+        self.inner.write_manifest(generation)
+
+    def preload(self) -> None:
+        self.inner.preload()
 
     def flush(self) -> None:
         self.inner.flush()

@@ -178,6 +178,15 @@ def test_kill_9_leaves_every_document_old_or_new(tmp_path: Path, store_dir: Path
             kills += 1
         proc.wait()
         with open_store(store_dir) as store:
+            # A mount would read its tree from this: never a manifest of another state.
+            manifest = store.read_manifest()
+            meta = store.read_meta()
+            assert manifest is None or (manifest.meta == meta and meta is not None)
+            if manifest is not None:
+                docs = sorted(store.list_documents(), key=lambda d: d.path)
+                assert [(d.path, d.gen, d.sha256) for d in manifest.documents] == [
+                    (d.path, d.gen, d.sha256) for d in docs
+                ]
             for rel in old:
                 text = stored_text(store, rel)
                 assert text in (old[rel], new[rel]), f"{rel} is neither old nor new after kill"

@@ -30,8 +30,9 @@ from ingest.schema import (
 from ingest.server_store import ServerStore
 from ingest.store import DelegatingStore, Store
 
-# Answered by the proxy itself, never sent: where the store is, who owns it, serving writers.
-LOCAL = {"location", "served_by", "serve_writers"}
+# Answered by the proxy itself, never sent: where the store is, who owns it, serving writers,
+# and the manifest and preload, which only the owner (a mount) uses.
+LOCAL = {"location", "served_by", "serve_writers", "read_manifest", "preload"}
 # Not streamed over the socket: split_line_paths, built on it, is sent whole instead.
 NOT_SENT = {"chunk_line_spans"}
 

@@ -40,6 +40,7 @@ from mounting import (
 
 from fusefs.daemon import daemon_pid, is_stale, process_alive
 from ingest.backends import open_store
+from ingest.manifest import Manifest
 
 pytestmark = pytest.mark.mount
 
@@ -558,6 +559,36 @@ def test_full_mintlify_corpus(tmp_path: Path) -> None:
     with mounted(tmp_path / "mnt", "--store", str(tmp_path / "store")) as m:
         diff = run("diff", "-r", str(corpus), str(m.path))
         assert (diff.returncode, diff.stdout, diff.stderr) == (0, "", "")
+
+
+@pytest.mark.parametrize("manifest", ["current", "missing", "corrupt", "shard changed"])
+def test_the_tree_is_the_same_from_the_manifest_or_the_records(
+    sample_copy: Path, store_dir: Path, tmp_path: Path, manifest: str
+) -> None:
+    (sample_copy / "empty" / "deeper").mkdir(parents=True)  # folders come from it too
+    os.chmod(sample_copy / "index.mdx", 0o640)
+    ingest_hash(sample_copy, store_dir)
+    path = store_dir / "docs" / "manifest.json.gz"
+    assert path.exists()  # ingest writes it last
+    if manifest == "missing":
+        path.unlink()
+    elif manifest == "corrupt":
+        path.write_bytes(b"\x1f\x8b" + os.urandom(64))
+    elif manifest == "shard changed":  # as after a kill -9 once the manifest was written
+        victim = next(p for p in (store_dir / "docs" / "shard").rglob("*") if p.is_file())
+        os.utime(victim, ns=(1, 1))
+    expect_log = ["ignoring"] if manifest == "corrupt" else []
+    with mounted(tmp_path / "mnt", "--store", str(store_dir), expect_log=expect_log) as m:
+        assert run("diff", "-r", str(sample_copy), str(m.path)).stdout == ""
+        assert stat.S_IMODE((m.path / "index.mdx").stat().st_mode) == 0o440
+        # A mount without a current manifest writes one once the shard has loaded.
+        wait_until(path.exists, 10, "the daemon's manifest")
+        # Ingesting while mounted (through the daemon) shows within 2 s and replaces it.
+        live_update(sample_copy, m, ["ingest", str(sample_copy), "--store", str(store_dir)])
+        current = Manifest.from_bytes(path.read_bytes())
+        assert current.meta.generation == 2 and not current.meta.dirty
+        assert [d.path for d in current.documents] == sorted(files_of(sample_copy))
+        assert [d.path for d in current.directories] == ["", *dirs_of(sample_copy)]
 
 
 @pytest.fixture(scope="module", autouse=True)

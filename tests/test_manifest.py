@@ -1,0 +1,277 @@
+"""The tree manifest: exact round trip of every schema field, nothing half-decoded, the same
+tree as the records on both backends, and the embedded store's open protocol around it."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mounting import ingest_hash
+
+from fusefs.tree import InodeMap, Ownership, Tree
+from ingest import shardprobe
+from ingest.backends import open_store
+from ingest.edge_store import MANIFEST_NAME, EdgeStore
+from ingest.manifest import DIR_COLUMNS, DOC_COLUMNS, Manifest
+from ingest.schema import DirectoryRecord, DocumentRecord, StoreMeta
+from ingest.server_store import ServerStore
+from ingest.store import Store
+
+META = StoreMeta("hash", 384, generation=7, documents=2, chunks=2, bm25_avg_len=12.5)
+DOCS = [
+    DocumentRecord(
+        "z/b.md", 10, 1.25, "ab" * 32, 2, 7, (0, 4), 1_250_000_001, True, 0o640, 1000, 100
+    ),
+    DocumentRecord("a \udcff\n.md", 0, 2.0, "cd" * 32, 0, 3, ()),  # optional fields None
+]
+DIRS = [DirectoryRecord("", 0o755, 0, 0, 5), DirectoryRecord("z/empty", 0o700, 1000, 100, 9)]
+
+
+def _fields(record: Any) -> dict[str, Any]:
+    """Every field, offsets too (which DocumentRecord's == leaves out)."""
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+
+
+def test_the_columns_are_the_schema_fields() -> None:
+    # A field added to a record's payload is a dataclass field, hence a manifest column.
+    assert set(DOC_COLUMNS) == set(DOCS[0].to_payload()) - {"kind"}
+    assert set(DIR_COLUMNS) == set(DIRS[0].to_payload()) - {"kind"}
+
+
+def test_round_trip_keeps_every_field() -> None:
+    manifest = Manifest.of(META, DOCS, DIRS)
+    again = Manifest.from_bytes(manifest.to_bytes())
+    assert again.meta == META
+    assert [d.path for d in again.documents] == ["a \udcff\n.md", "z/b.md"]  # sorted
+    assert [_fields(d) for d in again.documents] == [_fields(DOCS[1]), _fields(DOCS[0])]
+    assert [_fields(d) for d in again.directories] == [_fields(d) for d in DIRS]
+    assert again.generation == 7 and again.matches(META)
+    assert not again.matches(dataclasses.replace(META, generation=8))
+    assert not again.matches(dataclasses.replace(META, dirty=True))
+
+
+def _body(**change: Any) -> bytes:
+    body = json.loads(gzip.decompress(Manifest.of(META, DOCS, DIRS).to_bytes()))
+    body.update(change)
+    return gzip.compress(json.dumps(body).encode())
+
+
+def _without_column(name: str) -> bytes:
+    body = json.loads(gzip.decompress(Manifest.of(META, DOCS, DIRS).to_bytes()))
+    del body["documents"][name]
+    return gzip.compress(json.dumps(body).encode())
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"not gzip",
+        gzip.compress(b"[1, 2]"),
+        gzip.compress(b'{"format": 99}'),
+        _body(format=1),  # the format before folders were carried
+        _without_column("mode"),  # another version's fields: never defaulted
+        _body(directories={"path": ["a"]}),
+        _body(documents={**{c: [] for c in DOC_COLUMNS}, "path": ["a"]}),  # ragged
+        Manifest.of(META, DOCS, DIRS).to_bytes()[:-8],  # torn
+    ],
+)
+def test_anything_else_is_refused_whole(data: bytes) -> None:
+    with pytest.raises(ValueError):
+        Manifest.from_bytes(data)
+
+
+# --- the same tree from the manifest as from the records ---------------------------------------
+
+
+@pytest.fixture(params=["edge", "local"])
+def ingested(request: pytest.FixtureRequest, sample_copy: Path, tmp_path: Path) -> Store:
+    """The sample corpus with an empty folder and varied modes, ingested and reopened."""
+    (sample_copy / "empty" / "deeper").mkdir(parents=True)
+    os.chmod(sample_copy / "empty", 0o750)
+    os.chmod(sample_copy / "index.mdx", 0o600)
+    os.chmod(sample_copy / "quickstart.mdx", 0o755)
+    if request.param == "edge":
+        ingest_hash(sample_copy, tmp_path / "store")
+        return open_store(tmp_path / "store")
+    url = f"file://{tmp_path / 'local'}"
+    ingest_hash(sample_copy, url=url)
+    return open_store(None, url=url)
+
+
+def _nodes(tree: Tree) -> dict[str, tuple[Any, ...]]:
+    out = {}
+    for node in tree.nodes():
+        doc = None if node.doc is None else _fields(dataclasses.replace(node.doc, offsets=None))
+        out[node.path] = (node.kind, node.ino, dict(node.attrs), doc, sorted(node.children))
+    return out
+
+
+def test_a_manifest_tree_equals_a_listed_tree_field_for_field(ingested: Store) -> None:
+    store = ingested
+    try:
+        manifest = store.read_manifest()
+        assert manifest is not None, "ingest writes the manifest last"
+        assert manifest.meta == store.read_meta()
+        owner = Ownership(os.getuid(), os.getgid())
+        from_manifest = Tree.build(manifest.documents, InodeMap(), owner, manifest.directories)
+        # Sorted as the refresher sorts them: inode numbers follow the order.
+        docs = sorted(store.list_documents(), key=lambda d: d.path)
+        dirs = sorted(store.list_directories(), key=lambda d: d.path)
+        listed = Tree.build(docs, InodeMap(), owner, dirs)
+        assert from_manifest.lookup("empty/deeper") is not None
+        assert _nodes(from_manifest) == _nodes(listed)
+        # Each record whole, offsets included, as the store returns it one by one.
+        for doc in manifest.documents:
+            stored = store.get_document(doc.path)
+            assert stored is not None and _fields(doc) == _fields(stored)
+        assert list(manifest.directories) == sorted(store.list_directories(), key=lambda d: d.path)
+    finally:
+        store.close()
+
+
+# --- the embedded store's protocol -------------------------------------------------------------
+
+
+def _clean(store: Store, gen: int) -> None:
+    store.write_meta(StoreMeta("hash:256", 256, generation=gen, dirty=False))
+
+
+def _doc(path: str, gen: int) -> DocumentRecord:
+    return DocumentRecord(path, 0, 1.5, "sha", 0, gen, (), mode=0o644)
+
+
+@pytest.mark.parametrize("backend", ["edge", "local"])
+def test_any_write_drops_the_manifest(backend: str, tmp_path: Path) -> None:
+    if backend == "edge":
+        store: Store = EdgeStore(tmp_path, "docs")
+    else:
+        store = ServerStore(f"file://{tmp_path / 'local'}", "docs")
+    try:
+        store.create(256)
+        store.write_meta(StoreMeta("hash:256", 256, generation=1, dirty=True))
+        store.put_document(_doc("a.md", 1))
+        _clean(store, 1)
+        assert store.read_manifest() is None  # not written yet
+        store.write_manifest(2)  # not the store's generation: nothing is written
+        assert store.read_manifest() is None
+        writes = [
+            lambda: store.put_document(_doc("b.md", 1)),
+            lambda: store.delete_documents(["b.md"]),
+            lambda: store.put_directories([DirectoryRecord("d", 0o755, 0, 0, 1)]),
+            lambda: store.delete_directories(["d"]),
+            lambda: store.delete_stale_chunks("a.md", 1),
+            lambda: _clean(store, 1),
+        ]
+        for write in writes:
+            store.write_manifest(1)
+            manifest = store.read_manifest()
+            assert manifest is not None
+            assert list(manifest.documents) == sorted(store.list_documents(), key=lambda d: d.path)
+            write()
+            assert store.read_manifest() is None, write
+    finally:
+        store.close()
+
+
+def _ingested_edge(tmp_path: Path) -> tuple[Path, DocumentRecord]:
+    store = EdgeStore(tmp_path, "docs")
+    store.create(256)
+    store.write_meta(StoreMeta("hash:256", 256, generation=1, dirty=True))
+    rec = _doc("a.md", 1)
+    store.put_document(rec)
+    store.put_directories([DirectoryRecord("", 0o755, 0, 0, 1)])
+    _clean(store, 1)
+    store.write_manifest(1)
+    store.close()
+    return tmp_path / "docs", rec
+
+
+def test_a_reopened_store_answers_from_its_manifest_before_the_shard_loads(
+    tmp_path: Path,
+) -> None:
+    coll, rec = _ingested_edge(tmp_path)
+    assert (coll / MANIFEST_NAME).stat().st_mode & 0o777 == 0o600
+    again = EdgeStore(tmp_path, "docs")
+    try:
+        manifest = again.read_manifest()
+        assert manifest is not None and _fields(manifest.documents[0]) == _fields(rec)
+        assert again.read_meta() == StoreMeta("hash:256", 256, generation=1, dirty=False)
+        assert again.exists()
+        assert again._shard is None  # noqa: SLF001 - what the manifest saves is this load
+        # Reads load the shard meanwhile.
+        assert again.get_document("a.md") == rec
+        assert again.list_documents() == [rec]
+    finally:
+        again.close()
+    # Never loaded, so nothing changed: the next open needs no probe either.
+    assert not shardprobe.needs_probe(coll, coll / "shard")
+
+
+def test_a_shard_changed_since_its_clean_close_loses_its_manifest(tmp_path: Path) -> None:
+    coll, _rec = _ingested_edge(tmp_path)
+    # What a kill -9 after the manifest was written looks like: shard files changed.
+    victim = next(p for p in (coll / "shard").rglob("*") if p.is_file())
+    os.utime(victim, ns=(1, 1))
+    assert shardprobe.needs_probe(coll, coll / "shard")
+    again = EdgeStore(tmp_path, "docs")
+    try:
+        assert not (coll / MANIFEST_NAME).exists()
+        assert again.read_manifest() is None
+        assert [d.path for d in again.list_documents()] == ["a.md"]
+    finally:
+        again.close()
+    # The probe's clean close counts: the next open trusts the shard again.
+    assert not shardprobe.needs_probe(coll, coll / "shard")
+
+
+def test_an_interrupted_run_leaves_no_manifest_behind(tmp_path: Path) -> None:
+    _ingested_edge(tmp_path)
+    first = EdgeStore(tmp_path, "docs")
+    first.write_meta(StoreMeta("hash:256", 256, generation=2, dirty=True))
+    first.put_document(_doc("b.md", 2))  # ... and the run stops here
+    first.close()
+    again = EdgeStore(tmp_path, "docs")
+    try:
+        assert again.read_manifest() is None  # the mount lists the records instead
+        assert [d.path for d in again.list_documents()] == ["a.md", "b.md"]
+    finally:
+        again.close()
+
+
+def test_a_corrupt_manifest_is_ignored(tmp_path: Path) -> None:
+    coll, _rec = _ingested_edge(tmp_path)
+    path = coll / MANIFEST_NAME
+    path.write_bytes(path.read_bytes()[:20])
+    again = EdgeStore(tmp_path, "docs")
+    try:
+        assert again.read_manifest() is None
+        assert [d.path for d in again.list_documents()] == ["a.md"]
+    finally:
+        again.close()
+
+
+def test_a_torn_server_manifest_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ingest import server_store
+
+    monkeypatch.setattr(server_store, "MANIFEST_PART_BYTES", 64)  # many parts
+    store = ServerStore(f"file://{tmp_path / 'local'}", "docs")
+    try:
+        store.create(256)
+        for i in range(20):
+            store.put_document(_doc(f"d{i}.md", 1))
+        _clean(store, 1)
+        store.write_manifest(1)
+        manifest = store.read_manifest()
+        assert manifest is not None and len(manifest.documents) == 20
+        from ingest.schema import manifest_id
+
+        store.client.delete(store.collection, points_selector=[manifest_id(1)])
+        assert store.read_manifest() is None
+    finally:
+        store.close()
