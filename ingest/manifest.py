@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -38,8 +39,8 @@ FORMAT = 2
 COMPRESS_LEVEL = 6
 DOC_COLUMNS = tuple(f.name for f in fields(DocumentRecord))
 DIR_COLUMNS = tuple(f.name for f in fields(DirectoryRecord))
-# Columns whose JSON list is a tuple in the record.
-_TUPLES = frozenset({"offsets"})
+# Columns whose JSON list is an array('Q') in the record (as DocumentRecord.from_payload makes).
+_ARRAYS = frozenset({"offsets"})
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def _columns(records: Sequence[Any], names: tuple[str, ...]) -> dict[str, list[A
     out: dict[str, list[Any]] = {}
     for name in names:
         values = [getattr(r, name) for r in records]
-        out[name] = [list(v) for v in values] if name in _TUPLES else values
+        out[name] = [None if v is None else list(v) for v in values] if name in _ARRAYS else values
     return out
 
 
@@ -118,8 +119,8 @@ def _rows(cls: Any, columns: dict[str, list[Any]], names: tuple[str, ...]) -> tu
     if len({len(c) for c in data}) > 1:
         raise ValueError("manifest columns differ in length")
     for i, name in enumerate(names):
-        if name in _TUPLES:
-            data[i] = [None if v is None else tuple(v) for v in data[i]]
+        if name in _ARRAYS:
+            data[i] = [None if v is None else array("Q", v) for v in data[i]]
     return tuple(cls(*row) for row in zip(*data, strict=True))
 
 

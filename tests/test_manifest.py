@@ -7,6 +7,7 @@ import dataclasses
 import gzip
 import json
 import os
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,20 @@ from ingest.store import Store
 META = StoreMeta("hash", 384, generation=7, documents=2, chunks=2, bm25_avg_len=12.5)
 DOCS = [
     DocumentRecord(
-        "z/b.md", 10, 1.25, "ab" * 32, 2, 7, (0, 4), 1_250_000_001, True, 0o640, 1000, 100
+        "z/b.md",
+        10,
+        1.25,
+        "ab" * 32,
+        2,
+        7,
+        array("Q", [0, 4]),
+        1_250_000_001,
+        True,
+        0o640,
+        1000,
+        100,
     ),
-    DocumentRecord("a \udcff\n.md", 0, 2.0, "cd" * 32, 0, 3, ()),  # optional fields None
+    DocumentRecord("a \udcff\n.md", 0, 2.0, "cd" * 32, 0, 3, array("Q")),  # optional fields None
 ]
 DIRS = [DirectoryRecord("", 0o755, 0, 0, 5), DirectoryRecord("z/empty", 0o700, 1000, 100, 9)]
 
@@ -143,7 +155,7 @@ def _clean(store: Store, gen: int) -> None:
 
 
 def _doc(path: str, gen: int) -> DocumentRecord:
-    return DocumentRecord(path, 0, 1.5, "sha", 0, gen, (), mode=0o644)
+    return DocumentRecord(path, 0, 1.5, "sha", 0, gen, array("Q"), mode=0o644)
 
 
 @pytest.mark.parametrize("backend", ["edge", "local"])
@@ -203,7 +215,7 @@ def test_a_reopened_store_answers_from_its_manifest_before_the_shard_loads(
         assert manifest is not None and _fields(manifest.documents[0]) == _fields(rec)
         assert again.read_meta() == StoreMeta("hash:256", 256, generation=1, dirty=False)
         assert again.exists()
-        assert again._shard is None  # noqa: SLF001 - what the manifest saves is this load
+        assert again._shard is None  # what the manifest saves is this load
         # Reads load the shard meanwhile.
         assert again.get_document("a.md") == rec
         assert again.list_documents() == [rec]
