@@ -22,7 +22,9 @@ from ingest.store import Store
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
+# The kernel keeps a mounted file's pages (keep_cache), so a warm read never gets here:
+# this only bridges chunks cut by consecutive reads and serves direct-I/O handles.
+DEFAULT_CACHE_BYTES = 8 * 1024 * 1024
 DEFAULT_RECORD_CACHE = 1024
 # Rough per-entry cost of a cached bytes object and its key beyond the bytes themselves.
 _ENTRY_OVERHEAD = 200
@@ -125,7 +127,7 @@ class DocumentReader:
     Caches, both bounded:
 
     * chunk bytes, keyed by (path, gen, index): at most ``cache_bytes`` bytes
-      (default 64 MiB) plus ~200 bytes per entry;
+      (default 8 MiB) plus ~200 bytes per entry;
     * document records with their offsets, keyed by (path, gen): at most
       ``record_cache`` records (default 1024), so re-opening a file costs no store call.
     """

@@ -90,6 +90,12 @@ def _chunk_filter(under: str | None) -> qe.Filter:
 WAL_SEGMENT_BYTES = 1024 * 1024
 # Edge's vacuum rewrites a segment once this fraction of its points is deleted.
 VACUUM_DELETED_RATIO = 0.2
+# No HNSW graph (m=0): compact() turns a grown appendable segment into an immutable one
+# with on-disk indexes in about a minute at 100k chunks, where building a graph took six;
+# a search scans the vectors exactly, as it does in an appendable segment. At 100k chunks
+# the immutable segment opens in ~1 s instead of ~20 and keeps ~15 MB of anonymous memory
+# instead of ~240 (measured: the sparse, payload and full-text indexes stay on disk).
+_NO_GRAPH = qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000)
 
 
 def _small_wal(shard_dir: Path) -> None:
@@ -387,7 +393,17 @@ class EdgeStore(Store):
                         size=dimension, distance=qe.Distance.Cosine, memory=qe.Memory.Cold
                     )
                 },
-                sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+                # Cold sparse index, payload and id tracker: once compact() has made the
+                # segments immutable, they stay on disk and are paged in as read. An
+                # appendable segment keeps them in RAM whatever this says.
+                sparse_vectors={
+                    SPARSE: qe.EdgeSparseVectorParams(
+                        modifier=qe.Modifier.Idf, memory=qe.Memory.Cold
+                    )
+                },
+                payload_memory=qe.Memory.Cold,
+                id_tracker_memory=qe.Memory.Cold,
+                hnsw_config=_NO_GRAPH,
                 # Vacuum a segment once a fifth of its points are deleted (Edge's default),
                 # also in small collections (Edge's default waits for 1000 points).
                 optimizers=qe.EdgeOptimizersConfig(
@@ -404,13 +420,18 @@ class EdgeStore(Store):
                 shard = qe.EdgeShard.load(str(self.shard_dir))
             except Exception as exc:
                 raise StoreUnavailableError(f"cannot create store {self.dir}: {exc}") from exc
+            # On disk, like the text index: in an immutable segment they are then mmapped.
             for name in INDEXED_KEYWORDS:
                 shard.update(
-                    qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword)
+                    qe.UpdateOperation.create_field_index(
+                        name, qe.KeywordIndexParams(memory=qe.Memory.Cold)
+                    )
                 )
             for name in INDEXED_INTEGERS:
                 shard.update(
-                    qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Integer)
+                    qe.UpdateOperation.create_field_index(
+                        name, qe.IntegerIndexParams(lookup=True, range=True, memory=qe.Memory.Cold)
+                    )
                 )
             for name in INDEXED_TEXT:
                 shard.update(qe.UpdateOperation.create_field_index(name, _text_index()))

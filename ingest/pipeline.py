@@ -253,7 +253,7 @@ def ingest(
     documents, chunks = _counts(store, meta, was_dirty, existing, report, paths is None)
     store.write_meta(replace(meta, generation=gen, dirty=False, documents=documents, chunks=chunks))
     store.flush()
-    if report.updated or report.deleted:
+    if report.updated or report.deleted or report.chunks_embedded:
         report.compacted = _compact(store)
     # Last: a mount reads its tree from this in one request (ingest.manifest).
     store.write_manifest(gen)
@@ -327,7 +327,8 @@ def _counts(
 
 
 def _compact(store: Store) -> bool:
-    """Reclaim replaced chunks when enough pile up: a store that is re-ingested stays small."""
+    """Reclaim replaced chunks when enough pile up, and make grown segments immutable:
+    a store that is re-ingested stays small, and a large one opens fast and small."""
     try:
         return store.compact()
     except DiskFullError as exc:  # the ingest itself is done; the next one tries again

@@ -226,8 +226,10 @@ class Store(ABC):
     def compact(self) -> bool:
         """Reclaim the space of deleted points where enough of them pile up; True if it did.
 
-        The embedded store runs Edge's optimizers (a segment is rewritten once a fifth of
-        its points are deleted). A Qdrant server optimizes on its own: nothing to do.
+        The embedded store runs Edge's optimizers: a segment is rewritten once a fifth of
+        its points are deleted, and an appendable one whose vectors pass Edge's indexing
+        threshold (10 MB, ~6.5k chunks) becomes immutable, its indexes on disk. A Qdrant
+        server optimizes on its own: nothing to do.
         """
         return False
 
