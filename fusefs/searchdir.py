@@ -75,8 +75,9 @@ from .tree import (
 logger = logging.getLogger(__name__)
 
 DEFAULT_NAME = ".search"
-# Query results kept. An entry holds k passages (~1 kB each) twice, as hits and rendered in
-# the results file: ~20 kB at the default k=10, so 256 entries take ~5 MB (~50 MB at k=100).
+# Query results kept. An entry holds k passages (~1 kB each) as hits, plus the results file
+# (at most ~4 kB unless @full): ~10 kB at the default k=5, so 256 entries take ~2.5 MB (~50 MB
+# at k=100 with @full).
 DEFAULT_CACHE_ENTRIES = 256
 # Queries remembered for listing search folders: a few dozen bytes each.
 DEFAULT_RECENT_ENTRIES = 100
@@ -382,7 +383,7 @@ class QueryCache:
     """Query results of one tree, computed once per key even under concurrent lookups.
 
     Holds at most ``max_entries`` results (least recently used dropped first; default 256,
-    ~5 MB at k=10, see ``DEFAULT_CACHE_ENTRIES``). Results are
+    ~2.5 MB at the default k, see ``DEFAULT_CACHE_ENTRIES``). Results are
     kept only for the tree last asked about: a lookup with another tree (a refresh after
     `semfs ingest`) drops them all. Callers asking for a key being computed wait for that
     computation; a failed one is not kept, so the next lookup tries again.
