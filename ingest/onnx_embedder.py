@@ -116,7 +116,13 @@ class OnnxEmbedder:
         self._check_pooling()
         path = self.export_path()
         if not path.exists():
-            export(self.location, path, quantize=self.backend == "onnx-int8")
+            try:
+                export(self.location, path, quantize=self.backend == "onnx-int8")
+            except OSError as exc:
+                raise ModelUnavailableError(
+                    f"cannot write the ONNX export to {path.parent} ({exc.strerror or exc}): "
+                    "set SEMFS_MODEL_CACHE to a writable folder"
+                ) from None
         logger.info("loading embedding model %s from %s", self.name, path)
         options = ort.SessionOptions()
         if self.threads is not None:

@@ -176,3 +176,15 @@ def test_cli_ingest_and_search_with_the_onnx_backend(cached: Path, tmp_path: Pat
         check=False,
     )
     assert search.returncode == 0 and search.stdout.strip(), search.stderr
+
+
+def test_unwritable_export_folder_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("SEMFS_MODEL_CACHE", str(blocker / "models"))
+    embedder = load_embedder("all-MiniLM-L6-v2@onnx")
+    with pytest.raises(ModelUnavailableError, match="set SEMFS_MODEL_CACHE") as exc:
+        embedder.encode(["x"])
+    assert str(blocker) in str(exc.value) and "\n" not in str(exc.value)

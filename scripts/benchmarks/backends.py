@@ -10,6 +10,7 @@ all alike; the ratio is the median of per-round ratios. The ONNX export is made 
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,8 @@ def measure_cranfield(cfg: Config, res: Results) -> dict[str, dict[str, float]]:
 
 def measure_backends(cfg: Config, res: Results, source: Path, label: str) -> None:
     """Throughput, then quality, then the adoption rule's verdict (one row)."""
+    if importlib.util.find_spec("onnxruntime") is None:
+        raise CannotMeasure("onnxruntime is not installed (pip install -e '.[bench]')")
     speedup = None
     with res.guard("backends", THROUGHPUT_ROWS[:2], label):
         speedup = measure_throughput(cfg, res, source, label)
