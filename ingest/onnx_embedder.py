@@ -213,18 +213,26 @@ class OnnxEmbedder:
         return [len(e.ids) for e in encodings]
 
 
-class _DropMessage(logging.Filter):
-    def __init__(self, prefix: str) -> None:
+class _DropFrom(logging.Filter):
+    """Drops the records logged from source files whose path holds ``fragment``."""
+
+    def __init__(self, fragment: str) -> None:
         super().__init__()
-        self.prefix = prefix
+        self.fragment = fragment
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(self.prefix)
+        return self.fragment not in record.pathname or "onnxruntime" not in record.pathname
 
 
 def export(location: Path, dest: Path, quantize: bool) -> None:
     """Export the transformer of the sentence-transformers model at ``location`` to ``dest``
     (its last hidden state), quantised to int8 when asked; the file appears atomically."""
+    # Never reach for a hub. Progress bars (set before the import reads them) and the tracer's
+    # warnings would garble a CLI's output and the daemon's log.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     try:
         import torch
         from transformers import AutoModel
@@ -238,12 +246,6 @@ def export(location: Path, dest: Path, quantize: bool) -> None:
         raise ModelUnavailableError(f"exporting to ONNX needs onnx: {_INSTALL}") from None
     dest.parent.mkdir(parents=True, exist_ok=True)
     logger.info("exporting %s to ONNX (%s), once", location, "int8" if quantize else "fp32")
-    # Never reach for a hub; progress bars and the tracer's warnings would garble a CLI's
-    # output and the daemon's log.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     model = AutoModel.from_pretrained(str(location)).eval()
 
     class LastHiddenState(torch.nn.Module):
@@ -277,12 +279,12 @@ def export(location: Path, dest: Path, quantize: bool) -> None:
             from onnxruntime.quantization import quantize_dynamic
 
             result = Path(tmp) / "int8.onnx"
-            # quantize_dynamic logs a hint about its pre-processing step on the root logger,
-            # which would reach the CLI's output and the daemon's log as a warning.
-            hint = _DropMessage("Please consider to run pre-processing")
-            logging.getLogger().addFilter(hint)
+            # quantize_dynamic logs a hint and a line per tensor on the root logger, which
+            # would reach the CLI's output and the daemon's log: drop what it logs.
+            quiet = _DropFrom(os.sep + "quantization" + os.sep)
+            logging.getLogger().addFilter(quiet)
             try:
                 quantize_dynamic(str(fp32), str(result), **INT8_OPTIONS)
             finally:
-                logging.getLogger().removeFilter(hint)
+                logging.getLogger().removeFilter(quiet)
         os.replace(result, dest)
