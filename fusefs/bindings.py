@@ -16,17 +16,33 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import sys
 import threading
 from collections.abc import Callable
 from ctypes.util import find_library
 from typing import Any, TypeVar
 
+# libfuse 3's soname on Linux. dlopen finds it through the loader's cache; find_library runs
+# `ldconfig -p` in a subprocess (10-50 ms, and mfusepy would run it again), on a mount's way up.
+_LINUX_FUSE3 = "libfuse3.so.3"
+
+
+def _libfuse3() -> tuple[str, str] | None:
+    """The environment variable and value that make mfusepy load libfuse 3, if installed."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(_LINUX_FUSE3)
+        except OSError:
+            return None
+        return "FUSE_LIBRARY_PATH", _LINUX_FUSE3
+    return ("FUSE_LIBRARY_NAME", "fuse3") if find_library("fuse3") is not None else None
+
 
 def _import_bindings() -> Any:
     chosen = "FUSE_LIBRARY_PATH" in os.environ or "FUSE_LIBRARY_NAME" in os.environ
-    prefer3 = not chosen and find_library("fuse3") is not None
-    if prefer3:
-        os.environ["FUSE_LIBRARY_NAME"] = "fuse3"
+    prefer3 = None if chosen else _libfuse3()
+    if prefer3 is not None:
+        os.environ[prefer3[0]] = prefer3[1]
     try:
         import mfusepy
 
@@ -36,8 +52,8 @@ def _import_bindings() -> Any:
 
         return fusepy
     finally:
-        if prefer3:  # read once at import: children need not inherit our choice
-            del os.environ["FUSE_LIBRARY_NAME"]
+        if prefer3 is not None:  # read once at import: children need not inherit our choice
+            del os.environ[prefer3[0]]
 
 
 fuse = _import_bindings()

@@ -6,6 +6,9 @@ never the reverse.
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
 from pathlib import Path
 
 import click
@@ -150,7 +153,7 @@ def mount_cmd(
         semfs mount ~/mnt/docs --watch ./docs --exclude drafts/
         semfs umount ~/mnt/docs
     """
-    from ingest.watch import SourceOptions
+    from ingest.sources import SourceOptions
 
     from .daemon import MountConfig, configure_logging, mount, parse_options
 
@@ -174,6 +177,18 @@ def mount_cmd(
             source=SourceOptions(model, include, exclude, batch_size, max_bytes, follow_symlinks),
         )
     )
+    if not foreground:
+        _leave_to_the_daemon()
+
+
+def _leave_to_the_daemon() -> None:
+    """Exit at once, as daemon(3)'s parent does, now that the forked daemon serves the mount:
+    finalizing this interpreter (every module, the log handlers) would only delay the
+    shell's prompt, and whatever waits on `semfs mount` to list the mount."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 @cli.command(name="umount")

@@ -26,16 +26,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ingest.check import require_counts
 from ingest.errors import SemfsError
 from ingest.owner import StoreOwnedError, StoreOwner
-from ingest.search import Searcher
-from ingest.sources import check_source
-from ingest.store import DEFAULT_COLLECTION, Store, default_store_path
-from ingest.syncstate import state_file
-from ingest.watch import SourceOptions, SourceWatcher
+from ingest.sources import SourceOptions, check_source
+from ingest.store import DEFAULT_COLLECTION, DEFAULT_K, Store, default_store_path
 
 from .bindings import FUSE, can_invalidate, fuse_exit, fuse_major_version
 from .kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT, KernelCache
@@ -46,11 +43,19 @@ from .refresh import DEFAULT_INTERVAL, TreeRefresher
 from .searchdir import DEFAULT_NAME, SearchDirectories, SearchOptions
 from .tree import InodeMap, Ownership
 
+if TYPE_CHECKING:  # imported where used: the first listing needs neither (see MountDaemon.run)
+    from ingest.embedder import Embedder
+    from ingest.search import Hit, Searcher
+    from ingest.watch import SourceWatcher
+
 logger = logging.getLogger(__name__)
 
 # Seconds after the mount answers before the store finishes opening in the background: the
 # embedded engine holds the GIL while it loads a shard, which would stall the first listings.
 PRELOAD_DELAY = 1.0
+# Seconds after the mount answers before the search model starts loading (torch holds the
+# GIL for much of its seconds-long import): the first listings come first.
+WARM_UP_DELAY = 0.2
 # How long the parent waits for the child to mount, beyond the store's connect timeout.
 START_GRACE = 60.0
 Ready = Callable[[str | None], None]
@@ -180,6 +185,9 @@ class MountDaemon:
         """The watcher of ``--watch``: it writes into the daemon's own store, shares the
         search model (loaded only when something must be embedded) and shows each batch
         at once by waking the refresher. It starts in init(), after the fork."""
+        from ingest.syncstate import state_file
+        from ingest.watch import SourceWatcher
+
         assert self.cfg.watch is not None
         return SourceWatcher(
             self.cfg.watch,
@@ -221,7 +229,7 @@ class MountDaemon:
             chunks = None if manifest is None else sum(d.chunks for d in manifest.documents)
             require_counts(store, tree.files, chunks)
             # The store's model (or --watch's, for a new collection); loads nothing yet.
-            searcher = Searcher(store, embedder=embedder)
+            searcher = _OnDemandSearcher(store, embedder)
             pins = GenerationPins(store, on_change=lambda: refresher.wake(force=True))
             self._services.append(pins.close)
             ops = SemfsOperations(
@@ -237,7 +245,7 @@ class MountDaemon:
             refresher.publish = ops.set_tree
             if self.cfg.watch is not None:
                 # Its deletions wait for open files too.
-                self._watcher = self._follow(pins.guard(), searcher, refresher)
+                self._watcher = self._follow(pins.guard(), searcher.get(), refresher)
                 ops.root_xattrs.append(self._watcher.state.xattrs)
                 searches.status_line = self._watcher.state.freshness_line
             logger.debug(
@@ -264,7 +272,7 @@ class MountDaemon:
         self,
         owner: StoreOwner,
         refresher: TreeRefresher,
-        searcher: Searcher,
+        searcher: _OnDemandSearcher,
         pins: GenerationPins,
     ) -> None:
         """FUSE init(): the kernel is connected. Start the threads, then report."""
@@ -283,11 +291,6 @@ class MountDaemon:
         if self._watcher is not None:
             self._watcher.start()
             self._services.append(self._watcher.stop)
-        # The model takes seconds to load: start now, so the first search rarely waits.
-        threading.Thread(target=_warm_up, args=(searcher,), name="semfs-model", daemon=True).start()
-        # The tree may have come from the manifest: the engine loads its shard a moment later
-        # (a read before then loads it itself), so the first listings do not wait for it.
-        threading.Thread(target=_preload, args=(store,), name="semfs-preload", daemon=True).start()
         self.started = True
         logger.info(
             "mounted %s at %s in %.0f ms",
@@ -296,6 +299,11 @@ class MountDaemon:
             (time.monotonic() - self._began) * 1000,
         )
         self.report(None)
+        # After the report, and each a moment later: both hold the GIL for long stretches
+        # (imports, the model, the engine loading its shard), which would slow the report and
+        # the first listings. A search or read before then does the work itself.
+        threading.Thread(target=_warm_up, args=(searcher,), name="semfs-model", daemon=True).start()
+        threading.Thread(target=_preload, args=(store,), name="semfs-preload", daemon=True).start()
 
     def report(self, error: str | None) -> None:
         if self.ready is not None:
@@ -329,8 +337,45 @@ def _preload(store: Store) -> None:
         )
 
 
-def _warm_up(searcher: Searcher) -> None:
+class _OnDemandSearcher:
+    """The mount's :class:`ingest.search.Searcher`, made at first use: by the warm-up thread
+    that init() starts, or by a search that comes first. Its module imports the engine and
+    the excerpt picker, which the first listing does not need. Thread-safe."""
+
+    def __init__(self, store: Store, embedder: Embedder | None) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._searcher: Searcher | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Searcher:
+        with self._lock:
+            if self._searcher is None:
+                from ingest.search import Searcher
+
+                self._searcher = Searcher(self._store, embedder=self._embedder)
+            return self._searcher
+
+    def search(
+        self,
+        query: str,
+        k: int = DEFAULT_K,
+        mode: str = "hybrid",
+        under: str | None = None,
+        min_score: float | None = None,
+        committed: Callable[[str, int], bool] | None = None,
+    ) -> list[Hit]:
+        return self.get().search(query, k, mode, under, min_score, committed)
+
+
+def _warm_up(on_demand: _OnDemandSearcher) -> None:
+    time.sleep(WARM_UP_DELAY)
     started = time.monotonic()
+    try:
+        searcher = on_demand.get()
+    except Exception as exc:  # searches fail one by one (EIO) with the same error
+        logger.warning("cannot prepare searches: %s", exc)
+        return
     try:
         searcher.warm_up()
     except Exception as exc:

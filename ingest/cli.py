@@ -38,8 +38,8 @@ from .store import (
 # need them, so that `semfs --help` and `semfs mount` start fast.
 if TYPE_CHECKING:
     from .pipeline import IngestReport
+    from .sources import SourceOptions
     from .syncstate import SyncState
-    from .watch import SourceOptions
 
 logger = logging.getLogger(__name__)
 # Failed files listed by `semfs status` (all of them with --json).
@@ -295,7 +295,7 @@ def ingest_cmd(
     from .pipeline import ingest
 
     if watch:
-        from .watch import SourceOptions
+        from .sources import SourceOptions
 
         opts = SourceOptions(model, include, exclude, batch_size, max_bytes, follow_symlinks)
         _follow(source, store_path, url, api_key, collection, opts, as_json=as_json)

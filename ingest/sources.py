@@ -13,11 +13,24 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .embedder import DEFAULT_BATCH_SIZE
 from .errors import SourceError
 from .schema import DirectoryRecord
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS", ".jj", ".pijul"})
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """How a source folder is read: the options of `semfs ingest` (and of a followed folder)."""
+
+    model: str | None = None
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    batch_size: int = DEFAULT_BATCH_SIZE
+    max_bytes: int = DEFAULT_MAX_BYTES
+    follow_symlinks: bool = False
 
 
 @dataclass(frozen=True)

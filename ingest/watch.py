@@ -34,13 +34,12 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .embedder import DEFAULT_BATCH_SIZE, Embedder
+from .embedder import Embedder
 from .errors import SourceError
-from .sources import DEFAULT_MAX_BYTES, VCS_DIRS, _matches
+from .sources import VCS_DIRS, SourceOptions, _matches
 from .store import Store
 from .syncstate import LastBatch, SyncState
 
@@ -67,18 +66,6 @@ WATCHES_SYSCTL = "fs.inotify.max_user_watches"
 INSTANCES_SYSCTL = "fs.inotify.max_user_instances"
 
 OnBatch = Callable[["IngestReport", SyncState], None]
-
-
-@dataclass(frozen=True)
-class SourceOptions:
-    """How the followed folder is read: the options of `semfs ingest`."""
-
-    model: str | None = None
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    batch_size: int = DEFAULT_BATCH_SIZE
-    max_bytes: int = DEFAULT_MAX_BYTES
-    follow_symlinks: bool = False
 
 
 def _sysctl(name: str) -> str:
