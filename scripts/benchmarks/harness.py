@@ -172,9 +172,9 @@ def byte_compile() -> None:
     """Byte-compile semfs's own modules once, as pip does when it installs a package.
 
     A development checkout run with PYTHONDONTWRITEBYTECODE (as on the benchmark machine)
-    keeps no .pyc files, so
-    every `semfs mount` would compile its ~60 modules from source first: ~50 ms that an
-    installed semfs never pays. compileall writes them whatever that variable says.
+    keeps no .pyc files, so every `semfs mount` would compile its ~60 modules from source
+    first: ~50 ms that an installed semfs never pays. compileall writes them whatever that
+    variable says.
     """
     if not _COMPILED:
         _COMPILED.append(True)
