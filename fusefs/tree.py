@@ -11,6 +11,7 @@ number across refreshes for the life of the mount.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import stat
@@ -245,10 +246,16 @@ def _usable(records: Iterable[DocumentRecord]) -> dict[str, DocumentRecord]:
     return dict(sorted(docs.items()))
 
 
+@functools.lru_cache(maxsize=64)
+def _file_owner(uid: int, gid: int) -> Ownership:
+    # One per owner, not one per file: a tree of 10k files builds this 10k times.
+    return Ownership(uid, gid)
+
+
 def _file_attrs(ino: int, rec: DocumentRecord, owner: Ownership) -> Mapping[str, int]:
     if rec.mode is None:
         return node_attrs(ino, FILE_MODE, 1, rec.size, rec.st_mtime_ns, owner)
-    who = Ownership(
+    who = _file_owner(
         owner.uid if rec.uid is None else rec.uid, owner.gid if rec.gid is None else rec.gid
     )
     mode = stat.S_IFREG | (rec.mode & SERVED_BITS)

@@ -41,7 +41,7 @@ from .errors import (
     StoreNotFoundError,
     StoreUnavailableError,
 )
-from .manifest import Manifest
+from .manifest import Manifest, OtherVersion
 from .schema import (
     DENSE,
     DOC_TREE_FIELDS,
@@ -257,6 +257,9 @@ class EdgeStore(Store):
             return None
         try:
             manifest = Manifest.from_bytes(data)
+        except OtherVersion as exc:
+            logger.info("not using %s: %s", self.manifest_path, exc)
+            return None
         except ValueError as exc:
             logger.warning("ignoring %s: %s", self.manifest_path, exc)
             return None

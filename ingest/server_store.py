@@ -22,7 +22,7 @@ from qdrant_client import models as m
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from .errors import StoreNotFoundError, StoreUnavailableError
-from .manifest import Manifest
+from .manifest import Manifest, OtherVersion
 from .schema import (
     DENSE,
     DOC_TREE_FIELDS,
@@ -183,6 +183,9 @@ class ServerStore(Store):
         try:
             data = base64.b64decode("".join(str(parts[i]["data"]) for i in range(count)))
             manifest = Manifest.from_bytes(data)
+        except OtherVersion as exc:
+            logger.info("not using the manifest of %s: %s", self.location, exc)
+            return None
         except ValueError as exc:
             logger.warning("ignoring the manifest of %s: %s", self.location, exc)
             return None

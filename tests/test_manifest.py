@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import logging
 import os
 from array import array
 from pathlib import Path
@@ -73,6 +74,12 @@ def _body(**change: Any) -> bytes:
     return gzip.compress(json.dumps(body).encode())
 
 
+def _offsets_lengths(lengths: list[int]) -> bytes:
+    body = json.loads(gzip.decompress(Manifest.of(META, DOCS, DIRS).to_bytes()))
+    body["documents"]["offsets"]["lengths"] = lengths
+    return gzip.compress(json.dumps(body).encode())
+
+
 def _without_column(name: str) -> bytes:
     body = json.loads(gzip.decompress(Manifest.of(META, DOCS, DIRS).to_bytes()))
     del body["documents"][name]
@@ -89,6 +96,8 @@ def _without_column(name: str) -> bytes:
         _body(format=1),  # the format before folders were carried
         _without_column("mode"),  # another version's fields: never defaulted
         _body(directories={"path": ["a"]}),
+        _offsets_lengths([0, 1]),  # offsets that do not add up
+        _offsets_lengths([0]),
         _body(documents={**{c: [] for c in DOC_COLUMNS}, "path": ["a"]}),  # ragged
         Manifest.of(META, DOCS, DIRS).to_bytes()[:-8],  # torn
     ],
@@ -287,3 +296,19 @@ def test_a_torn_server_manifest_is_ignored(tmp_path: Path, monkeypatch: pytest.M
         assert store.read_manifest() is None
     finally:
         store.close()
+
+
+def test_a_manifest_of_another_version_is_passed_over_without_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    coll, _rec = _ingested_edge(tmp_path)
+    (coll / MANIFEST_NAME).write_bytes(_body(format=2))  # from before an upgrade
+    again = EdgeStore(tmp_path, "docs")
+    try:
+        assert again.read_manifest() is None
+        assert [d.path for d in again.list_documents()] == ["a.md"]
+    finally:
+        again.close()
+    assert "not using" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
