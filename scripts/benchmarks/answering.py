@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from ingest.store import DEFAULT_K
+
 from .config import Config
 from .harness import REPO, CannotMeasure, logger
 from .results import Results, Row
@@ -65,7 +67,9 @@ def measure_answers(cfg: Config, res: Results) -> None:
                     target=target,
                     met=check(value) if check else None,
                     chunks=r.chunks,
-                    note=f"{int(r.overall['n'])} questions; default settings (hybrid, k 10)",
+                    note=(
+                        f"{int(r.overall['n'])} questions; default settings (hybrid, k {DEFAULT_K})"
+                    ),
                 )
             )
     res.details["answers_markdown"] = answers.markdown(reports, "mount")
