@@ -167,13 +167,23 @@ class Tree:
         """
         docs = _usable(records)
         dirs: dict[str, dict[str, Node]] = {"": {}}
+        # Each folder's newest document mtime: per direct parent first (one step a document),
+        # then up each folder's ancestors (one step a folder, not one per document and depth).
         newest: dict[str, float] = {}
         for path, rec in docs.items():
-            parts = path.split("/")
-            for depth in range(len(parts)):
-                parent = "/".join(parts[:depth])
-                dirs.setdefault(parent, {})
-                newest[parent] = max(newest.get(parent, rec.mtime), rec.mtime)
+            parent = path.rpartition("/")[0]
+            mtime = newest.get(parent)
+            if mtime is None or rec.mtime > mtime:
+                newest[parent] = rec.mtime
+        for direct, mtime in list(newest.items()):
+            dirs.setdefault(direct, {})
+            up = direct
+            while up:
+                up = up.rpartition("/")[0]
+                dirs.setdefault(up, {})
+                above = newest.get(up)
+                if above is None or mtime > above:
+                    newest[up] = mtime
         recorded: dict[str, DirectoryRecord] = {}
         for rec_dir in folders:
             if rec_dir.path and (not valid_path(rec_dir.path) or rec_dir.path in docs):
