@@ -145,9 +145,11 @@ class ExcerptPicker:
             best = [i for i in range(len(scores)) if scores[i] > 0.0]
             if not best:
                 # Nothing lexical: the best chunk's first lines of prose, after every match.
+                # The best chunk may hold no prose at all (only a heading, a fence): then the
+                # best-ranked chunk that does.
                 first = min(
-                    (i for i in range(len(pk.lines)) if pk.lines[i].chunk_rank == 0),
-                    key=lambda i: pk.lines[i].number,
+                    range(len(pk.lines)),
+                    key=lambda i: (pk.lines[i].chunk_rank, pk.lines[i].number),
                 )
                 best = [first]
             queue += [(scores[i] * w, d, i) for i in best]

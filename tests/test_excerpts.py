@@ -85,6 +85,18 @@ def test_no_matching_line_shows_the_best_chunks_prose() -> None:
     assert excerpts and not excerpts[0].text.startswith(("---", "title:"))
 
 
+def test_no_match_and_a_best_chunk_without_prose_shows_the_next_chunks_prose() -> None:
+    # Found by the benchmark on mintlify-docs: a page whose best-ranked chunk held no
+    # pickable line (a heading and an MDX tag) made the search raise instead of answering.
+    text = "# Install\n\n<Steps>\n\nThen run the dev server locally.\n"
+    cut = text.index("<Steps>\n") + 8
+    bare = ChunkRecord("a.md", 1, 0, 0, cut, 1, 3, text[:cut], "")
+    prose = ChunkRecord("a.md", 1, 1, cut, len(text), 4, 5, text[cut:], "Install")
+    [excerpts] = ExcerptPicker("zzzz qqqq").pick([[bare, prose]], [300], ["Install"])
+    assert [e.text for e in excerpts] == ["Then run the dev server locally."]
+    assert excerpts[0].start_line == 5
+
+
 def test_budget_bounds_each_document() -> None:
     chunks = records(DOC)
     out = ExcerptPicker("key rotate revoke workspace").pick([chunks, chunks], [1000, 60])
