@@ -319,13 +319,30 @@ def add_embedding_estimate(res: Results) -> None:
     )
 
 
+def _public_args(args: Sequence[str]) -> list[str]:
+    """The command line as the report shows it: without the scratch folder, a path of this
+    machine that says nothing about the figures (and must not land in BENCHMARKS.md)."""
+    out: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--workdir":
+            skip = True
+        elif not arg.startswith("--workdir="):
+            out.append(arg)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
     started = time.perf_counter()
     meta: dict[str, Any] = {
         "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "mode": "quick" if cfg.quick else "full",
-        "command": " ".join(["scripts/bench.py", *(sys.argv[1:] if argv is None else argv)]),
+        "command": " ".join(
+            ["scripts/bench.py", *_public_args(sys.argv[1:] if argv is None else argv)]
+        ),
         "machine": machine(),
         "workdir": str(cfg.workdir),
         "workdir_fs": fs_type(cfg.workdir),
