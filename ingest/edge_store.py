@@ -41,7 +41,7 @@ from .errors import (
     StoreNotFoundError,
     StoreUnavailableError,
 )
-from .manifest import Manifest, OtherVersion
+from .manifest import Manifest
 from .schema import (
     DENSE,
     DOC_TREE_FIELDS,
@@ -255,15 +255,8 @@ class EdgeStore(Store):
         except OSError as exc:
             logger.warning("cannot read %s: %s", self.manifest_path, exc)
             return None
-        try:
-            manifest = Manifest.from_bytes(data)
-        except OtherVersion as exc:
-            logger.info("not using %s: %s", self.manifest_path, exc)
-            return None
-        except ValueError as exc:
-            logger.warning("ignoring %s: %s", self.manifest_path, exc)
-            return None
-        return None if manifest.meta.dirty else manifest
+        manifest = Manifest.decode(data, str(self.manifest_path))
+        return None if manifest is None or manifest.meta.dirty else manifest
 
     def _drop_manifest(self) -> None:
         """Before every write: no manifest may describe records this write changes."""

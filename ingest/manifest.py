@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import logging
 import sys
 from array import array
 from collections.abc import Sequence
@@ -35,6 +36,8 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from .schema import DirectoryRecord, DocumentRecord, StoreMeta
+
+logger = logging.getLogger(__name__)
 
 FORMAT = 3
 # gzip level 6: the path and digest columns compress ~3x; higher levels cost more than they save.
@@ -98,6 +101,19 @@ class Manifest:
             return cls(StoreMeta.from_payload(body["meta"]), docs, dirs)
         except (OSError, EOFError, KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"unreadable manifest: {exc}") from exc
+
+    @classmethod
+    def decode(cls, data: bytes, where: str) -> Manifest | None:
+        """The manifest in ``data`` (of ``where``, for the log), or None when it cannot
+        stand in for the records: another format, or damaged. Either way the caller falls
+        back to listing the records, so this logs why instead of raising."""
+        try:
+            return cls.from_bytes(data)
+        except OtherVersion as exc:
+            logger.info("not using the manifest of %s: %s", where, exc)
+        except ValueError as exc:
+            logger.warning("ignoring the manifest of %s: %s", where, exc)
+        return None
 
     @classmethod
     def of(

@@ -22,7 +22,7 @@ from qdrant_client import models as m
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from .errors import StoreNotFoundError, StoreUnavailableError
-from .manifest import Manifest, OtherVersion
+from .manifest import Manifest
 from .schema import (
     DENSE,
     DOC_TREE_FIELDS,
@@ -182,14 +182,11 @@ class ServerStore(Store):
             return None
         try:
             data = base64.b64decode("".join(str(parts[i]["data"]) for i in range(count)))
-            manifest = Manifest.from_bytes(data)
-        except OtherVersion as exc:
-            logger.info("not using the manifest of %s: %s", self.location, exc)
-            return None
         except ValueError as exc:
             logger.warning("ignoring the manifest of %s: %s", self.location, exc)
             return None
-        return manifest if manifest.matches(meta) else None
+        manifest = Manifest.decode(data, self.location)
+        return manifest if manifest is not None and manifest.matches(meta) else None
 
     def write_manifest(self, generation: int) -> None:
         meta = self.read_meta()
