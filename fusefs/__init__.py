@@ -10,6 +10,7 @@ It opens its store through :class:`ingest.owner.StoreOwner`, never by backend cl
 * :mod:`fusefs.ops`: the FUSE callbacks, a thin translation onto tree, reader and searchdir.
 * :mod:`fusefs.refresh`: rebuilding the tree when the store changes (live ingest).
 * :mod:`fusefs.daemon`: mount lifecycle: checks, daemonizing, ready signal, unmounting.
-* :mod:`fusefs.cli`: ``semfs mount`` / ``semfs umount``; :mod:`fusefs.mounthelper`:
-  ``mount.semfs`` for ``mount -t semfs`` and /etc/fstab.
+* :mod:`fusefs.commands`: ``semfs mount`` / ``semfs umount`` (click); :mod:`fusefs.cli`: the
+  console script, which starts a plain ``semfs mount`` without click (:mod:`fusefs.fastmount`);
+  :mod:`fusefs.mounthelper`: ``mount.semfs`` for ``mount -t semfs`` and /etc/fstab.
 """

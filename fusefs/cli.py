@@ -1,286 +1,32 @@
-"""The full ``semfs`` command: the store commands from :mod:`ingest.cli` plus mount commands.
+"""The ``semfs`` console script's entry point.
 
-It lives here, not in ``ingest``, because data flows one way: fusefs may import ingest,
-never the reverse.
+A plain `semfs mount MOUNTPOINT [options]` starts without importing click or the store
+commands (:mod:`fusefs.fastmount`): a mount's start is paid every time one starts.
+Everything else, `semfs mount --help` and any argument that path is not sure of included,
+runs the click command group of :mod:`fusefs.commands`.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import sys
-from pathlib import Path
-
-import click
-
-from ingest.cli import cli, handle_errors, search_options, source_options, store_options
-
-from .guide import guide
-from .searchdir import DEFAULT_NAME, SearchOptions, check_folder_name
-
-# fusefs.daemon (FUSE bindings, the store backends, the watcher) is imported by the commands
-# that use it: `semfs --version`, `--help` and the store commands start without it.
-
-MOUNT_EPILOG = """\b
-Search as directories: every folder answers .search (--search-dir), listed nowhere,
-so ls -a, find, grep -r and diff -r see only your documents:
-    ls ~/mnt/docs/.search/"how do I rotate an api key"/
-    ls ~/mnt/docs/deploy/.search/"serve docs under a subpath"/  # only inside deploy/
-    cat ~/mnt/docs/.search/"rotate api key"/00-results.md     # ranked list + answering lines
-    cat ~/mnt/docs/.search/"rotate api key"/01-*              # the best document, whole
-    ls -U ~/mnt/docs/.search/                                 # recent queries, newest first
-
-\b
-A query folder holds 00-results.md, then one symlink per document, best first
-(01-NAME, 02-NAME, ...; relative, so cat, grep and editors reach the real file).
-Per-query options are parameter folders before the question, in any order:
-    @hybrid @semantic @keyword   the mode (hybrid: dense + BM25, scores fused)
-    @k=N                         how many documents (1-100)
-    @min=X                       drop hits whose match strength (0-1) is below X
-    @full                        whole passages in 00-results.md instead of excerpts
-    e.g. ls ~/mnt/docs/.search/@keyword/@k=3/"nginx subpath"/
-The question is one file name: type '/' as U+2215 or U+FF0F, at most 255 bytes. Names starting with
-'.' are not queries (.DS_Store, .git probes); '@' starts a parameter; for a question
-that starts with either, begin the name with a space. Results are cached per question
-and refreshed when the collection changes.
-
-\b
-System mount (mount -t semfs, /etc/fstab), after a one-time install of the helper:
-    sudo ln -s "$(command -v mount.semfs)" /sbin/mount.semfs
-    sudo mount -t semfs ~/.local/share/semfs ~/mnt/docs -o collection=docs
-    sudo umount ~/mnt/docs
-
-\b
-An /etc/fstab line that lets you (not only root) run `mount ~/mnt/docs`:
-    /home/me/.local/share/semfs  /home/me/mnt/docs  semfs  noauto,user,collection=docs  0 0
-For a Qdrant server, give its URL instead of the store folder (or -o url=URL).
-"""
-
-
-@cli.command(name="mount", epilog=MOUNT_EPILOG)
-@click.argument("mountpoint", type=click.Path(path_type=Path))
-@store_options
-@click.option(
-    "-f",
-    "--foreground",
-    is_flag=True,
-    help="Stay in the foreground, logging to stderr; Ctrl-C unmounts.",
-)
-@click.option(
-    "-o",
-    "options",
-    multiple=True,
-    metavar="OPT[,OPT...]",
-    help="FUSE mount options, comma-separated, repeatable: allow_other, "
-    "entry_timeout=S, attr_timeout=S, uid=N, gid=N, nonempty, debug, ...",
-)
-@click.option(
-    "--log-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Append the daemon's log (INFO and up) here [default: discarded in the "
-    "background, stderr with -f].",
-)
-@click.option(
-    "--search-dir",
-    default=DEFAULT_NAME,
-    show_default=True,
-    metavar="NAME",
-    help="The search folder every directory answers (listed nowhere).",
-)
-@search_options(
-    k_help="Documents per search; @k=N changes it per query.",
-    mode_help="Search mode; @semantic, @keyword, @hybrid change it per query.",
-    min_score_help="Drop hits whose match strength (0-1) is below this; @min=X per query.",
-)
-@click.option(
-    "--connect-timeout",
-    default=10.0,
-    show_default=True,
-    type=click.FloatRange(0.1),
-    help="Seconds to wait for a Qdrant server before giving up.",
-)
-@click.option(
-    "-w",
-    "--watch",
-    type=click.Path(file_okay=False, path_type=Path),
-    metavar="DIR",
-    help="Follow DIR: ingest what changed since the last run, then every change as it "
-    "happens (the options below say how DIR is read, as for `semfs ingest`).",
-)
-@source_options
-@click.pass_context
-@handle_errors
-def mount_cmd(
-    ctx: click.Context,
-    mountpoint: Path,
-    store_path: Path | None,
-    url: str | None,
-    api_key: str | None,
-    collection: str,
-    foreground: bool,
-    options: tuple[str, ...],
-    log_file: Path | None,
-    search_dir: str,
-    k: int,
-    mode: str,
-    min_score: float | None,
-    connect_timeout: float,
-    watch: Path | None,
-    model: str | None,
-    include: tuple[str, ...],
-    exclude: tuple[str, ...],
-    batch_size: int,
-    max_bytes: int,
-    follow_symlinks: bool,
-) -> None:
-    """Show a collection as a read-only directory tree at MOUNTPOINT.
-
-    The tree mirrors the ingested folder, file for file and byte for byte, so ls, cat,
-    grep -r, rg, find, diff -r and editors work on it. Goes to the background once the
-    mount answers. `semfs ingest` into the same collection while mounted updates the tree
-    within about a second. Each folder also answers `.search/QUESTION/` with the documents
-    that best answer QUESTION (see below). Unmount with `semfs umount MOUNTPOINT`.
-    With --watch DIR the daemon keeps the collection mirroring DIR while mounted (creating
-    it if need be): each change shows within about a second; `semfs status` says how fresh.
-
-    \b
-    Example:
-        semfs mount ~/mnt/docs
-        ls -l ~/mnt/docs; grep -rn "api key" ~/mnt/docs; diff -r ./docs ~/mnt/docs
-        semfs mount ~/mnt/acme --url http://localhost:6333 --collection acme -o allow_other
-        semfs mount -f ~/mnt/docs --log-file /tmp/semfs.log
-        semfs mount ~/mnt/docs --k 5 --mode keyword --search-dir .find
-        semfs mount ~/mnt/docs --watch ./docs --exclude drafts/
-        semfs umount ~/mnt/docs
-    """
-    from ingest.sources import SourceOptions
-
-    from .daemon import MountConfig, configure_logging, mount, parse_options
-
-    search = SearchOptions(mode=mode, k=k, min_score=min_score)  # checked before forking
-    check_folder_name(search_dir)
-    configure_logging(log_file, ctx.find_root().meta.get("semfs.verbose", 0))
-    mount(
-        MountConfig(
-            mountpoint=mountpoint,
-            store_path=store_path,
-            url=url,
-            api_key=api_key,
-            collection=collection,
-            options=parse_options(options),
-            foreground=foreground,
-            log_file=log_file,
-            connect_timeout=connect_timeout,
-            search_dir=search_dir,
-            search=search,
-            watch=watch,
-            source=SourceOptions(model, include, exclude, batch_size, max_bytes, follow_symlinks),
-        )
-    )
-    if not foreground:
-        _leave_to_the_daemon()
-
-
-def _leave_to_the_daemon() -> None:
-    """Exit at once, as daemon(3)'s parent does, now that the forked daemon serves the mount:
-    finalizing this interpreter (every module, the log handlers) would only delay the
-    shell's prompt, and whatever waits on `semfs mount` to list the mount."""
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
-
-
-@cli.command(name="umount")
-@click.argument("mountpoint", type=click.Path(path_type=Path))
-@click.option("-z", "--lazy", is_flag=True, help="Detach now even if busy (fusermount -uz).")
-@click.option(
-    "--force", is_flag=True, help="Unmount even what is not a semfs mount (any filesystem)."
-)
-@handle_errors
-def umount_cmd(mountpoint: Path, lazy: bool, force: bool) -> None:
-    """Unmount a semfs mount (or a stale one) and wait for its daemon to exit.
-
-    Refuses anything that is not a semfs mount (type fuse.semfs) unless --force. Uses
-    fusermount3 / fusermount on Linux and umount on macOS. With --lazy the daemon keeps
-    serving files still open under the mount and exits when they are closed; the command
-    says so.
-
-    \b
-    Example:
-        semfs umount ~/mnt/docs
-        semfs umount --lazy ~/mnt/docs
-    """
-    from .daemon import unmount
-
-    note = unmount(mountpoint, lazy=lazy, force=force)
-    if note is not None:
-        click.echo(note, err=True)
-
-
-@cli.command(name="mcp")
-@store_options
-@click.option(
-    "--http",
-    metavar="HOST:PORT",
-    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio "
-    "(keep HOST a loopback address unless the network may read the collection).",
-)
-@click.option(
-    "--budget",
-    default=30_000,
-    show_default=True,
-    type=click.IntRange(1000),
-    help="Bytes of text per tool result; longer results are cut with a note.",
-)
-@click.pass_context
-@handle_errors
-def mcp_cmd(
-    ctx: click.Context,
-    store_path: Path | None,
-    url: str | None,
-    api_key: str | None,
-    collection: str,
-    http: str | None,
-    budget: int,
-) -> None:
-    """Serve a collection to AI agents as MCP tools: search, read, grep, list, status.
-
-    Speaks MCP on stdin/stdout (what Claude Code, Cursor, Codex and smolagents launch),
-    or streamable HTTP with --http. grep answers like `grep -rn` over a mount, with the
-    text filtered in Qdrant first. Runs beside a mount of the same store, or on its own.
-
-    \b
-    Example:
-        semfs mcp
-        semfs mcp --store ~/.local/share/semfs -c docs
-        semfs mcp --http 127.0.0.1:8765
-        claude mcp add docs -- semfs mcp -c docs
-    """
-    from .mcp import parse_http_address
-    from .toolbox import open_toolbox
-
-    if http is not None:
-        parse_http_address(http)  # a bad address fails before the store is opened
-    with open_toolbox(store_path, url, api_key, collection, budget) as box:
-        from .mcp import serve
-
-        serve(box, http)
-
-
-@cli.command(name="guide")
-@click.argument("mountpoint", required=False)
-def guide_cmd(mountpoint: str | None) -> None:
-    """Print the agent guide: what to put in an agent's system prompt to use a mount well.
-
-    MOUNTPOINT, if given, replaces DOCS in the text.
-
-    \b
-    Example:
-        semfs guide ~/mnt/docs >> AGENTS.md
-    """
-    click.echo(guide(mountpoint), nl=False)
+from typing import Any
 
 
 def main() -> None:
-    cli(prog_name="semfs")
+    if sys.argv[1:2] == ["mount"]:
+        from .fastmount import try_mount
+
+        if try_mount(sys.argv[2:]):
+            return
+    from .commands import main as click_main
+
+    click_main()
+
+
+def __getattr__(name: str) -> Any:
+    """``fusefs.cli.cli``: the click group, for callers from before :mod:`fusefs.commands`."""
+    if name == "cli":
+        from .commands import cli
+
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

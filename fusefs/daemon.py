@@ -311,12 +311,23 @@ class MountDaemon:
             self.ready = None
 
     def _stop(self) -> None:
+        _ignore_stop_signals()
         while self._services:
             stop = self._services.pop()
             try:
                 stop()
             except Exception as exc:
                 logger.error("shutting down: %s", exc, exc_info=logger.isEnabledFor(logging.DEBUG))
+
+
+def _ignore_stop_signals() -> None:
+    """Let the close finish: libfuse's handlers are gone once its loop has returned, and a
+    SIGTERM now (a supervisor stopping us right after `fusermount -u`) would kill the process
+    mid-close, leaving a shard that the next open must probe. SIGKILL still stops it."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # signal handlers can only be set from the main thread
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
 
 
 def _preload(store: Store) -> None:

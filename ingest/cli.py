@@ -24,6 +24,7 @@ from . import __version__
 from .backends import open_store
 from .embedder import DEFAULT_BATCH_SIZE
 from .errors import SemfsError, StoreLockedError
+from .logs import configure_logging
 from .sources import DEFAULT_MAX_BYTES
 from .store import (
     DEFAULT_COLLECTION,
@@ -47,11 +48,6 @@ STATUS_FAILED_SHOWN = 20
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def configure_logging(verbosity: int) -> None:
-    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-
 def _one_line(message: str) -> str:
     return " ".join(message.split())
 
@@ -66,7 +62,7 @@ def handle_errors(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return _translate_errors(func, *args, **kwargs)
+            return translate_errors(func, *args, **kwargs)
         except click.ClickException as exc:
             if kwargs.get("as_json"):
                 click.echo(json.dumps({"error": exc.format_message()}, ensure_ascii=False))
@@ -75,7 +71,8 @@ def handle_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _translate_errors(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def translate_errors(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``func(*args, **kwargs)``, its library errors raised as one-line ClickExceptions."""
     try:
         return func(*args, **kwargs)
     except (click.ClickException, click.exceptions.Exit, click.Abort):

@@ -6,12 +6,15 @@ the FUSE callbacks are called directly, as libfuse would.
 
 from __future__ import annotations
 
+import ast
 import errno
 import logging
 import os
 import random
 import shutil
 import stat
+import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -23,8 +26,9 @@ from click.testing import CliRunner
 from conftest import SAMPLE_CORPUS
 from mounting import ingest_hash
 
+from fusefs import fastmount
 from fusefs.bindings import ENOATTR, FuseOSError, can_invalidate
-from fusefs.cli import cli
+from fusefs.commands import cli
 from fusefs.daemon import (
     MountConfig,
     MountError,
@@ -607,3 +611,81 @@ def test_long_kernel_timeouts_only_where_changes_are_invalidated(tmp_path: Path)
         ]
         == "2"
     )
+
+
+def _click_params(args: list[str]) -> dict[str, Any]:
+    command = cli.commands["mount"]
+    with command.make_context("mount", list(args)) as ctx:
+        return dict(ctx.params)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["MNT"],
+        ["MNT", "--store", "STORE", "--log-file", "LOG"],
+        ["--store=STORE", "MNT", "-c", "notes", "-f", "-o", "allow_other,uid=1", "-o", "debug"],
+        ["MNT", "--collection=x", "--foreground", "--search-dir", ".find", "--log-file=LOG"],
+    ],
+)
+def test_plain_mount_arguments_parse_without_click_as_click_does(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`semfs mount`'s click-free start (fusefs.fastmount) passes what click would."""
+    for name in ("SEMFS_STORE", "SEMFS_COLLECTION", "QDRANT_URL", "QDRANT_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "STORE").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert fastmount.parse(args, os.environ) == _click_params(args)
+    monkeypatch.setenv("SEMFS_STORE", "elsewhere")
+    monkeypatch.setenv("SEMFS_COLLECTION", "c2")
+    assert fastmount.parse(args, os.environ) == _click_params(args)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["--help"],
+        ["MNT", "-h"],
+        ["MNT", "OTHER"],
+        ["MNT", "--url", "http://q:6333"],
+        ["MNT", "--watch", "src"],
+        ["MNT", "-k", "3"],
+        ["MNT", "-fo", "debug"],
+        ["MNT", "--store"],
+        ["MNT", "--store", "--log-file"],
+        ["MNT", "--store", "FILE"],  # click: a file, not a folder
+        ["MNT", "--log-file", "."],  # click: a folder, not a file
+        ["MNT", "--", "x"],
+        ["MNT", "--store="],
+    ],
+)
+def test_mount_arguments_the_fast_start_is_unsure_of_go_to_click(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("QDRANT_URL", raising=False)
+    monkeypatch.delenv("QDRANT_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "FILE").write_text("x")
+    assert fastmount.parse(args, os.environ) is None
+    assert fastmount.parse(["MNT"], {"QDRANT_URL": "http://q:6333"}) is None
+    assert fastmount.parse(["MNT"], {"SEMFS_STORE": ""}) is None
+
+
+def test_the_mount_start_does_not_import_click() -> None:
+    """What a plain `semfs mount` imports before it forks (the console script's own path)."""
+    code = (
+        "import sys\n"
+        "from fusefs import cli, fastmount\n"
+        "assert fastmount.parse(['/mnt/x'], {}) is not None\n"
+        "import fusefs.daemon\n"
+        "ours = ('click', 'ingest', 'fusefs', 'qdrant_edge')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ours))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    loaded = set(ast.literal_eval(out))
+    assert "fusefs.daemon" in loaded
+    assert not {"click", "ingest.cli", "fusefs.commands", "qdrant_edge"} & loaded

@@ -1,0 +1,228 @@
+"""`semfs mount` without click: the start of a mount is paid every time one starts.
+
+Importing click and the store commands (:mod:`ingest.cli`) costs ~30 ms, a fifth of a small
+collection's mount → first ls, and the daemon needs neither. :func:`try_mount` recognises
+the plain forms of `semfs mount MOUNTPOINT [options]` and starts the mount directly, with
+the parameters click would have given; for anything else (--help, an option it does not
+parse, an unusual spelling, a path click would refuse) it returns False and the caller runs
+the click command, so help, examples and usage errors stay click's. Both paths build the
+mount through :func:`run_mount` (tests compare their parameters).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from ingest.embedder import DEFAULT_BATCH_SIZE
+from ingest.sources import DEFAULT_MAX_BYTES
+from ingest.store import DEFAULT_COLLECTION, DEFAULT_K
+
+from .searchdir import DEFAULT_NAME
+
+# Every parameter of the click `mount` command, at its default (what a parse starts from).
+DEFAULTS: Mapping[str, Any] = {
+    "mountpoint": None,
+    "store_path": None,
+    "url": None,
+    "api_key": None,
+    "collection": DEFAULT_COLLECTION,
+    "foreground": False,
+    "options": (),
+    "log_file": None,
+    "search_dir": DEFAULT_NAME,
+    "k": DEFAULT_K,
+    "mode": "hybrid",
+    "min_score": None,
+    "connect_timeout": 10.0,
+    "watch": None,
+    "model": None,
+    "include": (),
+    "exclude": (),
+    "batch_size": DEFAULT_BATCH_SIZE,
+    "max_bytes": DEFAULT_MAX_BYTES,
+    "follow_symlinks": False,
+}
+# Options taking a value: the parameter each sets. Only those whose value needs no
+# conversion beyond click.Path's, so a value click would refuse is never taken here.
+_VALUED = {
+    "--store": "store_path",
+    "-c": "collection",
+    "--collection": "collection",
+    "--log-file": "log_file",
+    "--search-dir": "search_dir",
+    "-o": "options",
+}
+_FLAGS = {"-f": "foreground", "--foreground": "foreground"}
+# Environment variables click reads for the parameters (store_options): set ones are taken
+# when not empty; QDRANT_* mean a server, which the fast path leaves to click.
+_ENV = {"SEMFS_STORE": "store_path", "SEMFS_COLLECTION": "collection"}
+_ENV_UNHANDLED = ("QDRANT_URL", "QDRANT_API_KEY")
+# click.Path's checks on an existing path: (file_okay, dir_okay) per path parameter.
+_PATHS = {"mountpoint": (True, True), "store_path": (False, True), "log_file": (True, False)}
+
+
+def parse(args: Sequence[str], environ: Mapping[str, str] = os.environ) -> dict[str, Any] | None:
+    """The `mount` command's parameters for ``args`` (after the word ``mount``), as click
+    would pass them, or None when only click should answer."""
+    if any(environ.get(name) is not None for name in _ENV_UNHANDLED):
+        return None
+    params = dict(DEFAULTS)
+    for variable, param in _ENV.items():
+        setting = environ.get(variable)
+        if setting is not None:
+            if not setting:
+                return None
+            params[param] = setting
+    options: list[str] = []
+    positional: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if not arg.startswith("-"):
+            positional.append(arg)
+            continue
+        name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name in _FLAGS and not eq:
+            params[_FLAGS[name]] = True
+            continue
+        key = _VALUED.get(name)
+        if key is None:
+            return None  # --help, another option, -fo..., --: click's
+        if not eq:
+            if i == len(args):
+                return None  # click says the option needs a value
+            value = args[i]
+            i += 1
+        if not value or value.startswith("-"):
+            return None
+        if key == "options":
+            options.append(value)
+        else:
+            params[key] = value
+    if len(positional) != 1:
+        return None
+    params["mountpoint"] = positional[0]
+    params["options"] = tuple(options)
+    for key, (file_ok, dir_ok) in _PATHS.items():
+        if params[key] is not None:
+            path = _as_click_path(params[key], file_ok, dir_ok)
+            if path is None:
+                return None
+            params[key] = path
+    return params
+
+
+def _as_click_path(value: str, file_ok: bool, dir_ok: bool) -> Path | None:
+    """``Path(value)`` when click.Path(file_okay, dir_okay, path_type=Path) takes it as is."""
+    if not value:
+        return None
+    try:
+        st = os.stat(value)
+    except OSError:
+        return Path(value)
+    if (not file_ok and stat.S_ISREG(st.st_mode)) or (not dir_ok and stat.S_ISDIR(st.st_mode)):
+        return None
+    return Path(value) if os.access(value, os.R_OK) else None
+
+
+def run_mount(params: Mapping[str, Any], verbose: int) -> None:
+    """Mount with the `mount` command's parameters; in the background, exit once it answers."""
+    from ingest.sources import SourceOptions
+
+    from .daemon import MountConfig, configure_logging, mount, parse_options
+    from .searchdir import SearchOptions, check_folder_name
+
+    p = params
+    search = SearchOptions(mode=p["mode"], k=p["k"], min_score=p["min_score"])  # before forking
+    check_folder_name(p["search_dir"])
+    configure_logging(p["log_file"], verbose)
+    mount(
+        MountConfig(
+            mountpoint=p["mountpoint"],
+            store_path=p["store_path"],
+            url=p["url"],
+            api_key=p["api_key"],
+            collection=p["collection"],
+            options=parse_options(p["options"]),
+            foreground=p["foreground"],
+            log_file=p["log_file"],
+            connect_timeout=p["connect_timeout"],
+            search_dir=p["search_dir"],
+            search=search,
+            watch=p["watch"],
+            source=SourceOptions(
+                p["model"],
+                p["include"],
+                p["exclude"],
+                p["batch_size"],
+                p["max_bytes"],
+                p["follow_symlinks"],
+            ),
+        )
+    )
+    if not p["foreground"]:
+        _leave_to_the_daemon()
+
+
+def _leave_to_the_daemon() -> NoReturn:
+    """Exit at once, as daemon(3)'s parent does, now that the forked daemon serves the mount:
+    finalizing this interpreter (every module, the log handlers) would only delay the
+    shell's prompt, and whatever waits on `semfs mount` to list the mount."""
+    import logging
+
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def try_mount(args: Sequence[str]) -> bool:
+    """Run `semfs mount ARGS` without click if it is a plain one (then return True, or exit
+    on failure with click's message and status); False: the caller runs click."""
+    params = parse(args)
+    if params is None:
+        return False
+    from ingest.logs import configure_logging
+
+    configure_logging(0)  # what the click group does first
+    try:
+        run_mount(params, 0)
+    except KeyboardInterrupt:
+        _fail(None)
+    except Exception as exc:
+        _fail(exc)
+    except BaseException as exc:  # the engine's panics (pyo3) are BaseExceptions
+        if type(exc).__name__ != "PanicException":
+            raise
+        _fail(exc)
+    return True
+
+
+def _fail(error: BaseException | None) -> NoReturn:
+    """Report ``error`` (None: Ctrl-C) exactly as the click command would: one line, its
+    exit status."""
+    import click
+
+    from ingest.cli import translate_errors
+
+    def again() -> NoReturn:
+        if error is None:
+            click.echo(file=sys.stderr)  # as click's main does on Ctrl-C
+            raise click.Abort()
+        raise error
+
+    try:
+        translate_errors(again)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("Aborted!", file=sys.stderr)
+        sys.exit(1)
+    raise AssertionError("unreachable")

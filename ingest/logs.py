@@ -1,0 +1,11 @@
+"""The command line's logging set-up, apart from :mod:`ingest.cli` so that `semfs mount`'s
+click-free start (:mod:`fusefs.fastmount`) sets it up the same way without importing click."""
+
+from __future__ import annotations
+
+import logging
+
+
+def configure_logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
