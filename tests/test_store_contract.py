@@ -4,6 +4,7 @@ for a server) and, when QDRANT_URL is set, a real Qdrant server."""
 from __future__ import annotations
 
 import os
+import random
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -180,6 +181,60 @@ def test_same_ranking_on_edge_and_local(tmp_path: Path) -> None:
         results.append(per_mode)
         s.close()
     assert results[0] == results[1]
+
+
+def test_int8_vectors_rank_and_score_like_an_exact_scan(tmp_path: Path) -> None:
+    """An immutable Edge segment scans int8 copies of the dense vectors and rescores the best
+    with the float ones: semantic and hybrid results, fused scores included, are those of the
+    local backend's exact search."""
+    rnd = random.Random(11)
+    dim, vocab = 64, [f"w{i}" for i in range(200)]
+    points = []
+    for i in range(2000):  # random vectors: no two tie, so an order difference is a real one
+        text = " ".join(rnd.sample(vocab, 6)) + "\n"
+        rec = ChunkRecord(f"d{i:04d}.md", 1, 0, 0, len(text), 1, 1, text, "")
+        sv = BM25.embed_document(text)
+        vec = [rnd.gauss(0, 1) for _ in range(dim)]
+        points.append(ChunkPoint(rec, vec, list(sv.indices), list(sv.values)))
+    edge = EdgeStore(tmp_path / "e", "docs")
+    edge.create(dim)
+    edge.upsert_chunks(points)
+    edge.close()
+    # Ingest's compaction makes a segment immutable past ~6.5k chunks; a low threshold gets
+    # this small one there.
+    config = qe.EdgeConfig(
+        sparse_vectors={"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        optimizers=qe.EdgeOptimizersConfig(indexing_threshold=1),
+    )
+    shard = qe.EdgeShard.load(str(edge.shard_dir), config)
+    shard.optimize()
+    shard.close()
+    assert list(edge.shard_dir.rglob("quantized.data")), "no int8 vectors: nothing tested"
+    local = ServerStore(f"file://{tmp_path / 'l'}", "docs")
+    local.create(dim)
+    local.upsert_chunks(points)
+    edge = EdgeStore(tmp_path / "e", "docs")
+    try:
+        for _ in range(3):
+            dense = [rnd.gauss(0, 1) for _ in range(dim)]
+            sv = BM25.embed_query(" ".join(rnd.sample(vocab, 2)))
+            sparse = SparseQuery(list(sv.indices), list(sv.values))
+            got, want = (s.query(dense, sparse, "semantic", 50) for s in (edge, local))
+            assert [h.record.path for h in got] == [h.record.path for h in want]
+            assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-4)
+            # Hybrid: BM25 ties (same words, same length) may come back in either order, and
+            # one of a tie at the limit in either; the fused scores are the same.
+            got, want = (s.query(dense, sparse, "hybrid", 50) for s in (edge, local))
+            assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-4)
+            scores = {h.record.path: h.score for h in want}
+            common = [h for h in got if h.record.path in scores]
+            assert len(common) > 40
+            assert [h.score for h in common] == pytest.approx(
+                [scores[h.record.path] for h in common], abs=1e-4
+            )
+    finally:
+        edge.close()
+        local.close()
 
 
 def test_edge_store_has_one_owner(tmp_path: Path) -> None:
