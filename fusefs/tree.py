@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import stat
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -87,6 +86,16 @@ class InodeMap:
                 self._next += 1
             return ino
 
+    def assign(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Number the new ``keys`` in order, under one lock (a tree's build at 10k files)."""
+        with self._lock:
+            inos, at = self._inos, self._next
+            for key in keys:
+                if key not in inos:
+                    inos[key] = at
+                    at += 1
+            self._next = at
+
     def __len__(self) -> int:
         return len(self._inos)
 
@@ -99,7 +108,9 @@ def valid_path(path: str) -> bool:
     """A relative path with no empty, '.' or '..' component (anything else cannot be shown)."""
     if not path or "\0" in path:
         return False
-    return all(part not in ("", ".", "..") for part in path.split("/"))
+    # Three scans in C instead of a split (a tree's build checks every path).
+    framed = f"/{path}/"
+    return "//" not in framed and "/./" not in framed and "/../" not in framed
 
 
 @dataclass(frozen=True)
@@ -114,21 +125,32 @@ class Ownership:
 class Tree:
     """An immutable snapshot of the collection as directories and files.
 
-    Lookups are one dict access by relative path. Build with :meth:`build`.
+    Lookups are one dict access by relative path. Build with :meth:`build`, which indexes
+    the paths only: a node is made when first looked up or listed (a mount's first ``ls``
+    at 10k files would otherwise wait for 10k nodes it does not show). Inode numbers are
+    taken at build, so they do not depend on the order of lookups. Thread-safe: two callers
+    making the same node keep the first one stored.
     """
 
     def __init__(
         self,
-        nodes: Mapping[str, Node],
-        files: int,
-        total_bytes: int,
-        owner: Ownership | None = None,
+        docs: Mapping[str, DocumentRecord],
+        dirs: Mapping[str, list[str]],
+        inodes: InodeMap,
+        owner: Ownership,
+        newest: Mapping[str, float],
+        recorded: Mapping[str, DirectoryRecord],
         guarded: frozenset[str] = frozenset(),
     ) -> None:
-        self._nodes = nodes
-        self.files = files
-        self.total_bytes = total_bytes
-        self.owner = owner or Ownership(os.getuid(), os.getgid())
+        self._docs = docs
+        self._dirs = dirs  # folder -> its children's paths
+        self._inodes = inodes
+        self._newest = newest  # folder -> its newest document's mtime
+        self._recorded = recorded  # folder -> its record, when it has one
+        self._nodes: dict[str, Node] = {}
+        self.files = len(docs)
+        self.total_bytes = sum(r.size for r in docs.values())
+        self.owner = owner
         # Directories with something below them that other users may not read.
         self._guarded = guarded
 
@@ -139,18 +161,54 @@ class Tree:
 
     @property
     def root(self) -> Node:
-        return self._nodes[""]
+        root = self.lookup("")
+        assert root is not None
+        return root
 
     def lookup(self, path: str) -> Node | None:
         """The node at a relative path (``""`` is the root), or None."""
-        return self._nodes.get(path)
+        node = self._nodes.get(path)
+        if node is not None:
+            return node
+        rec = self._docs.get(path)
+        if rec is not None:
+            ino = self._inodes.get(FILE, path)
+            node = Node(FILE, path, ino, _file_attrs(ino, rec, self.owner), doc=rec)
+        elif path in self._dirs:
+            node = self._folder(path)
+        else:
+            return None
+        return self._nodes.setdefault(path, node)
+
+    def _folder(self, path: str) -> Node:
+        ino = self._inodes.get(DIR, path)
+        subdirs = sum(1 for c in self._dirs[path] if c in self._dirs)
+        folder = self._recorded.get(path)
+        if folder is not None:
+            attrs = node_attrs(
+                ino,
+                stat.S_IFDIR | (folder.mode & SERVED_BITS),
+                2 + subdirs,
+                0,
+                folder.mtime_ns,
+                Ownership(folder.uid, folder.gid),
+            )
+        else:
+            mtime = self._newest.get(path, self.owner.mounted_at)
+            attrs = _dir_attrs(ino, subdirs, mtime, self.owner)
+        return Node(DIR, path, ino, attrs, children=_Children(self, self._dirs[path]))
 
     def __len__(self) -> int:
-        return len(self._nodes)
+        return len(self._docs) + len(self._dirs)
 
     def nodes(self) -> Iterable[Node]:
         """Every node, the root included (for comparing two snapshots)."""
-        return self._nodes.values()
+        return [self._existing(p) for p in (*self._docs, *self._dirs)]
+
+    def _existing(self, path: str) -> Node:
+        node = self.lookup(path)
+        assert node is not None
+        return node
 
     @classmethod
     def build(
@@ -166,7 +224,7 @@ class Tree:
         minus set-id bits) and its recorded owner; without one, 0444/0555 and ``owner``.
         """
         docs = _usable(records)
-        dirs: dict[str, dict[str, Node]] = {"": {}}
+        dirs: dict[str, list[str]] = {"": []}
         # Each folder's newest document mtime: per direct parent first (one step a document),
         # then up each folder's ancestors (one step a folder, not one per document and depth).
         newest: dict[str, float] = {}
@@ -176,11 +234,11 @@ class Tree:
             if mtime is None or rec.mtime > mtime:
                 newest[parent] = rec.mtime
         for direct, mtime in list(newest.items()):
-            dirs.setdefault(direct, {})
+            dirs.setdefault(direct, [])
             up = direct
             while up:
                 up = up.rpartition("/")[0]
-                dirs.setdefault(up, {})
+                dirs.setdefault(up, [])
                 above = newest.get(up)
                 if above is None or mtime > above:
                     newest[up] = mtime
@@ -191,48 +249,72 @@ class Tree:
             recorded[rec_dir.path] = rec_dir
             parts = rec_dir.path.split("/") if rec_dir.path else []
             for depth in range(len(parts) + 1):
-                dirs.setdefault("/".join(parts[:depth]), {})
-        nodes: dict[str, Node] = {}
-        guarded: set[str] = set()
-        for path, rec in docs.items():
-            ino = inodes.get(FILE, path)
-            node = Node(FILE, path, ino, _file_attrs(ino, rec, owner), doc=rec)
-            nodes[path] = node
-            dirs[path.rpartition("/")[0]][node.name] = node
-        # Deepest first, so every directory's subdirectories exist before it does.
-        for path in sorted(dirs, key=lambda p: p.count("/") + bool(p), reverse=True):
-            children = dirs[path]
-            subdirs = sum(1 for c in children.values() if c.kind == DIR)
-            ino = inodes.get(DIR, path)
-            folder = recorded.get(path)
-            if folder is not None:
-                attrs = node_attrs(
-                    ino,
-                    stat.S_IFDIR | (folder.mode & SERVED_BITS),
-                    2 + subdirs,
-                    0,
-                    folder.mtime_ns,
-                    Ownership(folder.uid, folder.gid),
-                )
-            else:
-                attrs = _dir_attrs(ino, subdirs, newest.get(path, owner.mounted_at), owner)
-            kids = MappingProxyType(dict(sorted(children.items())))
-            node = Node(DIR, path, ino, attrs, children=kids)
-            nodes[path] = node
-            if attrs["st_mode"] & 0o005 != 0o005 or any(
-                c.path in guarded or (c.kind == FILE and not c.attrs["st_mode"] & 0o004)
-                for c in children.values()
-            ):
-                guarded.add(path)
+                dirs.setdefault("/".join(parts[:depth]), [])
+        for path in docs:
+            dirs[path.rpartition("/")[0]].append(path)
+        # Deepest first: the order an eager build numbered them in (files, then folders).
+        folder_order = sorted(dirs, key=lambda p: p.count("/") + bool(p), reverse=True)
+        for path in folder_order:
             if path:
-                dirs[path.rpartition("/")[0]][node.name] = node
-        return cls(
-            MappingProxyType(nodes),
-            len(docs),
-            sum(r.size for r in docs.values()),
-            owner,
-            frozenset(guarded),
-        )
+                dirs[path.rpartition("/")[0]].append(path)
+        inodes.assign([(FILE, p) for p in docs] + [(DIR, p) for p in folder_order])
+        return cls(docs, dirs, inodes, owner, newest, recorded, _guarded(docs, recorded))
+
+
+class _Children(Mapping[str, Node]):
+    """A folder's entries by name, sorted, made on first use (see :class:`Tree`)."""
+
+    __slots__ = ("_made", "_paths", "_tree")
+
+    def __init__(self, tree: Tree, paths: list[str]) -> None:
+        self._tree: Tree | None = tree
+        self._paths = paths
+        self._made: Mapping[str, Node] | None = None
+
+    def _entries(self) -> Mapping[str, Node]:
+        made = self._made
+        if made is None:
+            tree = self._tree
+            assert tree is not None
+            nodes = (tree._existing(p) for p in self._paths)
+            made = MappingProxyType(dict(sorted((n.name, n) for n in nodes)))
+            self._made, self._tree = made, None  # the tree is only needed until then
+        return made
+
+    def __getitem__(self, name: str) -> Node:
+        return self._entries()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries())
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries()
+
+    def __repr__(self) -> str:
+        return f"_Children({dict(self._entries())!r})"
+
+
+def _guarded(
+    docs: Mapping[str, DocumentRecord], recorded: Mapping[str, DirectoryRecord]
+) -> frozenset[str]:
+    """The folders with a file below them that is not o+r, or a folder that is not o+rx
+    (themselves included): what :meth:`Tree.readable_by_all` answers, without the nodes."""
+    hidden = [
+        p.rpartition("/")[0] for p, r in docs.items() if r.mode is not None and not r.mode & 0o004
+    ]
+    hidden += [p for p, f in recorded.items() if f.mode & 0o005 != 0o005]
+    guarded: set[str] = set()
+    for start in hidden:
+        path = start
+        while path not in guarded:  # a guarded folder's ancestors are guarded already
+            guarded.add(path)
+            if not path:
+                break
+            path = path.rpartition("/")[0]
+    return frozenset(guarded)
 
 
 def _usable(records: Iterable[DocumentRecord]) -> dict[str, DocumentRecord]:
@@ -243,12 +325,15 @@ def _usable(records: Iterable[DocumentRecord]) -> dict[str, DocumentRecord]:
             docs[rec.path] = rec
         else:
             logger.warning("not showing document with unusable path %r", rec.path)
-    dir_paths: set[str] = set()
-    for path in docs:
-        parent = path
-        while parent:
-            parent = parent.rpartition("/")[0]
-            dir_paths.add(parent)
+    # Each document's folder, then each folder's ancestors once (not once per document).
+    dir_paths = {path.rpartition("/")[0] for path in docs}
+    for start in list(dir_paths):
+        folder = start
+        while folder:
+            folder = folder.rpartition("/")[0]
+            if folder in dir_paths:
+                break  # its ancestors are in already, or will be when it is walked
+            dir_paths.add(folder)
     for clash in sorted(dir_paths & docs.keys()):
         # Cannot come from one source directory; a directory wins over a file of its name.
         logger.warning("not showing document %r: a directory has the same path", clash)

@@ -7,6 +7,7 @@ the FUSE callbacks are called directly, as libfuse would.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import errno
 import logging
 import os
@@ -47,7 +48,7 @@ from fusefs.refresh import TreeRefresher
 from fusefs.tree import DIR, FILE, ROOT_INO, InodeMap, Node, Ownership, Tree
 from ingest.backends import open_store
 from ingest.pipeline import ingest
-from ingest.schema import ChunkRecord, DocumentRecord, StoreMeta
+from ingest.schema import ChunkRecord, DirectoryRecord, DocumentRecord, StoreMeta
 from ingest.store import DelegatingStore, Store
 
 OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
@@ -182,6 +183,37 @@ def test_inode_numbers_survive_rebuilds() -> None:
     # A path that changes kind gets a new number: the kernel must not mistake one for the other.
     fourth = Tree.build([record("d.md/x")], inodes, OWNER)
     assert at(fourth, "d.md").ino != ino["d.md"]
+
+
+def test_a_tree_makes_its_nodes_on_demand_the_same_in_any_order() -> None:
+    """Nodes are made at first lookup or listing; numbers and contents do not depend on
+    which comes first, and a node is made once."""
+    paths = ["a/b/c.md", "a/d.md", "e.md", "f/g/h/i.md"]
+    listed = Tree.build([record(p) for p in paths], InodeMap(), OWNER)
+    looked_up = Tree.build([record(p) for p in paths], InodeMap(), OWNER)
+    deep = at(looked_up, "f/g/h/i.md")  # before its folders
+    assert at(looked_up, "f/g/h").children["i.md"] is deep
+    assert at(looked_up, "a").children["b"] is at(looked_up, "a/b")
+
+    def shape(tree: Tree) -> dict[str, tuple[str, int, dict[str, int], list[str]]]:
+        return {n.path: (n.kind, n.ino, dict(n.attrs), list(n.children)) for n in tree.nodes()}
+
+    assert shape(looked_up) == shape(listed)
+    assert len(listed) == len(shape(listed)) == 4 + 6
+    assert at(listed, "a").attrs["st_nlink"] == 3 and len(at(listed, "a").children) == 2
+    assert "b" in at(listed, "a").children and "x" not in at(listed, "a").children
+
+
+def test_folders_holding_what_others_cannot_read_are_guarded() -> None:
+    """readable_by_all: a search there shows owner-only results."""
+    private = dataclasses.replace(record("a/b/secret.md"), mode=0o640)
+    public = dataclasses.replace(record("c/open.md"), mode=0o644)
+    folders = [DirectoryRecord("d", 0o750, 0, 0, 0), DirectoryRecord("c", 0o755, 0, 0, 0)]
+    tree = Tree.build(
+        [private, public, record("d/x.md"), record("e.md")], InodeMap(), OWNER, folders
+    )
+    guarded = {n.path for n in tree.nodes() if n.kind == DIR and not tree.readable_by_all(n.path)}
+    assert guarded == {"", "a", "a/b", "d"}
 
 
 def test_unusable_and_clashing_paths_are_left_out(caplog: pytest.LogCaptureFixture) -> None:
