@@ -63,6 +63,9 @@ def test_round_trip_keeps_every_field() -> None:
     assert [d.path for d in again.documents] == ["a \udcff\n.md", "z/b.md"]  # sorted
     assert [_fields(d) for d in again.documents] == [_fields(DOCS[1]), _fields(DOCS[0])]
     assert [_fields(d) for d in again.directories] == [_fields(d) for d in DIRS]
+    # Packed columns give back each value's own type (a bool is not 1, a float not an int).
+    types = [{k: type(v) for k, v in _fields(d).items()} for d in again.documents]
+    assert types == [{k: type(v) for k, v in _fields(d).items()} for d in (DOCS[1], DOCS[0])]
     assert again.generation == 7 and again.matches(META)
     assert not again.matches(dataclasses.replace(META, generation=8))
     assert not again.matches(dataclasses.replace(META, dirty=True))
@@ -77,6 +80,12 @@ def _body(**change: Any) -> bytes:
 def _offsets_lengths(lengths: list[int]) -> bytes:
     body = json.loads(gzip.decompress(Manifest.of(META, DOCS, DIRS).to_bytes()))
     body["documents"]["offsets"]["lengths"] = lengths
+    return gzip.compress(json.dumps(body).encode())
+
+
+def _column(name: str, **change: Any) -> bytes:
+    body = json.loads(gzip.decompress(Manifest.of(META, DOCS, DIRS).to_bytes()))
+    body["documents"][name].update(change)
     return gzip.compress(json.dumps(body).encode())
 
 
@@ -98,6 +107,9 @@ def _without_column(name: str) -> bytes:
         _body(directories={"path": ["a"]}),
         _offsets_lengths([0, 1]),  # offsets that do not add up
         _offsets_lengths([0]),
+        _column("size", type="x"),  # a packed column of an unknown type
+        _column("mode", nulls=[5]),  # a None beyond the column
+        _column("mtime", data="AAAA"),  # bytes that are no whole number of floats
         _body(documents={**{c: [] for c in DOC_COLUMNS}, "path": ["a"]}),  # ragged
         Manifest.of(META, DOCS, DIRS).to_bytes()[:-8],  # torn
     ],
