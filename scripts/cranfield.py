@@ -245,7 +245,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="keep the corpus and store here (re-runs skip the ingest) "
         "[default: a temporary folder, removed]",
     )
-    parser.add_argument("--model", help="embedding model [default: all-MiniLM-L6-v2, packaged]")
+    parser.add_argument(
+        "--model",
+        help="embedding model [default: all-MiniLM-L6-v2@onnx-int8, semfs's; "
+        "all-MiniLM-L6-v2 alone: torch fp32]",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
 

@@ -26,9 +26,19 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the ONNX exports go: one folder for the whole run, so the default model's one-off
+    export (~12 s) is paid once, not by every test that ingests. A SEMFS_MODEL_CACHE set
+    before the run is kept, so a developer can reuse the export across runs."""
+    given = os.environ.get("SEMFS_MODEL_CACHE")
+    return Path(given) if given else tmp_path_factory.mktemp("onnx-models")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_cache: Path) -> None:
     monkeypatch.setenv("SEMFS_STORE", str(tmp_path / "store"))
+    monkeypatch.setenv("SEMFS_MODEL_CACHE", str(model_cache))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("QDRANT_URL", raising=False)
     monkeypatch.delenv("QDRANT_API_KEY", raising=False)

@@ -1,36 +1,87 @@
-"""The ONNX Runtime backends (``MODEL@onnx``, ``MODEL@onnx-int8``): names, errors, vectors.
+"""The ONNX Runtime backends (``MODEL@onnx``, ``MODEL@onnx-int8``): names, errors, vectors,
+and ``@onnx-int8`` as the default model of a new store (an old torch store keeps torch).
 
-The model tests export the packaged weights once per module (~20-60 s on 2 cores) into a
-shared folder, and check the vectors against torch's on real chunk texts."""
+The model tests export the packaged weights once per run (~3 s each with torch loaded, ~12 s
+from a fresh process, on 2 cores) into the session's model cache (conftest.py), and check the
+vectors against torch's on real chunk texts."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import REPO, SAMPLE_CORPUS, SEMFS
 
 from ingest.backends import open_store
-from ingest.embedder import DEFAULT_MODEL, canonical_model_name, load_embedder
+from ingest.embedder import (
+    DEFAULT_MODEL,
+    PACKAGED_MODEL,
+    SentenceTransformerEmbedder,
+    canonical_model_name,
+    load_embedder,
+)
 from ingest.errors import ModelMismatchError, ModelUnavailableError
 from ingest.onnx_embedder import OnnxEmbedder, split_backend
-from ingest.pipeline import ingest
+from ingest.pipeline import ingest, resolve_model
+from ingest.schema import StoreMeta
 from ingest.search import Searcher
 
-pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+INT8 = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
+TORCH = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def test_backend_is_part_of_the_recorded_model_name() -> None:
-    assert canonical_model_name("all-MiniLM-L6-v2@onnx-int8") == DEFAULT_MODEL + "@onnx-int8"
-    assert canonical_model_name("all-minilm-l6-v2@onnx") == DEFAULT_MODEL + "@onnx"
-    assert canonical_model_name("all-MiniLM-L6-v2@torch") == DEFAULT_MODEL
+    assert canonical_model_name("all-MiniLM-L6-v2@onnx-int8") == INT8
+    assert canonical_model_name("all-minilm-l6-v2@onnx") == TORCH + "@onnx"
+    assert canonical_model_name("all-MiniLM-L6-v2@torch") == TORCH
+    assert canonical_model_name("all-MiniLM-L6-v2") == TORCH
     # An '@' inside a path is part of the path, not a backend.
     assert split_backend("/models/a@b/minilm") == ("/models/a@b/minilm", None)
     assert isinstance(load_embedder("all-MiniLM-L6-v2@onnx-int8"), OnnxEmbedder)
+
+
+def test_a_new_store_defaults_to_int8_and_a_torch_store_keeps_torch(store_dir: Path) -> None:
+    """What resolve_model picks, and what a search of each store embeds queries with (nothing
+    is loaded: the embedders load on first use)."""
+    assert DEFAULT_MODEL == INT8 and PACKAGED_MODEL == TORCH
+    default = load_embedder()
+    assert isinstance(default, OnnxEmbedder) and default.backend == "onnx-int8"
+    with open_store(store_dir / "new") as store:
+        assert resolve_model(store, None) == INT8
+        # The bare name still selects torch fp32 for a new store.
+        assert resolve_model(store, "all-MiniLM-L6-v2") == TORCH
+        assert resolve_model(store, "all-MiniLM-L6-v2@torch") == TORCH
+    with open_store(store_dir / "torch") as store:
+        # A store built before int8 became the default records the bare name.
+        store.create(384)
+        store.write_meta(StoreMeta(model=TORCH, dimension=384))
+        assert resolve_model(store, None) == TORCH
+        assert resolve_model(store, "all-MiniLM-L6-v2") == TORCH
+        with pytest.raises(ModelMismatchError, match="onnx-int8"):
+            resolve_model(store, DEFAULT_MODEL)
+        assert isinstance(Searcher(store).embedder, SentenceTransformerEmbedder)
+    with open_store(store_dir / "int8") as store:
+        store.create(384)
+        store.write_meta(StoreMeta(model=INT8, dimension=384))
+        assert resolve_model(store, None) == INT8
+        with pytest.raises(ModelMismatchError, match="built with model"):
+            resolve_model(store, "all-MiniLM-L6-v2")
+        searcher = Searcher(store)
+        assert isinstance(searcher.embedder, OnnxEmbedder)
+        assert searcher.embedder.backend == "onnx-int8"
+
+
+def test_cli_help_names_the_default_and_how_to_pick_torch() -> None:
+    from click.testing import CliRunner
+
+    from ingest.cli import cli
+
+    out = " ".join(CliRunner().invoke(cli, ["ingest", "--help"]).output.split())
+    assert "else all-MiniLM-L6-v2@onnx-int8" in out, out
+    assert "(all-MiniLM-L6-v2: fp32)" in out, out
 
 
 def test_unknown_backend_is_one_clear_line() -> None:
@@ -39,8 +90,12 @@ def test_unknown_backend_is_one_clear_line() -> None:
     assert "\n" not in str(exc.value)
 
 
-def test_missing_onnxruntime_is_one_line_saying_what_to_install(tmp_path: Path) -> None:
-    """The CLI, with onnxruntime made unimportable in its process, as on a machine without it."""
+@pytest.mark.parametrize("model", [["--model", "all-MiniLM-L6-v2@onnx"], []])
+def test_missing_onnxruntime_is_one_line_saying_what_to_install(
+    tmp_path: Path, model: list[str]
+) -> None:
+    """The CLI, with onnxruntime made unimportable in its process, as on a broken install:
+    with an ONNX backend asked for, and with the default model of a new store."""
     code = (
         "import sys; sys.modules['onnxruntime'] = None\n"
         "from fusefs.cli import main\n"
@@ -49,7 +104,7 @@ def test_missing_onnxruntime_is_one_line_saying_what_to_install(tmp_path: Path) 
     )
     args = ["ingest", str(SAMPLE_CORPUS), "--store", str(tmp_path / "s")]
     proc = subprocess.run(
-        [sys.executable, "-c", code, *args, "--model", "all-MiniLM-L6-v2@onnx"],
+        [sys.executable, "-c", code, *args, *model],
         capture_output=True,
         text=True,
         timeout=120,
@@ -59,20 +114,15 @@ def test_missing_onnxruntime_is_one_line_saying_what_to_install(tmp_path: Path) 
     assert proc.returncode != 0
     err = proc.stderr.strip()
     assert "needs onnxruntime" in err, err
-    assert "pip install 'semfs[onnx]'" in err, err
+    assert "pip install onnxruntime onnx" in err, err
     assert "Traceback" not in err, err
     assert len(err.splitlines()) == 1, err
 
 
-@pytest.fixture(scope="module")
-def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("onnx-models")
-
-
 @pytest.fixture
-def cached(model_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.setenv("SEMFS_MODEL_CACHE", str(model_cache))
-    yield model_cache
+def cached(model_cache: Path) -> Path:
+    """The run's model cache (conftest.py sets SEMFS_MODEL_CACHE to it for every test)."""
+    return model_cache
 
 
 def _small_corpus(dst: Path) -> Path:
@@ -87,7 +137,7 @@ def _small_corpus(dst: Path) -> Path:
 def _texts() -> list[str]:
     from ingest.chunking import chunk_text, document_title, embedding_text
 
-    torch = load_embedder(DEFAULT_MODEL)
+    torch = load_embedder(PACKAGED_MODEL)
     out: list[str] = []
     for f in sorted(SAMPLE_CORPUS.rglob("*.md*"))[:6]:
         text = f.read_text(encoding="utf-8")
@@ -105,8 +155,8 @@ def test_onnx_vectors_match_torch(
     import numpy as np
 
     texts = _texts()
-    torch = load_embedder(DEFAULT_MODEL)
-    onnx = load_embedder(f"{DEFAULT_MODEL}@{backend}")
+    torch = load_embedder(PACKAGED_MODEL)
+    onnx = load_embedder(f"{PACKAGED_MODEL}@{backend}")
     a = np.array(torch.encode(texts, batch_size=8))
     b = np.array(onnx.encode(texts, batch_size=8))
     cos = (a * b).sum(1)
@@ -118,7 +168,7 @@ def test_onnx_vectors_match_torch(
     path = onnx.export_path()  # type: ignore[attr-defined]
     assert path.parent == cached and path.exists()
     mtime = path.stat().st_mtime_ns
-    load_embedder(f"{DEFAULT_MODEL}@{backend}").encode(["again"])
+    load_embedder(f"{PACKAGED_MODEL}@{backend}").encode(["again"])
     assert path.stat().st_mtime_ns == mtime
 
 
@@ -129,17 +179,17 @@ def test_int8_store_records_its_backend_and_queries_follow_it(
     import numpy as np
 
     texts = _texts()
-    torch = np.array(load_embedder(DEFAULT_MODEL).encode(texts))
-    int8 = np.array(load_embedder(f"{DEFAULT_MODEL}@onnx-int8").encode(texts))
+    torch = np.array(load_embedder(PACKAGED_MODEL).encode(texts))
+    int8 = np.array(load_embedder(DEFAULT_MODEL).encode(texts))
     cos = (torch * int8).sum(1)
     assert cos.mean() >= 0.98, cos.mean()  # approximate, not equal: measured ~0.99
 
     source = _small_corpus(tmp_path / "src")
     with open_store(store_dir) as store:
         report = ingest(source, store, model="all-MiniLM-L6-v2@onnx-int8")
-        assert report.model == DEFAULT_MODEL + "@onnx-int8"
+        assert report.model == INT8
         meta = store.read_meta()
-        assert meta is not None and meta.model == DEFAULT_MODEL + "@onnx-int8"
+        assert meta is not None and meta.model == INT8
         searcher = Searcher(store)
         assert isinstance(searcher.embedder, OnnxEmbedder)
         assert searcher.search("how do I add a custom domain", k=3)
@@ -150,12 +200,39 @@ def test_int8_store_records_its_backend_and_queries_follow_it(
 
 
 @pytest.mark.model
-def test_cli_ingest_and_search_with_the_onnx_backend(cached: Path, tmp_path: Path) -> None:
+def test_a_torch_store_keeps_ingesting_and_searching_with_torch(
+    cached: Path, tmp_path: Path, store_dir: Path
+) -> None:
+    """A store built with torch fp32 (the default before int8) is not moved to int8: a later
+    ingest without --model embeds with torch, and searches embed queries with torch."""
+    source = _small_corpus(tmp_path / "src")
+    with open_store(store_dir) as store:
+        first = ingest(source, store, model="all-MiniLM-L6-v2")
+        assert first.model == TORCH and first.chunks_embedded > 0
+        (source / "new.md").write_text("# Rotating keys\n\nRotate the API key every month.\n")
+        again = ingest(source, store)
+        assert again.model == TORCH and again.added == ["new.md"] and again.chunks_embedded > 0
+        meta = store.read_meta()
+        assert meta is not None and meta.model == TORCH
+        searcher = Searcher(store)
+        assert isinstance(searcher.embedder, SentenceTransformerEmbedder)
+        hits = searcher.search("how often should the api key be rotated", k=3, mode="semantic")
+        assert hits and hits[0].path == "new.md", [h.path for h in hits]
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(
+    ("model", "recorded"), [(["-m", "all-MiniLM-L6-v2@onnx"], "@onnx"), ([], "@onnx-int8")]
+)
+def test_cli_ingest_and_search_with_the_onnx_backend(
+    cached: Path, tmp_path: Path, model: list[str], recorded: str
+) -> None:
+    """`semfs ingest` with an ONNX backend asked for, and with none (the default: int8)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     store = str(tmp_path / "cli-store")
     source = str(_small_corpus(tmp_path / "src"))
     ingest_run = subprocess.run(
-        [SEMFS, "ingest", source, "--store", store, "-m", "all-MiniLM-L6-v2@onnx"],
+        [SEMFS, "ingest", source, "--store", store, *model],
         capture_output=True,
         text=True,
         timeout=600,
@@ -166,7 +243,7 @@ def test_cli_ingest_and_search_with_the_onnx_backend(cached: Path, tmp_path: Pat
     status = subprocess.run(
         [SEMFS, "status", "--store", store], capture_output=True, text=True, env=env, check=True
     )
-    assert "@onnx" in status.stdout
+    assert f"all-MiniLM-L6-v2{recorded}\n" in status.stdout, status.stdout
     search = subprocess.run(
         [SEMFS, "search", "custom domain", "--store", store, "-k", "2"],
         capture_output=True,
@@ -188,3 +265,35 @@ def test_unwritable_export_folder_is_one_line(
     with pytest.raises(ModelUnavailableError, match="set SEMFS_MODEL_CACHE") as exc:
         embedder.encode(["x"])
     assert str(blocker) in str(exc.value) and "\n" not in str(exc.value)
+
+
+@pytest.mark.model
+def test_two_first_uses_at_once_export_once(tmp_path: Path) -> None:
+    """Two processes that find no export at the same moment (an ingest and a mount, say):
+    one exports, the other waits for it and loads the same file; no half-written file."""
+    cache = tmp_path / "fresh-cache"
+    code = (
+        "import logging, sys\n"
+        "logging.basicConfig(level=logging.INFO, stream=sys.stderr)\n"
+        "from ingest.embedder import load_embedder\n"
+        "print(load_embedder('all-MiniLM-L6-v2@onnx').encode(['concurrent first use'])[0][:4])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SEMFS_MODEL_CACHE": str(cache)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (_out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err[-2000:]
+    assert outs[0][0] == outs[1][0] and outs[0][0].strip()
+    exports = sum(err.count("exporting ") for _out, err in outs)
+    assert exports == 1, [err for _out, err in outs]
+    assert [f.suffix for f in cache.iterdir() if not f.name.startswith(".")] == [".onnx"]
+    assert not list(cache.glob(".export-*"))  # the temporary folder is gone
