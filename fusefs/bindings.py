@@ -110,13 +110,127 @@ def _adopt_worker_thread() -> None:
 
 _FuseBase: Any = fuse.FUSE
 
+# libfuse 3.5 to 3.16.0 drop the cache_readdir and keep_cache flags a high-level opendir sets
+# (libfuse issue 821, fixed in 3.16.1): they go on a copy of the request's fuse_file_info, and
+# the reply is built from the original. On those versions the session's low-level opendir is
+# wrapped (see _OpendirFlags), so the flags reach the reply. The wrapper hands the original
+# to the high-level callback that runs inside it, on the same thread, through this.
+_lowlevel_fi = threading.local()
+# struct fuse_session (lib/fuse_i.h, private) on 64-bit Linux: mountpoint (char *) at 0, fd
+# (int) at 12, then a few ints and a pointer, then the low-level ops table (at 40 in 3.14,
+# which added a field before it; 32 before that). The table is told by its shape: the
+# high-level library fills every entry but write, getlk, setlk and retrieve_reply.
+_SESSION_FD = 12
+_SESSION_OPS = (32, 40)
+_OPS = 44  # entries of struct fuse_lowlevel_ops in 3.5 to 3.16
+_OPS_EMPTY = frozenset({16, 31, 32, 37})
+_OPS_OPENDIR = 20
+
+
+def _ops_table(session: int) -> int | None:
+    """The address of the session's low-level ops table, if exactly one candidate fits."""
+    found = []
+    for offset in _SESSION_OPS:
+        slots = [p or 0 for p in (ctypes.c_void_p * _OPS).from_address(session + offset)]
+        filled = [p for i, p in enumerate(slots) if i not in _OPS_EMPTY]
+        if (
+            all(slots[i] == 0 for i in _OPS_EMPTY)
+            and all(filled)
+            and max(filled) - min(filled) < 1 << 20  # all in libfuse's own code
+        ):
+            found.append(session + offset)
+    return found[0] if len(found) == 1 else None
+
+
+def _libfuse_version() -> tuple[int, ...]:
+    lib = getattr(fuse, "_libfuse", None)
+    if lib is None or not hasattr(lib, "fuse_pkgversion"):
+        return ()
+    lib.fuse_pkgversion.restype = ctypes.c_char_p
+    try:
+        return tuple(int(part) for part in lib.fuse_pkgversion().split(b".")[:3])
+    except ValueError:
+        return ()
+
+
+class _OpendirFlags:
+    """The session's low-level opendir, wrapped to expose the request's fuse_file_info."""
+
+    _PROTO = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p)
+
+    def __init__(self, fuse_ptr: int, mountpoints: frozenset[bytes]) -> None:
+        self.installed = False
+        lib = fuse._libfuse
+        if not sys.platform.startswith("linux") or ctypes.sizeof(ctypes.c_void_p) != 8:
+            return
+        lib.fuse_get_session.restype = ctypes.c_void_p
+        session = lib.fuse_get_session(ctypes.c_void_p(fuse_ptr))
+        if not session:
+            return
+        fd = lib.fuse_session_fd(ctypes.c_void_p(session))
+        stored = ctypes.c_char_p.from_address(session).value
+        if (
+            ctypes.c_int.from_address(session + _SESSION_FD).value != fd
+            or stored not in mountpoints
+        ):
+            return  # not the layout we know: leave libfuse as it is
+        table = _ops_table(session)
+        if table is None:
+            return
+        self._slot = ctypes.c_void_p.from_address(table + 8 * _OPS_OPENDIR)
+        original = self._slot.value
+        if not original:
+            return
+        self._original = self._PROTO(original)
+        self._callback = self._PROTO(self._opendir)  # referenced for the mount's life
+        self._slot.value = ctypes.cast(self._callback, ctypes.c_void_p).value
+        self.installed = True
+
+    def _opendir(self, req: int, ino: int, llfi: int) -> None:
+        # Never raises: the original always replies to the kernel.
+        _adopt_worker_thread()
+        _lowlevel_fi.value = llfi
+        try:
+            self._original(req, ino, llfi)
+        finally:
+            _lowlevel_fi.value = None
+
 
 class _AdoptingFUSE(_FuseBase):
     """mfusepy's FUSE, whose every callback goes through ``_wrapper``: adopt the thread there."""
 
+    def __init__(self, operations: Any, mountpoint: str, *args: Any, **kwargs: Any) -> None:
+        # Resolved now: once mounted, resolving it waits for the mount's own init.
+        self._mountpoints = frozenset(
+            {os.fsencode(mountpoint), os.fsencode(os.path.realpath(mountpoint))}
+        )
+        self._opendir_flags: _OpendirFlags | None = None
+        super().__init__(operations, mountpoint, *args, **kwargs)  # runs the loop
+
     def _wrapper(self, func: Any, *args: Any, **kwargs: Any) -> Any:
         _adopt_worker_thread()
         return super()._wrapper(func, *args, **kwargs)
+
+    def init_fuse_3(self, conn: Any, config: Any) -> None:
+        if (3, 5) <= _libfuse_version() < (3, 16, 1):
+            fuse_ptr = current_fuse()
+            if fuse_ptr is not None:
+                self._opendir_flags = _OpendirFlags(fuse_ptr, self._mountpoints)
+        super().init_fuse_3(conn, config)
+
+    def opendir(self, path: bytes, fip: Any) -> int:
+        # mfusepy hands opendir no fuse_file_info, even with raw_fi: pass it, as to open, so
+        # the operations can let the kernel cache the listing (cache_readdir, keep_cache).
+        if not self.raw_fi:
+            return int(super().opendir(path, fip))
+        fi = fip.contents
+        fi.fh = self.operations.opendir(path.decode(self.encoding, self.errors), fi)
+        llfi = getattr(_lowlevel_fi, "value", None)
+        if llfi is not None and (fi.cache_readdir or fi.keep_cache):
+            reply = fuse.fuse_file_info.from_address(llfi)
+            reply.cache_readdir = fi.cache_readdir
+            reply.keep_cache = fi.keep_cache
+        return 0
 
 
 # fusepy's _wrapper is a staticmethod with another signature: leave it as it is.

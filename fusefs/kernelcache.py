@@ -19,11 +19,18 @@ Rules a caller may rely on:
 * While page-cache handles of a version are open, ``getattr`` shows that version's
   attributes, so the size the kernel clamps their reads to stays theirs; when the last one
   closes after a change, the path is invalidated again.
+* Folder listings of the tree are kept by the kernel too (:attr:`KernelCache.cache_listings`):
+  a swap invalidates every folder whose entries changed. A listing answered from the old
+  tree can still reach the kernel's cache after that (the kernel fills it when the reader
+  wakes, not when we reply), so each such folder is invalidated again
+  :data:`LISTING_SETTLE` seconds later, and when a folder handle whose listing predates the
+  swap is closed (:meth:`KernelCache.listing_closed`): by then its listing is in the cache.
 """
 
 from __future__ import annotations
 
 import errno
+import heapq
 import itertools
 import logging
 import math
@@ -35,7 +42,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .bindings import can_invalidate, invalidate_path, session_exited
-from .tree import Node, Tree
+from .tree import DIR, Node, Tree
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +53,9 @@ SHORT_TIMEOUT = 1.0
 # Search paths remembered for invalidation: at ~150 bytes each, about 10 MB at most. One
 # that falls out keeps its kernel attributes until LONG_TIMEOUT (its reads stay exact).
 MAX_VIRTUAL_PATHS = 65536
+# Seconds after a swap when changed folders are invalidated a second time: long enough for
+# a listing the daemon answered from the old tree to have reached the kernel's cache.
+LISTING_SETTLE = 1.0
 
 Version = tuple[int, str]
 
@@ -55,19 +65,32 @@ def version_of(node: Node) -> Version | None:
 
 
 def changed_nodes(old: Tree, new: Tree) -> list[Node]:
-    """Nodes of either tree whose path, kind, attributes, version or target differ."""
+    """Nodes of either tree whose path, kind, attributes, version or target differ, then
+    the folders of the new tree whose listing changed (an entry came, went or changed kind)."""
     out = []
+    listings: set[str] = set()
     for node in new.nodes():
         before = old.lookup(node.path)
-        if (
-            before is None
-            or before.kind != node.kind
-            or before.attrs != node.attrs
+        if before is None or before.kind != node.kind:
+            out.append(node)
+            if node.path:
+                listings.add(node.path.rpartition("/")[0])
+        elif (
+            before.attrs != node.attrs
             or version_of(before) != version_of(node)
             or before.target != node.target
         ):
             out.append(node)
-    out.extend(node for node in old.nodes() if new.lookup(node.path) is None)
+    for node in old.nodes():
+        if new.lookup(node.path) is None:
+            out.append(node)
+            listings.add(node.path.rpartition("/")[0])
+    # A folder whose own attributes changed is in ``out`` already; one that is gone too.
+    shown = {node.path for node in out if node.kind == DIR}
+    for path in sorted(listings - shown):
+        folder = new.lookup(path)
+        if folder is not None and folder.kind == DIR:
+            out.append(folder)
     return out
 
 
@@ -115,13 +138,17 @@ class KernelCache:
         self._thread: threading.Thread | None = None
         self.invalidations = 0
         self.swaps = 0  # read before a lookup, handed to opened(): was there a swap between?
+        # Trees published so far: a folder handle remembers it when its listing is made.
+        self.published = 0
+        # Whether the kernel may keep the tree's folder listings (every change invalidated).
+        self.cache_listings = self.invalidates
 
     # -- lifecycle --------------------------------------------------------------------------
 
     def attach(self, fuse_ptr: int | None) -> None:
         """Start invalidating through the running mount (from its ``init``)."""
         if not self.invalidates or fuse_ptr is None:
-            self.invalidates = False
+            self.invalidates = self.cache_listings = False
             return
         with self._fuse_lock:
             self._fuse = fuse_ptr
@@ -210,12 +237,25 @@ class KernelCache:
             tokens = self._mark(entries)
             self.swaps += 1
         publish()
+        self.published += 1
         if self.invalidates:
             for (path, ino), token in zip(entries, tokens, strict=True):
                 self._queue.put((path, ino, token))
             for path in virtual:
                 self._queue.put((path, 0, 0))
+            if self.cache_listings:
+                due = time.monotonic_ns() + round(LISTING_SETTLE * 1e9)
+                for node in changed:
+                    if node.kind == DIR and new.lookup(node.path) is node:
+                        self._queue.put((node.path, -1, due))
         return len(changed)
+
+    def listing_closed(self, path: str, published: int) -> None:
+        """A cached folder handle whose listing was made when :attr:`published` was
+        ``published`` is closed: if a tree was published since, its listing may have filled
+        the kernel's cache after the swap's invalidation, so invalidate the folder again."""
+        if published != self.published and self.cache_listings:
+            self._queue.put((path, 0, 0))
 
     def _settle_later(self, entries: list[tuple[str, int]]) -> None:
         tokens = self._mark(entries)
@@ -233,9 +273,25 @@ class KernelCache:
             tokens.append(token)
         return tokens
 
+    def _next(self, later: list[tuple[int, str]]) -> tuple[str, int, int] | None:
+        """The next invalidation to send: queued ones first, then delayed ones when due.
+
+        A delayed one is queued as ``(path, -1, due)`` (monotonic ns) and waits in ``later``.
+        """
+        while True:
+            timeout = None if not later else max(0, later[0][0] - time.monotonic_ns()) / 1e9
+            try:
+                item = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                return (heapq.heappop(later)[1], 0, 0)
+            if item is None or item[1] != -1:
+                return item
+            heapq.heappush(later, (item[2], item[0]))
+
     def _run(self) -> None:
         failing = False
-        while (item := self._queue.get()) is not None:
+        later: list[tuple[int, str]] = []
+        while (item := self._next(later)) is not None:
             path, ino, token = item
             rc = self._invalidate(path)
             ok = rc in (0, -errno.ENOENT)  # ENOENT: the kernel holds nothing of it

@@ -136,6 +136,9 @@ class SemfsOperations(Operations):
         self.kernel = kernel or KernelCache(invalidate=False)
         self.pins = pins or GenerationPins(reader.store)
         self._handles: dict[int, Handle] = {}
+        # Open folder handles whose listing the kernel caches -> (folder, ``kernel.published``
+        # when the listing was made, -1 before that).
+        self._listings: dict[int, tuple[str, int]] = {}
         self._fh = itertools.count(1)
 
     def set_tree(self, tree: Tree) -> None:
@@ -203,16 +206,29 @@ class SemfsOperations(Operations):
         return node.target
 
     @overrides(Operations)
-    def opendir(self, path: str) -> int:
-        if self._lookup(path).kind != DIR:
-            raise FuseOSError(errno.ENOTDIR)
-        return 0
-
-    @overrides(Operations)
-    def readdir(self, path: str, fh: int) -> list[str | tuple[str, dict[str, int], int]]:
+    def opendir(self, path: str, fi: Any = None) -> int:
         node = self._lookup(path)
         if node.kind != DIR:
             raise FuseOSError(errno.ENOTDIR)
+        # A folder of the tree: the kernel keeps its listing until a swap invalidates it. A
+        # search folder's listing changes with every search: never cached.
+        if fi is None or not self.kernel.cache_listings or self.tree.lookup(node.path) is not node:
+            return 0
+        fi.cache_readdir = 1
+        fi.keep_cache = 1  # else every opendir drops the cached listing
+        fh = next(self._fh)
+        self._listings[fh] = (node.path, -1)
+        return fh
+
+    @overrides(Operations)
+    def readdir(self, path: str, fh: int) -> list[str | tuple[str, dict[str, int], int]]:
+        published = self.kernel.published  # before the lookup: see releasedir
+        node = self._lookup(path)
+        if node.kind != DIR:
+            raise FuseOSError(errno.ENOTDIR)
+        listing = self._listings.get(fh)
+        if listing is not None and listing[1] == -1:
+            self._listings[fh] = (listing[0], published)
         parent = self.tree.lookup(node.path.rpartition("/")[0]) or node
         # With use_ino the inode numbers are ours; glibc hides entries whose inode is 0.
         entries: list[str | tuple[str, dict[str, int], int]] = [
@@ -225,6 +241,14 @@ class SemfsOperations(Operations):
                 for name, child in node.children.items()
             )
         return entries
+
+    @overrides(Operations)
+    def releasedir(self, path: str, fh: int) -> int:
+        listing = self._listings.pop(fh, None)
+        if listing is not None and listing[1] != -1:
+            # A cached listing: the kernel may hold it from an older tree.
+            self.kernel.listing_closed(*listing)
+        return 0
 
     @overrides(Operations)
     def open(self, path: str, fi: Any) -> int:

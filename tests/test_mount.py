@@ -485,6 +485,48 @@ def test_live_update_embedded(sample_copy: Path, store_dir: Path, tmp_path: Path
     assert "store changed" in m.log_text()
 
 
+def test_cached_listings_follow_a_reingest(
+    sample_copy: Path, store_dir: Path, tmp_path: Path
+) -> None:
+    """The kernel keeps folder listings; a re-ingest that adds and removes a file shows in
+    them within 2 s, even where the folder's own attributes do not change."""
+    folder = sample_copy / "deploy"
+    old = folder / "ci.mdx"
+    os.utime(old, (1_000_000, 1_000_000))  # not the folder's newest: its mtime stays
+    ingest_hash(sample_copy, store_dir)
+    with mounted(tmp_path / "mnt", "--store", str(store_dir)) as m:
+        for _ in range(2):  # the second listing comes from the kernel's cache
+            assert run("ls", "-a", str(m.path / "deploy")).returncode == 0
+            assert run("find", str(m.path), "-type", "f").returncode == 0
+        before = os.stat(m.path / "deploy")
+        recorded = os.stat(folder)
+        old.unlink()
+        added = folder / "added-page.mdx"
+        added.write_text("# Added\n\nan added page\n")
+        os.utime(added, (1_000_000, 1_000_000))
+        # The folder's recorded mtime stays too: nothing but its entries changes.
+        os.utime(folder, ns=(recorded.st_atime_ns, recorded.st_mtime_ns))
+        result = semfs("ingest", str(sample_copy), "--store", str(store_dir))
+        assert "added 1" in result.stdout and "deleted 1" in result.stdout
+
+        def shown() -> bool:
+            listed = run("ls", "-a", str(m.path / "deploy")).stdout.split()
+            found = run("find", str(m.path), "-type", "f").stdout
+            return (
+                "added-page.mdx" in listed
+                and "ci.mdx" not in listed
+                and "/deploy/added-page.mdx" in found
+                and "/deploy/ci.mdx" not in found
+            )
+
+        wait_until(shown, 2.0, "the cached listing updated")
+        after = os.stat(m.path / "deploy")
+        assert (after.st_mtime_ns, after.st_nlink) == (before.st_mtime_ns, before.st_nlink)
+        diff = run("diff", "-r", str(sample_copy), str(m.path))
+        assert (diff.returncode, diff.stdout) == (0, "")
+        assert (m.path / "deploy" / "added-page.mdx").read_text() == "# Added\n\nan added page\n"
+
+
 @pytest.mark.skipif(not QDRANT_URL, reason="set QDRANT_URL to a Qdrant server to run this")
 def test_live_update_server(sample_copy: Path, tmp_path: Path) -> None:
     assert QDRANT_URL is not None
