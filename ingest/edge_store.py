@@ -33,7 +33,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from . import privacy, shardprobe
+from . import mapped, privacy, shardprobe
 from .diskspace import SpaceGuard, allocated_bytes, chunk_bytes
 from .errors import (
     StoreDamagedError,
@@ -353,7 +353,7 @@ class EdgeStore(Store):
 
     def _load(self) -> qe.EdgeShard:
         try:
-            return qe.EdgeShard.load(str(self.shard_dir))
+            shard = qe.EdgeShard.load(str(self.shard_dir))
         except BaseException as exc:
             if type(exc).__name__ != "PanicException":  # pyo3's: a BaseException
                 raise
@@ -368,6 +368,9 @@ class EdgeStore(Store):
                     "stop it (semfs umount) or wait for it to finish"
                 ) from exc
             raise StoreUnavailableError(f"cannot open store {self.dir}: {exc}") from exc
+        # The load read some page files whole, mostly zeros that a mount would keep resident.
+        mapped.release_pages(self.shard_dir)
+        return shard
 
     def _write_owner(self) -> None:
         command = " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]])
