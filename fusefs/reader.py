@@ -188,15 +188,15 @@ class DocumentReader:
         found = {i: self.chunks.get((doc.path, doc.gen, i)) for i in indexes}
         missing = [i for i, data in found.items() if data is None]
         if missing:
-            for rec in self.store.get_chunks(doc.path, doc.gen, missing):
-                data = rec.text.encode("utf-8")
-                if len(data) != self._span(doc, rec.index):
+            for index, text in self.store.chunk_texts(doc.path, doc.gen, missing).items():
+                data = text.encode("utf-8")
+                if len(data) != self._span(doc, index):
                     raise CorruptDocumentError(
-                        f"{doc.path}: chunk {rec.index} of generation {doc.gen} has "
-                        f"{len(data)} bytes, its span {self._span(doc, rec.index)}"
+                        f"{doc.path}: chunk {index} of generation {doc.gen} has "
+                        f"{len(data)} bytes, its span {self._span(doc, index)}"
                     )
-                found[rec.index] = data
-                self.chunks.put((doc.path, doc.gen, rec.index), data, len(data) + _ENTRY_OVERHEAD)
+                found[index] = data
+                self.chunks.put((doc.path, doc.gen, index), data, len(data) + _ENTRY_OVERHEAD)
             self.chunks_fetched += len(missing)
         out = [data for data in (found[i] for i in indexes) if data is not None]
         if len(out) != len(indexes):

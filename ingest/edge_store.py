@@ -77,6 +77,10 @@ def _match(key: str, value: str | int) -> qe.FieldCondition:
     return qe.FieldCondition(key, match=qe.MatchValue(value))
 
 
+# What a file read fetches of a chunk (see EdgeStore.chunk_texts).
+_TEXT_ONLY = qe.PayloadSelector.Include(["index", "text"])
+
+
 def _chunk_filter(under: str | None) -> qe.Filter:
     must: list[Any] = [_match("kind", KIND_CHUNK)]
     if under:
@@ -546,6 +550,13 @@ class EdgeStore(Store):
         return [
             ChunkRecord.from_payload(by_index[i].payload or {}) for i in indexes if i in by_index
         ]
+
+    def chunk_texts(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, str]:
+        # One retrieve of the text and index only: decoding and wrapping the other ten
+        # fields cost a third of a file's read (measured at 10k chunks).
+        ids: list[qe.PointId] = [chunk_id(path, gen, i) for i in indexes]
+        records = self.shard.retrieve(ids, with_payload=_TEXT_ONLY, with_vector=False)
+        return {int(p["index"]): str(p["text"]) for p in (r.payload for r in records) if p}
 
     def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
         self._drop_manifest()

@@ -316,6 +316,12 @@ class ServerStore(Store):
             ChunkRecord.from_payload(by_index[i].payload or {}) for i in indexes if i in by_index
         ]
 
+    def chunk_texts(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, str]:
+        self._require()
+        ids = [chunk_id(path, gen, i) for i in indexes]
+        records = self.client.retrieve(self.collection, ids, with_payload=["index", "text"])
+        return {int(p["index"]): str(p["text"]) for p in (r.payload for r in records) if p}
+
     def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
         self._drop_manifest()
         must_not: list[Any] | None = [_match("gen", keep_gen)] if keep_gen is not None else None

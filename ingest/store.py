@@ -144,6 +144,12 @@ class Store(ABC):
     def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> list[ChunkRecord]:
         """The chunks of one document version, in the order of ``indexes``."""
 
+    def chunk_texts(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, str]:
+        """The text of each stored chunk of one document version, by index (missing ones
+        left out): all a file read needs. A backend may override it to fetch only the text
+        field, which a cold ``grep -r`` does for every chunk of every file."""
+        return {c.index: c.text for c in self.get_chunks(path, gen, indexes)}
+
     @abstractmethod
     def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
         """Delete the chunks of ``path`` of every generation but ``keep_gen`` (None: all)."""
@@ -316,6 +322,9 @@ class DelegatingStore(Store):
 
     def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> list[ChunkRecord]:
         return self.inner.get_chunks(path, gen, indexes)
+
+    def chunk_texts(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, str]:
+        return self.inner.chunk_texts(path, gen, indexes)
 
     def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
         self.inner.delete_stale_chunks(path, keep_gen)

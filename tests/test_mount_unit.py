@@ -83,6 +83,10 @@ class CountingStore(DelegatingStore):
         self.chunk_reads.extend(indexes)
         return self.inner.get_chunks(path, gen, indexes)
 
+    def chunk_texts(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, str]:
+        self.chunk_reads.extend(indexes)  # the reader's way in
+        return self.inner.chunk_texts(path, gen, indexes)
+
 
 @pytest.fixture
 def store(sample_copy: Path, store_dir: Path) -> Iterator[Store]:

@@ -117,6 +117,11 @@ def test_documents_and_chunks(store: Store) -> None:
     chunks = store.get_chunks("guide/a.md", 1, [1, 0])
     assert [c.index for c in chunks] == [1, 0]
     assert chunks[1].text == "# Rotate keys\n\n"
+    # What a file read fetches: the text alone, by index.
+    assert store.chunk_texts("guide/a.md", 1, [1, 0]) == {
+        0: "# Rotate keys\n\n",
+        1: "Rotate the api key often.\n",
+    }
     assert store.count_chunks() == 3
     assert store.chunk_versions() == {("guide/a.md", 1), ("b.md", 1)}
 
@@ -132,6 +137,8 @@ def test_new_generation_replaces_old(store: Store) -> None:
     _commit(store, "a.md", 2, ["new text\n", "more\n"])
     assert store.chunk_versions() == {("a.md", 2)}
     assert store.get_chunks("a.md", 1, [0]) == []
+    assert store.chunk_texts("a.md", 1, [0]) == {}
+    assert store.chunk_texts("a.md", 2, [1, 5]) == {1: "more\n"}
 
 
 def test_delete_documents(store: Store) -> None:
