@@ -441,12 +441,12 @@ class EdgeStore(Store):
             except Exception as exc:
                 raise StoreUnavailableError(f"cannot create store {self.dir}: {exc}") from exc
             # On disk, like the text index: in an immutable segment they are then mmapped.
+            # ``path`` is the tenant key: compact() then stores a document's chunks next to
+            # each other, so reading a file cold faults in its own payload pages, not ten
+            # pages shared with chunks of other files.
             for name in INDEXED_KEYWORDS:
-                shard.update(
-                    qe.UpdateOperation.create_field_index(
-                        name, qe.KeywordIndexParams(memory=qe.Memory.Cold)
-                    )
-                )
+                params = qe.KeywordIndexParams(memory=qe.Memory.Cold, is_tenant=name == "path")
+                shard.update(qe.UpdateOperation.create_field_index(name, params))
             for name in INDEXED_INTEGERS:
                 shard.update(
                     qe.UpdateOperation.create_field_index(
