@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import qdrant_edge as qe
 
+from ingest import edge_store
 from ingest.backends import open_store
 from ingest.edge_store import EdgeStore
 from ingest.embedder import HashEmbedder
@@ -260,6 +262,33 @@ def test_edge_store_has_one_owner(tmp_path: Path) -> None:
     finally:
         first.close()
     EdgeStore(tmp_path, "docs").close()  # released on close
+
+
+def _bytes_read() -> int:
+    return next(int(line.split()[1]) for line in open("/proc/self/io") if line.startswith("rchar"))
+
+
+def test_edge_warms_the_read_path_once_an_interval(tmp_path: Path) -> None:
+    """What a read that faulted starts: one pass reading the payload and id-tracker files
+    through the page cache, in a thread; another is not started within WARM_INTERVAL_S."""
+    s = EdgeStore(tmp_path, "docs")
+    s.create(256)
+    text = os.urandom(20_000).hex() + "\n"  # incompressible: the payload holds it in full
+    _commit(s, "a.md", 1, [text])
+    s.flush()
+    assert any(s.shard_dir.glob(edge_store._READ_PATH[0]))
+    before = _bytes_read()
+    try:
+        assert s._warm_read_path()
+        deadline = time.monotonic() + 10
+        while s._warming and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not s._warming
+        assert _bytes_read() - before >= len(text) // 2
+        assert not s._warm_read_path()
+        assert s.chunk_texts("a.md", 1, [0]) == {0: text}
+    finally:
+        s.close()
 
 
 def test_missing_collection_is_a_clear_error(tmp_path: Path) -> None:
