@@ -196,6 +196,16 @@ class _OpendirFlags:
             _lowlevel_fi.value = None
 
 
+def _raising(func: Any, exc: BaseException) -> Callable[..., Any]:
+    """A stand-in for ``func`` that raises ``exc`` again (mfusepy reads the callback's name)."""
+
+    def again(*args: Any, **kwargs: Any) -> Any:
+        raise exc
+
+    again.__name__ = func.__name__
+    return again
+
+
 class _AdoptingFUSE(_FuseBase):
     """mfusepy's FUSE, whose every callback goes through ``_wrapper``: adopt the thread there."""
 
@@ -208,8 +218,15 @@ class _AdoptingFUSE(_FuseBase):
         super().__init__(operations, mountpoint, *args, **kwargs)  # runs the loop
 
     def _wrapper(self, func: Any, *args: Any, **kwargs: Any) -> Any:
-        _adopt_worker_thread()
-        return super()._wrapper(func, *args, **kwargs)
+        if not getattr(_thread_adopted, "done", False):
+            _adopt_worker_thread()
+        # A callback that returns goes straight back (a grep makes two per file); one that
+        # raises takes mfusepy's own path: errno, logging, stopping the loop on a fatal one.
+        try:
+            return func(*args, **kwargs) or 0
+        except BaseException as exc:
+            failed = exc
+        return super()._wrapper(_raising(func, failed), *args, **kwargs)
 
     def init_fuse_3(self, conn: Any, config: Any) -> None:
         if (3, 5) <= _libfuse_version() < (3, 16, 1):

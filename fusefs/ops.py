@@ -16,6 +16,7 @@ import errno
 import itertools
 import logging
 import os
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -41,18 +42,32 @@ class Handle(Protocol):
     def read(self, offset: int, size: int) -> bytes: ...
 
 
+# Makes a handle's ServedHash on its first read (two reads may come at once).
+_first_read = threading.Lock()
+
+
 class DocumentHandle:
     """One committed version of a document, pinned at open so reads never mix versions."""
+
+    __slots__ = ("doc", "mode", "reader", "served")
 
     def __init__(self, reader: DocumentReader, doc: DocumentRecord, mode: OpenMode) -> None:
         self.reader = reader
         self.doc = doc
         self.mode = mode
-        self.served = ServedHash(doc)
+        # Made on the first read: a warm grep reads through the page cache, so most
+        # handles never read here (a hash object and its lock cost ~0.5 µs an open).
+        self.served: ServedHash | None = None
 
     def read(self, offset: int, size: int) -> bytes:
         data = self.reader.read(self.doc, offset, size)
-        self.served.update(offset, data)
+        served = self.served
+        if served is None:
+            with _first_read:
+                if self.served is None:
+                    self.served = ServedHash(self.doc)
+                served = self.served
+        served.update(offset, data)
         return data
 
 
@@ -86,25 +101,33 @@ class _StoreErrors:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
     ) -> None:
         # Never returns True: an exception is re-raised as an errno, never swallowed.
-        if exc is None or isinstance(exc, FuseOSError):
-            return
-        if not isinstance(exc, Exception):
-            if type(exc).__name__ != "PanicException":  # Qdrant Edge's Rust panics (pyo3)
-                return
-            logger.error("%s %s: the store engine failed: %s", self.what, self.path, exc)
-            raise FuseOSError(errno.EIO) from exc
-        if isinstance(exc, ChunksMissingError):
-            logger.info("%s %s: %s (re-ingested while open)", self.what, self.path, exc)
-            raise FuseOSError(errno.ESTALE) from exc
-        logger.error(
-            "%s %s failed: %s: %s",
-            self.what,
-            self.path,
-            type(exc).__name__,
-            exc,
-            exc_info=logger.isEnabledFor(logging.DEBUG),
-        )
-        raise FuseOSError(errno.EIO) from exc
+        if exc is not None:
+            failure = _store_failure(self.what, self.path, exc)
+            if failure is not None:
+                raise failure from exc
+
+
+def _store_failure(what: str, path: str, exc: BaseException) -> FuseOSError | None:
+    """The errno a store failure becomes (logged); None when ``exc`` is not one (re-raise)."""
+    if isinstance(exc, FuseOSError):
+        return None
+    if not isinstance(exc, Exception):
+        if type(exc).__name__ != "PanicException":  # Qdrant Edge's Rust panics (pyo3)
+            return None
+        logger.error("%s %s: the store engine failed: %s", what, path, exc)
+        return FuseOSError(errno.EIO)
+    if isinstance(exc, ChunksMissingError):
+        logger.info("%s %s: %s (re-ingested while open)", what, path, exc)
+        return FuseOSError(errno.ESTALE)
+    logger.error(
+        "%s %s failed: %s: %s",
+        what,
+        path,
+        type(exc).__name__,
+        exc,
+        exc_info=logger.isEnabledFor(logging.DEBUG),
+    )
+    return FuseOSError(errno.EIO)
 
 
 class SemfsOperations(Operations):
@@ -266,8 +289,13 @@ class SemfsOperations(Operations):
             return 0
         if node.kind != FILE or node.doc is None:
             raise FuseOSError(errno.EOPNOTSUPP)
-        with self._store_errors("open", path):
+        try:  # not `with self._store_errors(...)`: this runs per file of a grep
             doc = self.pins.hold(self.reader, node.doc)
+        except BaseException as exc:
+            failure = _store_failure("open", path, exc)
+            if failure is None:
+                raise
+            raise failure from exc
         if doc is None:  # deleted since the tree was built
             raise FuseOSError(errno.ENOENT)
         mode = self.kernel.opened(node, (doc.gen, doc.sha256), swaps)
@@ -288,10 +316,16 @@ class SemfsOperations(Operations):
     @overrides(Operations)
     def release(self, path: str, fh: Any) -> int:
         handle = self._handles.pop(fh.fh, None)
-        if isinstance(handle, DocumentHandle):
+        if type(handle) is DocumentHandle:
             self.kernel.released(handle.mode)
-            with self._store_errors("release", path):
-                self.pins.release(handle.doc.path, handle.doc.gen)
+            doc = handle.doc
+            try:  # as in open: no context manager on the per-file path
+                self.pins.release(doc.path, doc.gen)
+            except BaseException as exc:
+                failure = _store_failure("release", path, exc)
+                if failure is None:
+                    raise
+                raise failure from exc
         return 0
 
     @overrides(Operations)

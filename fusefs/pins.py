@@ -96,6 +96,8 @@ class GenerationPins:
                 self._by_path[path] = left
                 return
             self._by_path.pop(path, None)
+            if path not in self._deferred_clean and path not in self._deferred_delete:
+                return  # nothing waited for this handle (the usual case)
             # Mid-run, a newer half-written generation may exist: the run's end cleans up.
             changed = False if self._ingesting else self._run_deferred([path])
         if changed and self.on_change is not None:
