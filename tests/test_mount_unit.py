@@ -415,6 +415,24 @@ def test_store_failure_is_eio_and_logged(store: Store, caplog: pytest.LogCapture
     assert ops.getattr("/index.mdx")["st_size"] > 0  # the tree still answers
 
 
+def test_a_handle_checks_the_bytes_it_served_once_it_reads(ops: SemfsOperations) -> None:
+    """The sha256 check starts with a handle's first read (a warm grep's handles never read
+    through the daemon) and still covers a whole file served in order."""
+    unread, read = fi(), fi()
+    ops.open("/index.mdx", unread)
+    ops.open("/index.mdx", read)
+    assert ops._handles[unread.fh].served is None  # type: ignore[attr-defined]
+    handle = ops._handles[read.fh]
+    size = ops.getattr("/index.mdx")["st_size"]
+    offset = 0
+    while chunk := ops.read("/index.mdx", 1000, offset, read):
+        offset += len(chunk)
+    assert offset == size
+    assert handle.served.verified is True  # type: ignore[attr-defined]
+    ops.release("/index.mdx", unread)
+    ops.release("/index.mdx", read)
+
+
 def test_resolvers_add_virtual_nodes_that_readdir_does_not_list(ops: SemfsOperations) -> None:
     virtual = Node(DIR, ".search", 999, {"st_mode": stat.S_IFDIR | 0o555, "st_nlink": 2})
     ops.resolvers.append(lambda rel: virtual if rel == ".search" else None)
