@@ -88,7 +88,8 @@ def measure_throughput(cfg: Config, res: Results, source: Path, label: str) -> f
                 chunks=n,
                 samples=seconds[b],
                 note=f"{cfg.backend_reps} rounds, backends in turn; first use "
-                f"{load_s[b]:.1f} s (the ONNX export included; torch: loading) not counted; "
+                f"{load_s[b]:.1f} s (ONNX: the export included unless cached; torch: loading) "
+                f"not counted; "
                 f"cosine to torch mean {float(cos.mean()):.4f}, min {float(cos.min()):.4f}",
                 extra={"torch_samples": seconds["torch"], "first_use_s": load_s[b]},
             )
