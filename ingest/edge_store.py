@@ -90,9 +90,13 @@ WARM_INTERVAL_S = 60.0
 _WARM_PIECE = 1024 * 1024
 
 
+# Linux counts per thread; elsewhere the process's count stands in for it.
+_RUSAGE_WHO = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
+
+
 def _major_faults() -> int:
     """This thread's major page faults so far (each one a read from disk)."""
-    return resource.getrusage(resource.RUSAGE_THREAD).ru_majflt
+    return resource.getrusage(_RUSAGE_WHO).ru_majflt
 
 
 def _read_through(path: Path, buf: bytearray) -> None:
