@@ -402,13 +402,15 @@ class EdgeStore(Store):
         try:
             shard = qe.EdgeShard.load(str(self.shard_dir))
         except BaseException as exc:
-            if type(exc).__name__ != "PanicException":  # pyo3's: a BaseException
+            # One handler: pyo3's PanicException is a BaseException, and a handler's raise is
+            # not caught by the handlers after it.
+            if type(exc).__name__ == "PanicException":
+                raise StoreDamagedError(
+                    f"store {self.dir} is damaged: the engine panics opening it ({exc}); run "
+                    "`semfs check --repair SOURCE` to rebuild it from its source folder"
+                ) from exc
+            if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit
                 raise
-            raise StoreDamagedError(
-                f"store {self.dir} is damaged: the engine panics opening it ({exc}); run "
-                "`semfs check --repair SOURCE` to rebuild it from its source folder"
-            ) from exc
-        except Exception as exc:
             if "WouldBlock" in str(exc):
                 raise StoreLockedError(
                     f"store {self.dir} is in use by {read_owner(self.dir)}; "

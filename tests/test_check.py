@@ -12,6 +12,7 @@ import pytest
 from mounting import ingest_hash, mounted, semfs
 
 from ingest.backends import open_store
+from ingest.errors import StoreUnavailableError
 from ingest.schema import ChunkPoint, chunk_id
 
 
@@ -146,3 +147,15 @@ def test_a_truncated_id_tracker_is_not_an_empty_store(sample_copy: Path, tmp_pat
     assert proc.returncode == 1 and "is damaged" in proc.stderr
     semfs("check", "--store", str(store), "--repair", str(sample_copy))
     assert semfs("status", "--store", str(store)).returncode == 0
+
+
+def test_an_engine_error_at_a_deferred_load_is_one_line(sample_copy: Path, tmp_path: Path) -> None:
+    """Opened from its manifest, a store loads its shard on first need; if the engine then
+    fails, the error names the store in one line instead of the engine's bare exception."""
+    store = tmp_path / "store"
+    ingest_hash(sample_copy, store)
+    with open_store(store) as s:
+        config = next(store.glob("*/shard/edge_config.json"))
+        config.write_text("{broken")  # after the open's probe: only the load can see it
+        with pytest.raises(StoreUnavailableError, match=r"^cannot open store .*edge_config"):
+            s.get_document("quickstart.mdx")
