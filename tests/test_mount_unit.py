@@ -39,7 +39,7 @@ from fusefs.daemon import (
     parse_options,
     unmount_commands,
 )
-from fusefs.kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT, KernelCache
+from fusefs.kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT, KernelCache, changed_nodes
 from fusefs.mounthelper import translate
 from fusefs.ops import SemfsOperations
 from fusefs.pins import GenerationPins
@@ -413,6 +413,29 @@ def test_store_failure_is_eio_and_logged(store: Store, caplog: pytest.LogCapture
         assert errno_of(ops.read, "/index.mdx", 100, 0, info) == errno.EIO
     assert any("read /index.mdx failed" in r.getMessage() for r in caplog.records)
     assert ops.getattr("/index.mdx")["st_size"] > 0  # the tree still answers
+
+
+def test_a_swap_invalidates_folders_whose_entries_changed_now_and_once_more_later() -> None:
+    """A folder whose attributes stay the same is still invalidated when an entry of it
+    comes or goes (its cached listing changes), and once more after LISTING_SETTLE."""
+    inodes = InodeMap()
+    old = Tree.build([record("a/x.md"), record("a/y.md"), record("b/z.md")], inodes, OWNER)
+    new = Tree.build([record("a/x.md"), record("a/w.md"), record("b/z.md")], inodes, OWNER)
+    assert at(old, "a").attrs == at(new, "a").attrs
+    assert sorted(n.path for n in changed_nodes(old, new)) == ["a", "a/w.md", "a/y.md"]
+    kernel = KernelCache(invalidate=True)  # never attached: the queue is only filled
+    kernel.swap(old, new, lambda: None)
+    queued = []
+    while not kernel._queue.empty():
+        item = kernel._queue.get()
+        assert item is not None
+        queued.append((item[0], item[1] == -1))
+    assert sorted(queued) == [("a", False), ("a", True), ("a/w.md", False), ("a/y.md", False)]
+    assert kernel.published == 1
+    kernel.listing_closed("b", 1)  # listed from the tree shown now: nothing to do
+    assert kernel._queue.empty()
+    kernel.listing_closed("a", 0)  # listed before the swap: again
+    assert kernel._queue.get() == ("a", 0, 0)
 
 
 def test_a_handle_checks_the_bytes_it_served_once_it_reads(ops: SemfsOperations) -> None:
