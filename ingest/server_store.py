@@ -80,7 +80,12 @@ class ServerStore(Store):
             if url.startswith("file:"):
                 self.client = QdrantClient(path=url.removeprefix("file://").removeprefix("file:"))
             else:
-                self.client = QdrantClient(url=url, api_key=api_key, timeout=int(timeout))
+                # No client-side version check: qdrant-client runs it in a thread of its own
+                # that prints a Python warning to stderr whenever it happens to finish, so an
+                # unreachable server's one-line error sometimes came with three lines of noise.
+                self.client = QdrantClient(
+                    url=url, api_key=api_key, timeout=int(timeout), check_compatibility=False
+                )
             self._exists = self.client.collection_exists(collection)
             self._manifest_dropped = False
         except UnexpectedResponse as exc:
