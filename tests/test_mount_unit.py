@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import SAMPLE_CORPUS
+from conftest import SAMPLE_CORPUS, SEMFS
 from mounting import ingest_hash
 
 from fusefs import fastmount
@@ -766,3 +766,19 @@ def test_the_mount_start_does_not_import_click() -> None:
     loaded = set(ast.literal_eval(out))
     assert "fusefs.daemon" in loaded
     assert not {"click", "ingest.cli", "fusefs.commands", "qdrant_edge"} & loaded
+
+
+def test_the_console_script_leaves_help_and_usage_errors_to_click(tmp_path: Path) -> None:
+    """`semfs mount` through the installed script: what the fast start does not take is
+    click's, word for word."""
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([SEMFS, "mount", *args], capture_output=True, text=True, timeout=60)
+
+    shown = run("--help")
+    assert shown.returncode == 0 and shown.stdout.startswith("Usage: semfs mount [OPTIONS]")
+    assert "Example:" in shown.stdout
+    bad = run(str(tmp_path), "--bogus")
+    assert bad.returncode == 2 and "No such option '--bogus'" in bad.stderr
+    missing = run()
+    assert missing.returncode == 2 and "Missing argument 'MOUNTPOINT'" in missing.stderr
