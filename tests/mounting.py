@@ -131,16 +131,19 @@ def mounted(
             stderr=err,
             env=env,
         )
-    failed = True
+    failed, came_up = True, False
     try:
         wait_mounted(mountpoint, proc, log)
+        came_up = True
         yield Mount(mountpoint, proc, log)
         failed = False
     finally:
         force_unmount(mountpoint)
         # Unmounted, the daemon closes its store and exits: a signal now would interrupt the
-        # close (the shard left unclean, probed at the next open). Still mounted: stop it.
-        stop_process(proc, grace=0 if os.path.ismount(mountpoint) else MOUNT_TIMEOUT)
+        # close (the shard left unclean, probed at the next open). Never up, or still
+        # mounted: stop it at once.
+        unmounted = came_up and not os.path.ismount(mountpoint)
+        stop_process(proc, grace=MOUNT_TIMEOUT if unmounted else 0)
         bad = unexpected_log_lines(read_log(log), expect_log)
     assert not os.path.ismount(mountpoint)
     if bad and not failed:
