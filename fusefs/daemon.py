@@ -202,8 +202,7 @@ class MountDaemon:
     def run(self) -> None:
         """Mount and serve until unmounted; raises MountError when the mount never came up."""
         self._began = time.monotonic()
-        with _collector_paused():
-            owner = open_mount_store(self.cfg)
+        owner = open_mount_store(self.cfg)
         self._services.append(owner.close)
         store = owner.store
         try:
@@ -330,9 +329,10 @@ class MountDaemon:
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while the store opens and the first tree is built: they
-    make ~10 objects per document and keep them all, so the collections they set off (every
-    700 allocations, each older generation now and then) free nothing (~20 ms at 10k files)."""
+    """No cyclic garbage collection while the first tree is built: it makes a few objects
+    per document and keeps them all, so the collections it would set off (one per 700
+    allocations, an older generation now and then) free nothing. (Not around the store's
+    open: a server client's own threads run meanwhile; the manifest pauses it for its decode.)"""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

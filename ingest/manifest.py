@@ -28,13 +28,15 @@ Rules a reader may rely on:
 from __future__ import annotations
 
 import base64
+import contextlib
+import gc
 import gzip
 import json
 import logging
 import sys
 from array import array
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
 from itertools import accumulate, repeat
 from typing import Any
@@ -115,7 +117,8 @@ class Manifest:
         stand in for the records: another format, or damaged. Either way the caller falls
         back to listing the records, so this logs why instead of raising."""
         try:
-            return cls.from_bytes(data)
+            with _collector_paused():
+                return cls.from_bytes(data)
         except OtherVersion as exc:
             logger.info("not using the manifest of %s: %s", where, exc)
         except ValueError as exc:
@@ -134,6 +137,20 @@ class Manifest:
             tuple(sorted(documents, key=lambda d: d.path)),
             tuple(sorted(directories, key=lambda d: d.path)),
         )
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a manifest decodes: it makes a few objects per
+    document and keeps them all, so the collections they would set off (one per 700
+    allocations, an older generation now and then) free nothing (~10 ms at 10k documents)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _columns(records: Sequence[Any], names: tuple[str, ...]) -> dict[str, Any]:
