@@ -40,6 +40,11 @@ class CountingStore:
         self.documents_fetched += 1
         return self.inner.get_chunks(path, gen, indexes)
 
+    def chunk_texts(self, path: str, gen: int, indexes: Sequence[int]) -> object:
+        # The reader's text-only fetch: a chunk read all the same.
+        self.documents_fetched += 1
+        return self.inner.chunk_texts(path, gen, indexes)
+
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
 
