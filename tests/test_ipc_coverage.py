@@ -33,8 +33,10 @@ from ingest.store import DelegatingStore, Store
 # Answered by the proxy itself, never sent: where the store is, who owns it, serving writers,
 # and the manifest and preload, which only the owner (a mount) uses.
 LOCAL = {"location", "served_by", "serve_writers", "read_manifest", "preload"}
-# Not streamed over the socket: split_line_paths, built on it, is sent whole instead.
-NOT_SENT = {"chunk_line_spans"}
+# Not sent as such: split_line_paths, built on chunk_line_spans, is sent whole instead; a
+# proxy's chunk_texts is the Store default over get_chunks (only a mount's reader needs the
+# text-only fetch, and the proxy's callers, writers, never read files).
+NOT_SENT = {"chunk_line_spans", "chunk_texts"}
 
 
 def _store_methods() -> set[str]:

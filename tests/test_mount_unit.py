@@ -772,13 +772,13 @@ def test_the_console_script_leaves_help_and_usage_errors_to_click(tmp_path: Path
     """`semfs mount` through the installed script: what the fast start does not take is
     click's, word for word."""
 
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
+    def mount(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([SEMFS, "mount", *args], capture_output=True, text=True, timeout=60)
 
-    shown = run("--help")
+    shown = mount("--help")
     assert shown.returncode == 0 and shown.stdout.startswith("Usage: semfs mount [OPTIONS]")
     assert "Example:" in shown.stdout
-    bad = run(str(tmp_path), "--bogus")
+    bad = mount(str(tmp_path), "--bogus")
     assert bad.returncode == 2 and "No such option '--bogus'" in bad.stderr
-    missing = run()
+    missing = mount()
     assert missing.returncode == 2 and "Missing argument 'MOUNTPOINT'" in missing.stderr
