@@ -9,8 +9,8 @@ Layout under the store path::
 
 The manifest is a file, not a point, so that a mount reads its tree (and the meta) without
 the engine loading the shard, which takes ~0.1 s for 2k chunks and seconds at 100k (and
-holds the GIL meanwhile). With a current manifest the shard loads on first need, or when
-:meth:`EdgeStore.preload` asks. Every write first deletes the file (and syncs the folder),
+holds the GIL meanwhile). With a current manifest the shard loads on first need (a read,
+a search, a write). Every write first deletes the file (and syncs the folder),
 and ingest writes a new one last. A shard that changed since its last clean close (see
 :mod:`ingest.shardprobe`) loses its manifest at open: nothing vouches for it any more.
 
@@ -304,9 +304,6 @@ class EdgeStore(Store):
         if self._load_error is not None:
             raise self._load_error
         return self._shard
-
-    def preload(self) -> None:
-        self._ready()
 
     def _read_manifest_file(self) -> Manifest | None:
         try:

@@ -586,9 +586,6 @@ class RemoteStore(Store):
     def write_manifest(self, generation: int) -> None:
         self._call("write_manifest", generation)
 
-    def preload(self) -> None:
-        """Nothing to do: the daemon opened the store."""
-
     def flush(self) -> None:
         self._call("flush")
 

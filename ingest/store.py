@@ -254,10 +254,6 @@ class Store(ABC):
         """Store a manifest of every committed record if the store is clean at
         ``generation`` (ingest calls it last); a no-op when the stored one is current."""
 
-    def preload(self) -> None:  # noqa: B027 - optional: most backends open fully at once
-        """Finish opening now (the embedded shard, when the manifest let it wait); a caller
-        in a background thread takes that wait off the first read. Raises what opening would."""
-
     def flush(self) -> None:  # noqa: B027 - optional for backends that persist on write
         """Make everything written so far durable."""
 
@@ -375,9 +371,6 @@ class DelegatingStore(Store):
 
     def write_manifest(self, generation: int) -> None:
         self.inner.write_manifest(generation)
-
-    def preload(self) -> None:
-        self.inner.preload()
 
     def flush(self) -> None:
         self.inner.flush()
