@@ -195,9 +195,10 @@ def source_options(func: F) -> F:
             "-m",
             "--model",
             help="sentence-transformers model name or path [default: the store's, "
-            "else all-MiniLM-L6-v2@onnx-int8: the packaged model, int8, on ONNX Runtime]. "
-            "A name alone runs with torch (all-MiniLM-L6-v2: fp32); @onnx, @onnx-int8 "
-            "pick ONNX Runtime. 'hash' is a fast non-semantic stand-in for tests.",
+            "else all-MiniLM-L6-v2, the packaged model, on torch in fp32]. "
+            "@onnx-int8 (all-MiniLM-L6-v2@onnx-int8) runs it int8 on ONNX Runtime: starts "
+            "and answers queries faster, in less memory; @onnx: fp32. "
+            "'hash' is a fast non-semantic stand-in for tests.",
         ),
         click.option(
             "--include",

@@ -5,8 +5,8 @@ Rules a caller may rely on:
 * The backend is part of the model name a store records (``...all-MiniLM-L6-v2@onnx-int8``),
   so a store's queries embed with the backend that embedded its documents, and an ingest
   with another backend is refused like any other model (:func:`ingest.pipeline.resolve_model`).
-* ``@onnx-int8`` of the packaged model is the default for new stores
-  (:data:`ingest.embedder.DEFAULT_MODEL`); onnxruntime and onnx are required dependencies.
+* An option, not the default (torch fp32 is: see :data:`ingest.embedder.DEFAULT_MODEL`).
+  onnxruntime and onnx are dependencies all the same, so choosing it needs no other install.
 * Nothing is downloaded. The first use exports the packaged weights with ``torch.onnx``
   (int8: then ``onnxruntime.quantization.quantize_dynamic``) into :func:`model_cache_dir`;
   later loads import neither torch nor transformers, only onnxruntime and ``tokenizers``.

@@ -85,9 +85,9 @@ class IngestReport:
 def resolve_model(store: Store, requested: str | None) -> str:
     """The model to use: the store's, unless another is asked for, which is an error.
 
-    A new store gets ``requested``, else :data:`ingest.embedder.DEFAULT_MODEL` (int8 ONNX).
-    An existing store always keeps its recorded model: one built with torch fp32 (recorded
-    as the bare name) goes on ingesting and searching with torch."""
+    A new store gets ``requested``, else :data:`ingest.embedder.DEFAULT_MODEL` (torch fp32).
+    An existing store always keeps its recorded model: one built with ``@onnx-int8`` goes on
+    ingesting and searching with int8 ONNX, one built with torch (the bare name) with torch."""
     meta = store.read_meta()
     if meta is None:
         return canonical_model_name(requested or DEFAULT_MODEL)

@@ -3,7 +3,7 @@
 
 For each question set under ``shared/datasets/doc-questions`` (``NAME.tsv`` beside the corpus
 ``shared/corpora/NAME``), the corpus is ingested with the real model (``semfs ingest``, so the
-default model of a new store, all-MiniLM-L6-v2@onnx-int8; a store kept under ``--work`` is
+default model of a new store, all-MiniLM-L6-v2 on torch; a store kept under ``--work`` is
 reused when it is complete, with the model it records), mounted with ``semfs mount``, and every
 question is asked as an agent would: ``os.listdir(MNT/.search/QUESTION)`` then a read of
 ``00-results.md``. Reported per set and per kind of question:

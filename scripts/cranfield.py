@@ -247,8 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--model",
-        help="embedding model [default: all-MiniLM-L6-v2@onnx-int8, semfs's; "
-        "all-MiniLM-L6-v2 alone: torch fp32]",
+        help="embedding model [default: all-MiniLM-L6-v2 on torch fp32, semfs's; "
+        "all-MiniLM-L6-v2@onnx-int8: int8 on ONNX Runtime]",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)

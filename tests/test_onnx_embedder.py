@@ -1,5 +1,5 @@
 """The ONNX Runtime backends (``MODEL@onnx``, ``MODEL@onnx-int8``): names, errors, vectors,
-and ``@onnx-int8`` as the default model of a new store (an old torch store keeps torch).
+and a store built with one keeping it (torch fp32 stays the default of a new store).
 
 The model tests export the packaged weights once per run (~3 s each with torch loaded, ~12 s
 from a fresh process, on 2 cores) into the session's model cache (conftest.py), and check the
@@ -7,7 +7,9 @@ vectors against torch's on real chunk texts."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,25 +45,23 @@ def test_backend_is_part_of_the_recorded_model_name() -> None:
     assert isinstance(load_embedder("all-MiniLM-L6-v2@onnx-int8"), OnnxEmbedder)
 
 
-def test_a_new_store_defaults_to_int8_and_a_torch_store_keeps_torch(store_dir: Path) -> None:
+def test_a_new_store_defaults_to_torch_and_each_store_keeps_its_backend(store_dir: Path) -> None:
     """What resolve_model picks, and what a search of each store embeds queries with (nothing
     is loaded: the embedders load on first use)."""
-    assert DEFAULT_MODEL == INT8 and PACKAGED_MODEL == TORCH
-    default = load_embedder()
-    assert isinstance(default, OnnxEmbedder) and default.backend == "onnx-int8"
+    assert DEFAULT_MODEL == TORCH and PACKAGED_MODEL == TORCH
+    assert isinstance(load_embedder(), SentenceTransformerEmbedder)
     with open_store(store_dir / "new") as store:
-        assert resolve_model(store, None) == INT8
-        # The bare name still selects torch fp32 for a new store.
-        assert resolve_model(store, "all-MiniLM-L6-v2") == TORCH
+        assert resolve_model(store, None) == TORCH
         assert resolve_model(store, "all-MiniLM-L6-v2@torch") == TORCH
+        assert resolve_model(store, "all-MiniLM-L6-v2@onnx-int8") == INT8
     with open_store(store_dir / "torch") as store:
-        # A store built before int8 became the default records the bare name.
+        # A torch store records the bare name.
         store.create(384)
         store.write_meta(StoreMeta(model=TORCH, dimension=384))
         assert resolve_model(store, None) == TORCH
         assert resolve_model(store, "all-MiniLM-L6-v2") == TORCH
         with pytest.raises(ModelMismatchError, match="onnx-int8"):
-            resolve_model(store, DEFAULT_MODEL)
+            resolve_model(store, INT8)
         assert isinstance(Searcher(store).embedder, SentenceTransformerEmbedder)
     with open_store(store_dir / "int8") as store:
         store.create(384)
@@ -74,14 +74,14 @@ def test_a_new_store_defaults_to_int8_and_a_torch_store_keeps_torch(store_dir: P
         assert searcher.embedder.backend == "onnx-int8"
 
 
-def test_cli_help_names_the_default_and_how_to_pick_torch() -> None:
+def test_cli_help_names_the_default_and_how_to_pick_int8() -> None:
     from click.testing import CliRunner
 
     from ingest.cli import cli
 
     out = " ".join(CliRunner().invoke(cli, ["ingest", "--help"]).output.split())
-    assert "else all-MiniLM-L6-v2@onnx-int8" in out, out
-    assert "(all-MiniLM-L6-v2: fp32)" in out, out
+    assert "else all-MiniLM-L6-v2, the packaged model, on torch in fp32" in out, out
+    assert "@onnx-int8" in out and "runs it int8 on ONNX Runtime" in out, out
 
 
 def test_unknown_backend_is_one_clear_line() -> None:
@@ -90,12 +90,13 @@ def test_unknown_backend_is_one_clear_line() -> None:
     assert "\n" not in str(exc.value)
 
 
-@pytest.mark.parametrize("model", [["--model", "all-MiniLM-L6-v2@onnx"], []])
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
 def test_missing_onnxruntime_is_one_line_saying_what_to_install(
-    tmp_path: Path, model: list[str]
+    tmp_path: Path, backend: str
 ) -> None:
-    """The CLI, with onnxruntime made unimportable in its process, as on a broken install:
-    with an ONNX backend asked for, and with the default model of a new store."""
+    """The CLI, with onnxruntime made unimportable in its process, as on a broken install,
+    asked for either ONNX backend."""
+    model = ["--model", f"all-MiniLM-L6-v2@{backend}"]
     code = (
         "import sys; sys.modules['onnxruntime'] = None\n"
         "from fusefs.cli import main\n"
@@ -180,7 +181,7 @@ def test_int8_store_records_its_backend_and_queries_follow_it(
 
     texts = _texts()
     torch = np.array(load_embedder(PACKAGED_MODEL).encode(texts))
-    int8 = np.array(load_embedder(DEFAULT_MODEL).encode(texts))
+    int8 = np.array(load_embedder(INT8).encode(texts))
     cos = (torch * int8).sum(1)
     assert cos.mean() >= 0.98, cos.mean()  # approximate, not equal: measured ~0.99
 
@@ -200,34 +201,38 @@ def test_int8_store_records_its_backend_and_queries_follow_it(
 
 
 @pytest.mark.model
-def test_a_torch_store_keeps_ingesting_and_searching_with_torch(
+def test_an_int8_store_keeps_ingesting_and_searching_with_int8(
     cached: Path, tmp_path: Path, store_dir: Path
 ) -> None:
-    """A store built with torch fp32 (the default before int8) is not moved to int8: a later
-    ingest without --model embeds with torch, and searches embed queries with torch."""
+    """A store built with int8 is not moved to the default (torch): a later ingest without
+    --model embeds with int8, and searches embed queries with int8."""
     source = _small_corpus(tmp_path / "src")
     with open_store(store_dir) as store:
-        first = ingest(source, store, model="all-MiniLM-L6-v2")
-        assert first.model == TORCH and first.chunks_embedded > 0
+        first = ingest(source, store, model="all-MiniLM-L6-v2@onnx-int8")
+        assert first.model == INT8 and first.chunks_embedded > 0
         (source / "new.md").write_text("# Rotating keys\n\nRotate the API key every month.\n")
         again = ingest(source, store)
-        assert again.model == TORCH and again.added == ["new.md"] and again.chunks_embedded > 0
+        assert again.model == INT8 and again.added == ["new.md"] and again.chunks_embedded > 0
         meta = store.read_meta()
-        assert meta is not None and meta.model == TORCH
+        assert meta is not None and meta.model == INT8
         searcher = Searcher(store)
-        assert isinstance(searcher.embedder, SentenceTransformerEmbedder)
+        assert isinstance(searcher.embedder, OnnxEmbedder)
         hits = searcher.search("how often should the api key be rotated", k=3, mode="semantic")
         assert hits and hits[0].path == "new.md", [h.path for h in hits]
 
 
 @pytest.mark.model
 @pytest.mark.parametrize(
-    ("model", "recorded"), [(["-m", "all-MiniLM-L6-v2@onnx"], "@onnx"), ([], "@onnx-int8")]
+    ("model", "recorded"),
+    [
+        (["-m", "all-MiniLM-L6-v2@onnx"], "@onnx"),
+        (["-m", "all-MiniLM-L6-v2@onnx-int8"], "@onnx-int8"),
+    ],
 )
 def test_cli_ingest_and_search_with_the_onnx_backend(
     cached: Path, tmp_path: Path, model: list[str], recorded: str
 ) -> None:
-    """`semfs ingest` with an ONNX backend asked for, and with none (the default: int8)."""
+    """`semfs ingest` with either ONNX backend asked for; `semfs search` follows it."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     store = str(tmp_path / "cli-store")
     source = str(_small_corpus(tmp_path / "src"))
@@ -297,3 +302,25 @@ def test_two_first_uses_at_once_export_once(tmp_path: Path) -> None:
     assert exports == 1, [err for _out, err in outs]
     assert [f.suffix for f in cache.iterdir() if not f.name.startswith(".")] == [".onnx"]
     assert not list(cache.glob(".export-*"))  # the temporary folder is gone
+
+
+@pytest.mark.model
+def test_search_of_an_int8_store_imports_no_torch(cached: Path, tmp_path: Path) -> None:
+    """Once the export is cached, a fresh `semfs search` of an int8 store embeds the query with
+    onnxruntime alone, without torch's ~6 s import."""
+    store = tmp_path / "int8-store"
+    query_args = ["--store", str(store), "-k", "3", "--json"]
+    with open_store(store) as s:
+        ingest(_small_corpus(tmp_path / "src"), s, model="all-MiniLM-L6-v2@onnx-int8")
+    r = subprocess.run(
+        [sys.executable, "-X", "importtime", SEMFS, "search", "custom domain", *query_args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout), r.stdout
+    imported = set(re.findall(r"^import time:.*\|\s+([\w.]+)$", r.stderr, re.M))
+    assert "onnxruntime" in imported  # the right probe: the query was embedded here
+    assert not imported & {"torch", "transformers", "sentence_transformers"}

@@ -1,7 +1,7 @@
 """Section ``ingest``: chunks/s vs the model's raw encode, unchanged re-runs, hash stores.
 
-The real-model figures use the default model of a new store (:data:`DEFAULT_MODEL`, int8 on
-ONNX Runtime), measured against that same backend's raw encode (``encode_array``: the vectors
+The real-model figures use the default model of a new store (:data:`DEFAULT_MODEL`, torch
+fp32), measured against that same backend's raw encode (``encode_array``: the vectors
 as one numpy array, no pipeline around them)."""
 
 from __future__ import annotations
