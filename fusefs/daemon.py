@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import gc
 import logging
 import os
 import re
@@ -24,13 +23,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ingest.check import require_counts
 from ingest.errors import SemfsError
+from ingest.manifest import collector_paused
 from ingest.owner import StoreOwnedError, StoreOwner
 from ingest.sources import SourceOptions, check_source
 from ingest.store import DEFAULT_COLLECTION, DEFAULT_K, Store, default_store_path
@@ -222,7 +222,9 @@ class MountDaemon:
                 Ownership(os.getuid(), os.getgid()),
                 interval=self.cfg.poll_interval,
             )
-            with _collector_paused():
+            # Not around the store's open: a server client's own threads run meanwhile (the
+            # manifest's decode pauses the collector itself).
+            with collector_paused():
                 tree = refresher.load()
             # Never a silently empty mount of a damaged store. A manifest is only kept while
             # the shard is as its last clean close left it (else it has been dropped), so its
@@ -325,21 +327,6 @@ class MountDaemon:
                 stop()
             except Exception as exc:
                 logger.error("shutting down: %s", exc, exc_info=logger.isEnabledFor(logging.DEBUG))
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while the first tree is built: it makes a few objects
-    per document and keeps them all, so the collections it would set off (one per 700
-    allocations, an older generation now and then) free nothing. (Not around the store's
-    open: a server client's own threads run meanwhile; the manifest pauses it for its decode.)"""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _ignore_stop_signals() -> None:

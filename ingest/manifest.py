@@ -117,7 +117,7 @@ class Manifest:
         stand in for the records: another format, or damaged. Either way the caller falls
         back to listing the records, so this logs why instead of raising."""
         try:
-            with _collector_paused():
+            with collector_paused():
                 return cls.from_bytes(data)
         except OtherVersion as exc:
             logger.info("not using the manifest of %s: %s", where, exc)
@@ -140,10 +140,11 @@ class Manifest:
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a manifest decodes: it makes a few objects per
-    document and keeps them all, so the collections they would set off (one per 700
-    allocations, an older generation now and then) free nothing (~10 ms at 10k documents)."""
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection meanwhile: for work that makes a few objects per document
+    and keeps them all (a manifest's decode, the first tree built from it), so the collections
+    they would set off (one per 700 allocations, an older generation now and then) free nothing
+    (~10 ms at 10k documents)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
