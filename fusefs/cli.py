@@ -1,9 +1,9 @@
 """The ``semfs`` console script's entry point.
 
 A plain `semfs mount MOUNTPOINT [options]` starts without importing click or the store
-commands (:mod:`fusefs.fastmount`): a mount's start is paid every time one starts.
+commands (:mod:`semfs.fusefs.fastmount`): a mount's start is paid every time one starts.
 Everything else, `semfs mount --help` and any argument that path is not sure of included,
-runs the click command group of :mod:`fusefs.commands`.
+runs the click command group of :mod:`semfs.fusefs.commands`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ def main() -> None:
 
 
 def __getattr__(name: str) -> Any:
-    """``fusefs.cli.cli``: the click group, for callers from before :mod:`fusefs.commands`."""
+    """``semfs.fusefs.cli.cli``: the click group, for callers from before
+    :mod:`semfs.fusefs.commands`."""
     if name == "cli":
         from .commands import cli
 

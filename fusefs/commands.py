@@ -1,6 +1,6 @@
-"""The full ``semfs`` command (click): the store commands from :mod:`ingest.cli` plus mount
-commands. :mod:`fusefs.cli` (the console script's entry point) runs it, except for a plain
-`semfs mount`, which it starts without click (:mod:`fusefs.fastmount`).
+"""The full ``semfs`` command (click): the store commands from :mod:`semfs.ingest.cli` plus mount
+commands. :mod:`semfs.fusefs.cli` (the console script's entry point) runs it, except for a plain
+`semfs mount`, which it starts without click (:mod:`semfs.fusefs.fastmount`).
 
 It lives here, not in ``ingest``, because data flows one way: fusefs may import ingest,
 never the reverse.
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import click
 
-from ingest.cli import cli, handle_errors, search_options, source_options, store_options
+from semfs.fusefs.agent.guide import guide
+from semfs.ingest.cli import cli, handle_errors, search_options, source_options, store_options
 
-from .guide import guide
 from .searchdir import DEFAULT_NAME
 
-# fusefs.daemon (FUSE bindings, the store backends, the watcher) is imported by the commands
+# semfs.fusefs.daemon (FUSE bindings, the store backends, the watcher) is imported by the commands
 # that use it: `semfs --version`, `--help` and the store commands start without it.
 
 MOUNT_EPILOG = """\b
@@ -223,13 +223,13 @@ def mcp_cmd(
         semfs mcp --http 127.0.0.1:8765
         claude mcp add docs -- semfs mcp -c docs
     """
-    from .mcp import parse_http_address
-    from .toolbox import open_toolbox
+    from semfs.fusefs.agent.mcp import parse_http_address
+    from semfs.fusefs.agent.toolbox import open_toolbox
 
     if http is not None:
         parse_http_address(http)  # a bad address fails before the store is opened
     with open_toolbox(store_path, url, api_key, collection, budget) as box:
-        from .mcp import serve
+        from semfs.fusefs.agent.mcp import serve
 
         serve(box, http)
 

@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ingest.check import require_counts
-from ingest.errors import SemfsError
-from ingest.manifest import collector_paused
-from ingest.owner import StoreOwnedError, StoreOwner
-from ingest.sources import SourceOptions, check_source
-from ingest.store import DEFAULT_COLLECTION, DEFAULT_K, Store, default_store_path
+from semfs.ingest.errors import SemfsError
+from semfs.ingest.sources import SourceOptions, check_source
+from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, Store, default_store_path
+from semfs.ingest.store.check import require_counts
+from semfs.ingest.store.manifest import collector_paused
+from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
 
 from .bindings import FUSE, can_invalidate, fuse_exit, fuse_major_version
 from .kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT, KernelCache
@@ -45,9 +45,9 @@ from .searchdir import DEFAULT_NAME, SearchDirectories, SearchOptions
 from .tree import InodeMap, Ownership
 
 if TYPE_CHECKING:  # imported where used: the first listing needs neither (see MountDaemon.run)
-    from ingest.embedder import Embedder
-    from ingest.search import Hit, Searcher
-    from ingest.watch import SourceWatcher
+    from semfs.ingest.embedder import Embedder
+    from semfs.ingest.search import Hit, Searcher
+    from semfs.ingest.watch import SourceWatcher
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def fuse_options(cfg: MountConfig) -> dict[str, Any]:
     """The options handed to libfuse: read-only, stable inodes, kernel cache timeouts, -o.
 
     The timeouts are long where every change is invalidated (libfuse 3), else short: see
-    :mod:`fusefs.kernelcache`.
+    :mod:`semfs.fusefs.kernelcache`.
     """
     user = dict(cfg.options)
     if "rw" in user:
@@ -186,8 +186,8 @@ class MountDaemon:
         """The watcher of ``--watch``: it writes into the daemon's own store, shares the
         search model (loaded only when something must be embedded) and shows each batch
         at once by waking the refresher. It starts in init(), after the fork."""
-        from ingest.syncstate import state_file
-        from ingest.watch import SourceWatcher
+        from semfs.ingest.syncstate import state_file
+        from semfs.ingest.watch import SourceWatcher
 
         assert self.cfg.watch is not None
         return SourceWatcher(
@@ -208,8 +208,8 @@ class MountDaemon:
         try:
             embedder = None
             if self.cfg.watch is not None:
-                from ingest.embedder import load_embedder
-                from ingest.pipeline import resolve_model
+                from semfs.ingest.embedder import load_embedder
+                from semfs.ingest.pipeline import resolve_model
 
                 model = resolve_model(store, self.cfg.source.model)  # another model: fail now
                 if not store.exists():
@@ -360,7 +360,7 @@ def _write_missing_manifest(store: Store) -> None:
 
 
 class _OnDemandSearcher:
-    """The mount's :class:`ingest.search.Searcher`, made at first use: by the warm-up thread
+    """The mount's :class:`semfs.ingest.search.Searcher`, made at first use: by the warm-up thread
     that init() starts, or by a search that comes first. Its module imports the engine and
     the excerpt picker, which the first listing does not need. Thread-safe."""
 
@@ -373,7 +373,7 @@ class _OnDemandSearcher:
     def get(self) -> Searcher:
         with self._lock:
             if self._searcher is None:
-                from ingest.search import Searcher
+                from semfs.ingest.search import Searcher
 
                 self._searcher = Searcher(self._store, embedder=self._embedder)
             return self._searcher

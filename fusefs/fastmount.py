@@ -1,6 +1,6 @@
 """`semfs mount` without click: the start of a mount is paid every time one starts.
 
-Importing click and the store commands (:mod:`ingest.cli`) costs ~30 ms, a fifth of a small
+Importing click and the store commands (:mod:`semfs.ingest.cli`) costs ~30 ms, a fifth of a small
 collection's mount → first ls, and the daemon needs neither. :func:`try_mount` recognises
 the plain forms of `semfs mount MOUNTPOINT [options]` and starts the mount directly, with
 the parameters click would have given; for anything else (--help, an option it does not
@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ingest.embedder import DEFAULT_BATCH_SIZE
-from ingest.sources import DEFAULT_MAX_BYTES
-from ingest.store import DEFAULT_COLLECTION, DEFAULT_K
+from semfs.ingest.embedder import DEFAULT_BATCH_SIZE
+from semfs.ingest.sources import DEFAULT_MAX_BYTES
+from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K
 
 from .searchdir import DEFAULT_NAME
 
@@ -133,7 +133,7 @@ def _as_click_path(value: str, file_ok: bool, dir_ok: bool) -> Path | None:
 
 def run_mount(params: Mapping[str, Any], verbose: int) -> None:
     """Mount with the `mount` command's parameters; in the background, exit once it answers."""
-    from ingest.sources import SourceOptions
+    from semfs.ingest.sources import SourceOptions
 
     from .daemon import MountConfig, configure_logging, mount, parse_options
     from .searchdir import SearchOptions, check_folder_name
@@ -188,7 +188,7 @@ def try_mount(args: Sequence[str]) -> bool:
     params = parse(args)
     if params is None:
         return False
-    from ingest.logs import configure_logging
+    from semfs.ingest.logs import configure_logging
 
     configure_logging(0)  # what the click group does first
     try:
@@ -209,7 +209,7 @@ def _fail(error: BaseException | None) -> NoReturn:
     exit status."""
     import click
 
-    from ingest.cli import translate_errors
+    from semfs.ingest.cli import translate_errors
 
     def again() -> NoReturn:
         if error is None:

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from ingest.schema import DocumentRecord
+from semfs.ingest.store.schema import DocumentRecord
 
 from .bindings import ENOATTR, FuseOSError, Operations, current_fuse, overrides
 from .kernelcache import KernelCache, OpenMode
@@ -136,8 +136,8 @@ class SemfsOperations(Operations):
     ``on_init`` runs in ``init()``, once the kernel has connected: the place to start
     threads (never before daemonizing) and to tell a waiting parent the mount is up.
     ``kernel`` decides how each handle reads and invalidates what a new tree changes
-    (:mod:`fusefs.kernelcache`); ``pins`` keeps each open handle's version readable
-    (:mod:`fusefs.pins`).
+    (:mod:`semfs.fusefs.kernelcache`); ``pins`` keeps each open handle's version readable
+    (:mod:`semfs.fusefs.pins`).
     """
 
     use_ns = True

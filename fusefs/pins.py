@@ -2,7 +2,7 @@
 
 A re-ingest commits a document's new generation, then deletes the old one's chunks. A file
 opened before the commit must keep reading the version it opened, so the mount daemon, which
-owns the embedded store and serves the ingest's writes (:mod:`ingest.ipc`), routes those
+owns the embedded store and serves the ingest's writes (:mod:`semfs.ingest.store.ipc`), routes those
 writes through :meth:`GenerationPins.guard`: deleting a generation that a handle holds is
 deferred until the last such handle is released, and done then (or when the ingest run ends,
 whichever is later, so a half-written newer generation is never touched).
@@ -24,8 +24,8 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
-from ingest.schema import DocumentRecord, StoreMeta
-from ingest.store import DelegatingStore, Store
+from semfs.ingest.store import DelegatingStore, Store
+from semfs.ingest.store.schema import DocumentRecord, StoreMeta
 
 from .reader import DocumentReader
 
@@ -163,7 +163,7 @@ class GenerationPins:
 class _PinnedStore(DelegatingStore):
     """A Store whose deletions wait for the handles that still read what they delete.
 
-    Every other call passes through (:class:`ingest.store.DelegatingStore`), so a method added
+    Every other call passes through (:class:`semfs.ingest.store.DelegatingStore`), so a method added
     to the interface later reaches the daemon's store without an edit here.
     """
 

@@ -17,8 +17,8 @@ from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from typing import Any, Generic, TypeVar
 
-from ingest.schema import DocumentRecord
-from ingest.store import Store
+from semfs.ingest.store import Store
+from semfs.ingest.store.schema import DocumentRecord
 
 logger = logging.getLogger(__name__)
 

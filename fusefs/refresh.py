@@ -14,9 +14,9 @@ import logging
 import threading
 from collections.abc import Callable
 
-from ingest.manifest import Manifest
-from ingest.schema import DirectoryRecord, DocumentRecord, StoreMeta
-from ingest.store import Store
+from semfs.ingest.store import Store
+from semfs.ingest.store.manifest import Manifest
+from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord, StoreMeta
 
 from .tree import InodeMap, Ownership, Tree
 
@@ -66,7 +66,7 @@ class TreeRefresher:
         """The first tree, built now (store errors propagate: the mount cannot start).
 
         From the store's manifest when it has a current one (one read, see
-        :mod:`ingest.manifest`; :attr:`manifest` keeps it), else by listing the records.
+        :mod:`semfs.ingest.store.manifest`; :attr:`manifest` keeps it), else by listing the records.
         """
         manifest = self.store.read_manifest()
         if manifest is None:

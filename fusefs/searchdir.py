@@ -33,8 +33,8 @@ Rules a caller may rely on:
   file name, cut to fit 255 bytes; targets are relative, so they resolve inside the mount
   wherever it is.
 
-This module never imports FUSE: it turns paths into :class:`fusefs.tree.Node` objects for
-:class:`fusefs.ops.SemfsOperations` and is tested without a mount.
+This module never imports FUSE: it turns paths into :class:`semfs.fusefs.tree.Node` objects for
+:class:`semfs.fusefs.ops.SemfsOperations` and is tested without a mount.
 """
 
 from __future__ import annotations
@@ -52,11 +52,12 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ingest.errors import SemfsError
-from ingest.store import DEFAULT_K, MAX_K, MODES
+from semfs.ingest.errors import SemfsError
+from semfs.ingest.store import DEFAULT_K, MAX_K, MODES
 
-if TYPE_CHECKING:  # ingest.search imports the Qdrant engine: not needed to parse a command line
-    from ingest.search import Hit
+# semfs.ingest.search imports the Qdrant engine: not needed to parse a command line.
+if TYPE_CHECKING:
+    from semfs.ingest.search import Hit
 
 from .tree import (
     DIR,
@@ -96,7 +97,7 @@ _ENTRY = re.compile(r"[0-9]{2,}-")
 
 
 class SearchFunction(Protocol):
-    """:meth:`ingest.search.Searcher.search`, or anything called like it."""
+    """:meth:`semfs.ingest.search.Searcher.search`, or anything called like it."""
 
     def __call__(
         self,
@@ -478,7 +479,7 @@ def virtual_ino(kind: str, path: str) -> int:
 class SearchDirectories:
     """Resolves paths below search folders to nodes; thread-safe.
 
-    ``search`` runs a query (normally :meth:`ingest.search.Searcher.search`); it is called
+    ``search`` runs a query (normally :meth:`semfs.ingest.search.Searcher.search`); it is called
     with ``committed`` set from the tree, so results name exactly the documents the tree
     shows. Each distinct (scope, options, query text) is searched once per tree
     (:class:`QueryCache`); :class:`RecentQueries` remembers what to list in search folders.

@@ -1,6 +1,6 @@
 """The directory tree a mount shows: an immutable snapshot built from the document records.
 
-A :class:`Tree` is built from :meth:`ingest.store.Store.list_documents` alone (one scroll,
+A :class:`Tree` is built from :meth:`semfs.ingest.store.Store.list_documents` alone (one scroll,
 no chunks read), so mounting and refreshing stay cheap. Directories are inferred from the
 document paths. A refresh builds a whole new tree and swaps it in with one assignment, so a
 callback sees either the old tree or the new one, never a mix.
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ingest.schema import DirectoryRecord, DocumentRecord
+from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord
 
 logger = logging.getLogger(__name__)
 

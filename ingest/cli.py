@@ -1,7 +1,7 @@
 """The ``semfs`` commands that work on a store: ingest, status, search.
 
 Commands are thin: they parse options, call the library, and print. The mount commands
-are added by :mod:`fusefs.cli`, which builds the full ``semfs`` group on top of this one.
+are added by :mod:`semfs.fusefs.cli`, which builds the full ``semfs`` group on top of this one.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from semfs.ingest.store.backends import open_store
+
 from . import __version__
-from .backends import open_store
 from .embedder import DEFAULT_BATCH_SIZE
 from .errors import SemfsError, StoreLockedError
 from .logs import configure_logging
@@ -457,7 +458,7 @@ def _store_info(
             )
         docs = store.list_documents()
         chunks = store.count_chunks()
-        from .check import require_counts
+        from semfs.ingest.store.check import require_counts
 
         require_counts(store, len(docs), chunks)  # a store that lost points says so
         return {
@@ -535,7 +536,8 @@ def check(
         semfs check --repair ./docs
         semfs check --prune --collection acme
     """
-    from .check import check_store
+    from semfs.ingest.store.check import check_store
+
     from .errors import StoreDamagedError
 
     if repair_source is not None and prune:
@@ -592,7 +594,8 @@ def _rebuild(
     store_path: Path | None, collection: str, source: Path, model: str | None, why: Exception
 ) -> None:
     """A store the engine cannot open: set its shard aside and ingest ``source`` afresh."""
-    from .edge_store import set_aside
+    from semfs.ingest.store.edge_store import set_aside
+
     from .pipeline import ingest
 
     aside = set_aside(store_path or default_store_path(), collection)
@@ -604,7 +607,7 @@ def _rebuild(
 
 def _prune(store: Store, paths: list[str]) -> None:
     """Delete damaged documents and record the new counts (a change the mount picks up)."""
-    from .schema import StoreMeta
+    from semfs.ingest.store.schema import StoreMeta
 
     store.delete_documents(paths)
     meta = store.read_meta()

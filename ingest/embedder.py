@@ -69,7 +69,7 @@ def load_embedder(name: str = DEFAULT_MODEL, threads: int | None = None) -> Embe
     ``hash`` (or ``hash:DIM``) is a deterministic bag-of-words stand-in for tests and
     benchmarks: fast, not semantic.
     ``MODEL@onnx`` and ``MODEL@onnx-int8`` run the same model with ONNX Runtime
-    (:mod:`ingest.onnx_embedder`). ``threads`` caps torch's threads for the whole process
+    (:mod:`semfs.ingest.onnx_embedder`). ``threads`` caps torch's threads for the whole process
     once the model loads (ONNX Runtime: the session's threads).
     """
     from .onnx_embedder import OnnxEmbedder, split_backend

@@ -4,8 +4,9 @@ Rules a caller may rely on:
 
 * The backend is part of the model name a store records (``...all-MiniLM-L6-v2@onnx-int8``),
   so a store's queries embed with the backend that embedded its documents, and an ingest
-  with another backend is refused like any other model (:func:`ingest.pipeline.resolve_model`).
-* An option, not the default (torch fp32 is: see :data:`ingest.embedder.DEFAULT_MODEL`).
+  with another backend is refused like any other model
+  (:func:`semfs.ingest.pipeline.resolve_model`).
+* An option, not the default (torch fp32 is: see :data:`semfs.ingest.embedder.DEFAULT_MODEL`).
   onnxruntime and onnx are dependencies all the same, so choosing it needs no other install.
 * Nothing is downloaded. The first use exports the packaged weights with ``torch.onnx``
   (int8: then ``onnxruntime.quantization.quantize_dynamic``) into :func:`model_cache_dir`;
@@ -17,7 +18,7 @@ Rules a caller may rely on:
   computed in float32 outside the graph. fp32 matches torch to cosine 1.000; int8 is an
   approximation (see README "Embedding backends" for the measured cosine and quality).
 * A missing onnxruntime (or torch/onnx for the one-off export) is one line saying what to
-  install (:class:`ingest.errors.ModelUnavailableError`).
+  install (:class:`semfs.ingest.errors.ModelUnavailableError`).
 
 Why not sentence-transformers' ``backend="onnx"``: it needs ``optimum``, whose current
 release pins transformers < 5 (pip would downgrade transformers 5.x to 4.57), so the export

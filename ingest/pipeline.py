@@ -19,7 +19,15 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from .check import verify_document
+from semfs.ingest.store.check import verify_document
+from semfs.ingest.store.schema import (
+    ChunkPoint,
+    ChunkRecord,
+    DirectoryRecord,
+    DocumentRecord,
+    StoreMeta,
+)
+
 from .chunking import chunk_text, document_description, document_title, embedding_text
 from .embedder import (
     DEFAULT_BATCH_SIZE,
@@ -29,7 +37,6 @@ from .embedder import (
     load_embedder,
 )
 from .errors import DiskFullError, ModelMismatchError
-from .schema import ChunkPoint, ChunkRecord, DirectoryRecord, DocumentRecord, StoreMeta
 from .sources import DEFAULT_MAX_BYTES, Document, Skipped, read_document, scan, scan_paths
 from .store import Store
 
@@ -85,7 +92,7 @@ class IngestReport:
 def resolve_model(store: Store, requested: str | None) -> str:
     """The model to use: the store's, unless another is asked for, which is an error.
 
-    A new store gets ``requested``, else :data:`ingest.embedder.DEFAULT_MODEL` (torch fp32).
+    A new store gets ``requested``, else :data:`semfs.ingest.embedder.DEFAULT_MODEL` (torch fp32).
     An existing store always keeps its recorded model: one built with ``@onnx-int8`` goes on
     ingesting and searching with int8 ONNX, one built with torch (the bare name) with torch."""
     meta = store.read_meta()
@@ -165,7 +172,7 @@ def ingest(
     documents are listed in ``report.kept``.
 
     With ``verify``, an unchanged document is also checked against what the store holds
-    (:func:`ingest.check.verify_document`): a damaged one is re-ingested, and listed in
+    (:func:`semfs.ingest.store.check.verify_document`): a damaged one is re-ingested, and listed in
     ``report.repaired`` (and ``report.updated``).
     """
     started = time.perf_counter()
@@ -259,7 +266,7 @@ def ingest(
     store.flush()
     if report.updated or report.deleted or report.chunks_embedded:
         report.compacted = _compact(store)
-    # Last: a mount reads its tree from this in one request (ingest.manifest).
+    # Last: a mount reads its tree from this in one request (semfs.ingest.store.manifest).
     store.write_manifest(gen)
     report.seconds = time.perf_counter() - started
     return report

@@ -13,9 +13,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from semfs.ingest.store.schema import DirectoryRecord
+
 from .embedder import DEFAULT_BATCH_SIZE
 from .errors import SourceError
-from .schema import DirectoryRecord
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS", ".jj", ".pijul"})
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024

@@ -5,7 +5,7 @@
 
 Rules a caller may rely on:
 
-* **One pipeline.** A batch is :func:`ingest.pipeline.ingest` restricted to the paths that
+* **One pipeline.** A batch is :func:`semfs.ingest.pipeline.ingest` restricted to the paths that
   changed (``paths=``): the same include/exclude and bad-input rules, the same atomic
   per-document commit, nothing re-embedded whose content did not change, and a kill -9 in
   a batch is cleaned up by the next run exactly as after an interrupted ingest.
@@ -21,7 +21,7 @@ Rules a caller may rely on:
   unreadable changes nothing in the collection; the watcher waits for it and catches up.
   A file that fails to read keeps its previous version, its reason in the state. A batch
   the store refuses (disk full, server down) is retried.
-* The state (:class:`ingest.syncstate.SyncState`) is saved after every batch and whenever
+* The state (:class:`semfs.ingest.syncstate.SyncState`) is saved after every batch and whenever
   changes start to wait.
 """
 

@@ -275,10 +275,10 @@ def ask_in_process(
     store: Path, qs: Sequence[Question], params: Sequence[str] = ()
 ) -> list[Outcome]:
     """The mount's code path without FUSE: SearchDirectories over the store's tree."""
-    from fusefs.searchdir import SearchDirectories
-    from fusefs.tree import InodeMap, Ownership, Tree
-    from ingest.backends import open_store
-    from ingest.search import Searcher
+    from semfs.fusefs.searchdir import SearchDirectories
+    from semfs.fusefs.tree import InodeMap, Ownership, Tree
+    from semfs.ingest.search import Searcher
+    from semfs.ingest.store.backends import open_store
 
     with open_store(store) as s:
         tree = Tree.build(s.list_documents(), InodeMap(), Ownership(os.getuid(), os.getgid()))
@@ -322,7 +322,7 @@ def fmt_row(label: str, kind: str, s: dict[str, float]) -> str:
 
 
 def markdown(reports: Sequence[SetReport], via: str) -> str:
-    from ingest.store import DEFAULT_K
+    from semfs.ingest.store import DEFAULT_K
 
     lines = [
         "## Answers: does one read of 00-results.md answer the question?",

@@ -87,8 +87,8 @@ from benchmarks.searching import (
 )
 from benchmarks.storage import compare_backends
 
-from ingest.backends import open_store
-from ingest.embedder import DEFAULT_MODEL, HASH_MODEL
+from semfs.ingest.embedder import DEFAULT_MODEL, HASH_MODEL
+from semfs.ingest.store.backends import open_store
 
 # -- one corpus, end to end ----------------------------------------------------------------
 

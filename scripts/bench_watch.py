@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ingest.syncstate import SyncState, load_state, state_file
+from semfs.ingest.syncstate import SyncState, load_state, state_file
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_CORPUS = REPO / "tests" / "corpus" / "mintlify-sample"

@@ -19,7 +19,7 @@ import click.testing
 os.environ.pop("SEMFS_STORE", None)
 os.environ["XDG_DATA_HOME"] = "$HOME/.local/share"
 
-from fusefs.commands import cli  # after the environment above
+from semfs.fusefs.commands import cli  # after the environment above
 
 PROG = "semfs"
 

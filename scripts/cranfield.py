@@ -1,8 +1,8 @@
 """Retrieval quality on the Cranfield collection, through semfs's own search code.
 
 Every Cranfield abstract becomes one Markdown file (``# title`` then the abstract), the folder
-is ingested with :func:`ingest.pipeline.ingest` and the store's default model, and each query
-runs through :meth:`ingest.search.Searcher.search` (the code path of ``semfs search`` and of
+is ingested with :func:`semfs.ingest.pipeline.ingest` and the store's default model, and each query
+runs through :meth:`semfs.ingest.search.Searcher.search` (the code path of ``semfs search`` and of
 the mount's ``.search`` folders) in every mode. Beside them, a plain BM25 from ``bm25s`` over
 the same file texts is the baseline.
 
@@ -132,8 +132,8 @@ def write_corpus(docs: Sequence[CranDoc], folder: Path) -> None:
 
 
 def ingest_corpus(corpus: Path, store_dir: Path, model: str | None) -> None:
-    from ingest.backends import open_store
-    from ingest.pipeline import ingest
+    from semfs.ingest.pipeline import ingest
+    from semfs.ingest.store.backends import open_store
 
     state = {"total": 0, "done": 0, "shown": -1}
 
@@ -168,8 +168,8 @@ def run_semfs(
     store_dir: Path, queries: Sequence[str]
 ) -> tuple[dict[str, list[list[int]]], dict[str, float]]:
     """Ranked doc ids per mode per query, and the mean seconds per query per mode."""
-    from ingest.backends import open_store
-    from ingest.search import Searcher
+    from semfs.ingest.search import Searcher
+    from semfs.ingest.store.backends import open_store
 
     runs: dict[str, list[list[int]]] = {}
     seconds: dict[str, float] = {}

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Fit the match-strength scale (``ingest.search.STRENGTH_FIT``) on judged queries.
+"""Fit the match-strength scale (``semfs.ingest.search.STRENGTH_FIT``) on judged queries.
 
 A hit's strength is the chance that a hit with its fused (DBSF) score is a page judged to
 answer the query. This script measures it: every query of the doc-question sets (right = the
 expected page or an alternate) and of Cranfield (right = judged relevant, codes 1-4) runs
-through :class:`ingest.search.Searcher` in each mode at k=10, and a logistic regression of
+through :class:`semfs.ingest.search.Searcher` in each mode at k=10, and a logistic regression of
 right/wrong on the hit's score is fitted per mode, pooled over the doc-question sets (one page
 answers each question, as when an agent looks for the page that answers; Cranfield judges many
 abstracts relevant per query, a different base rate, so it is reported, not fitted). It prints
@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import answers
 import cranfield
 
-from ingest.backends import open_store
-from ingest.search import FAIR, MODES, STRONG, Searcher
+from semfs.ingest.search import FAIR, MODES, STRONG, Searcher
+from semfs.ingest.store.backends import open_store
 
 Judged = list[tuple[str, set[str]]]  # (query, paths judged right)
 

@@ -7,6 +7,11 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh test,bench
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+# mypy finds modules by folder; `semfs` is a mapping (pyproject's [tool.setuptools]), so give
+# it the installed layout as links.
+mkdir -p build/typecheck/semfs
+ln -sfn ../../../ingest build/typecheck/semfs/ingest
+ln -sfn ../../../fusefs build/typecheck/semfs/fusefs
 .venv/bin/mypy
 # The README's command reference and search syntax are generated from the code (see
 # ARCHITECTURE.md): fail when they drift. `.venv/bin/cog -r README.md` regenerates them.

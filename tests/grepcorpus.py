@@ -15,7 +15,7 @@ from pathlib import Path
 
 from conftest import SAMPLE_CORPUS
 
-from ingest.store import Store
+from semfs.ingest.store import Store
 
 UNICODE_TEXT = """\
 # Grüße

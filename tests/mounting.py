@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from conftest import SEMFS
 
-from fusefs.daemon import force_unmount
-from ingest.backends import open_store
-from ingest.pipeline import IngestReport, ingest
+from semfs.fusefs.daemon import force_unmount
+from semfs.ingest.pipeline import IngestReport, ingest
+from semfs.ingest.store.backends import open_store
 
 MOUNT_TIMEOUT = 20.0
 POLL = 0.1

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from mounting import ingest_hash, mounted, semfs
 
-from ingest.backends import open_store
-from ingest.errors import StoreUnavailableError
-from ingest.schema import ChunkPoint, chunk_id
+from semfs.ingest.errors import StoreUnavailableError
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.schema import ChunkPoint, chunk_id
 
 
 def damage_text(store: Path, path: str) -> None:

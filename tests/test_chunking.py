@@ -1,4 +1,4 @@
-"""Tests for ingest.chunking: losslessness, offsets, budgets, structure-aware boundaries."""
+"""Tests for semfs.ingest.chunking: losslessness, offsets, budgets, structure-aware boundaries."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.chunking import (
+from semfs.ingest.chunking import (
     CONTEXT_CHARS,
     ChunkSpan,
     chunk_text,

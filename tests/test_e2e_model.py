@@ -12,10 +12,10 @@ import pytest
 from conftest import SAMPLE_CORPUS, SEMFS
 from paraphrases import QUESTIONS
 
-from ingest.backends import open_store
-from ingest.pipeline import ingest
-from ingest.search import Searcher
-from ingest.store import Store
+from semfs.ingest.pipeline import ingest
+from semfs.ingest.search import Searcher
+from semfs.ingest.store import Store
+from semfs.ingest.store.backends import open_store
 
 pytestmark = pytest.mark.model
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import qdrant_edge as qe
 from conftest import SAMPLE_CORPUS
 
-from ingest.backends import open_store
-from ingest.chunking import chunk_text, document_description
-from ingest.excerpts import ExcerptPicker
-from ingest.pipeline import bm25_average_length, bm25_model, ingest
-from ingest.schema import ChunkRecord, StoreMeta
-from ingest.search import Searcher, match_strength, strength_label
+from semfs.ingest.chunking import chunk_text, document_description
+from semfs.ingest.pipeline import bm25_average_length, bm25_model, ingest
+from semfs.ingest.search import Searcher, match_strength, strength_label
+from semfs.ingest.search.excerpts import ExcerptPicker
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.schema import ChunkRecord, StoreMeta
 
 DOC = """\
 ---
@@ -145,7 +145,7 @@ def test_store_records_bm25_length_and_keeps_it(tmp_path: Path) -> None:
 
 
 def _sparse(text: str) -> tuple[object]:
-    from ingest.store import SparseQuery
+    from semfs.ingest.store import SparseQuery
 
     sv = qe.Bm25().embed_query(text)
     return (SparseQuery(list(sv.indices), list(sv.values)),)

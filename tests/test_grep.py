@@ -1,4 +1,4 @@
-"""The grep engine (fusefs/grep.py) against GNU grep, on real stores of both backends."""
+"""The grep engine (fusefs/agent/grep.py) against GNU grep, on real stores of both backends."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from grepcorpus import PATTERNS, boundary_pattern, build, gnu_grep
 from mounting import ingest_hash
 
-from fusefs.grep import (
+from semfs.fusefs.agent.grep import (
     Grep,
     PathError,
     PatternError,
@@ -22,11 +22,11 @@ from fusefs.grep import (
     required_literals,
     walk,
 )
-from fusefs.reader import DocumentReader
-from fusefs.tree import InodeMap, Ownership, Tree
-from ingest.backends import open_store
-from ingest.pipeline import ingest
-from ingest.store import Store
+from semfs.fusefs.reader import DocumentReader
+from semfs.fusefs.tree import InodeMap, Ownership, Tree
+from semfs.ingest.pipeline import ingest
+from semfs.ingest.store import Store
+from semfs.ingest.store.backends import open_store
 
 
 class CountingStore:
@@ -184,7 +184,7 @@ def test_store_without_text_index_gives_the_same_lines(tmp_path: Path) -> None:
     ingest_hash(src, tmp_path / "store")
     import qdrant_edge as qe
 
-    from ingest.edge_store import EdgeStore
+    from semfs.ingest.store.edge_store import EdgeStore
 
     with open_store(tmp_path / "store") as store:
         assert isinstance(store, EdgeStore)

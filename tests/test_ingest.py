@@ -15,12 +15,12 @@ import pytest
 from click.testing import CliRunner
 from conftest import SEMFS
 
-from ingest.backends import open_store
-from ingest.cli import cli
-from ingest.edge_store import EdgeStore
-from ingest.errors import ModelMismatchError, SourceError
-from ingest.pipeline import ingest
-from ingest.store import Store
+from semfs.ingest.cli import cli
+from semfs.ingest.errors import ModelMismatchError, SourceError
+from semfs.ingest.pipeline import ingest
+from semfs.ingest.store import Store
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.edge_store import EdgeStore
 
 
 def write(root: Path, rel: str, data: str | bytes) -> Path:
@@ -278,7 +278,8 @@ def test_unchanged_rerun_does_not_import_torch(tmp_path: Path) -> None:
     write(src, "a.md", "# Hello\n\nworld\n")
     code = (
         "import sys, pathlib\n"
-        "from ingest.pipeline import ingest; from ingest.backends import open_store\n"
+        "from semfs.ingest.pipeline import ingest\n"
+        "from semfs.ingest.store.backends import open_store\n"
         "s = open_store(); r = ingest(pathlib.Path(sys.argv[1]), s); s.close()\n"
         "print(r.chunks_embedded, 'torch' in sys.modules)\n"
     )

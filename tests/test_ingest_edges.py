@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import SEMFS
 
-from ingest.backends import open_store
-from ingest.pipeline import ingest
+from semfs.ingest.pipeline import ingest
+from semfs.ingest.store.backends import open_store
 
 
 def write(root: Path, rel: str, data: str | bytes) -> Path:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ingest.backends import open_store
-from ingest.pipeline import in_scope, ingest
-from ingest.sources import scan, scan_paths
-from ingest.watch import limit_message
+from semfs.ingest.pipeline import in_scope, ingest
+from semfs.ingest.sources import scan, scan_paths
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.watch import limit_message
 
 
 def make_tree(root: Path) -> Path:

@@ -1,4 +1,5 @@
-"""The mounted daemon's socket (ingest.ipc): real Edge shards, real sockets, real processes."""
+"""The mounted daemon's socket (semfs.ingest.store.ipc): real Edge shards, real sockets, real
+processes."""
 
 from __future__ import annotations
 
@@ -20,18 +21,24 @@ from typing import Any
 import pytest
 from conftest import SEMFS
 
-from ingest.backends import open_store
-from ingest.edge_store import DAEMON_SOCKET, EdgeStore, collection_dir
-from ingest.errors import (
+from semfs.ingest.errors import (
     SemfsError,
     StoreLockedError,
     StoreNotFoundError,
     StoreUnavailableError,
 )
-from ingest.ipc import SOCKET_NAME, TOKEN_NAME, RemoteStore, StoreServer, connect_daemon
-from ingest.pipeline import ingest
-from ingest.schema import ChunkPoint, ChunkRecord, DocumentRecord, ScoredChunk, StoreMeta
-from ingest.store import MODES, SparseQuery
+from semfs.ingest.pipeline import ingest
+from semfs.ingest.store import MODES, SparseQuery
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.edge_store import DAEMON_SOCKET, EdgeStore, collection_dir
+from semfs.ingest.store.ipc import SOCKET_NAME, TOKEN_NAME, RemoteStore, StoreServer, connect_daemon
+from semfs.ingest.store.schema import (
+    ChunkPoint,
+    ChunkRecord,
+    DocumentRecord,
+    ScoredChunk,
+    StoreMeta,
+)
 
 DIM = 8
 COLLECTION = "docs"
@@ -40,8 +47,8 @@ COLLECTION = "docs"
 DAEMON = """
 import sys
 from pathlib import Path
-from ingest.edge_store import EdgeStore
-from ingest.ipc import StoreServer
+from semfs.ingest.store.edge_store import EdgeStore
+from semfs.ingest.store.ipc import StoreServer
 store = EdgeStore(Path(sys.argv[1]), sys.argv[2])
 store.create(int(sys.argv[3]))
 server = StoreServer(store, store.dir)
@@ -56,8 +63,8 @@ store.close()
 WRITER = """
 import sys
 from pathlib import Path
-from ingest.ipc import connect_daemon
-from ingest.schema import StoreMeta
+from semfs.ingest.store.ipc import connect_daemon
+from semfs.ingest.store.schema import StoreMeta
 remote = connect_daemon(Path(sys.argv[1]), "docs")
 remote.write_meta(StoreMeta("hash:8", 8, generation=7))
 print("wrote", flush=True)

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from conftest import SEMFS
 
-from ingest import ipc
-from ingest.backends import open_store
-from ingest.edge_store import EdgeStore
-from ingest.errors import SchemaVersionError
-from ingest.ipc import RemoteStore
-from ingest.schema import (
+from semfs.ingest.errors import SchemaVersionError
+from semfs.ingest.store import DelegatingStore, Store, ipc
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.edge_store import EdgeStore
+from semfs.ingest.store.ipc import RemoteStore
+from semfs.ingest.store.schema import (
     SCHEMA_VERSION,
     ChunkPoint,
     ChunkRecord,
@@ -27,8 +27,7 @@ from ingest.schema import (
     decode,
     encode,
 )
-from ingest.server_store import ServerStore
-from ingest.store import DelegatingStore, Store
+from semfs.ingest.store.server_store import ServerStore
 
 # Answered by the proxy itself, never sent: where the store is, who owns it, serving writers,
 # and the manifest, which only the owner (a mount) uses.

@@ -15,14 +15,13 @@ from typing import Any
 import pytest
 from mounting import ingest_hash
 
-from fusefs.tree import InodeMap, Ownership, Tree
-from ingest import shardprobe
-from ingest.backends import open_store
-from ingest.edge_store import MANIFEST_NAME, EdgeStore
-from ingest.manifest import DIR_COLUMNS, DOC_COLUMNS, Manifest
-from ingest.schema import DirectoryRecord, DocumentRecord, StoreMeta
-from ingest.server_store import ServerStore
-from ingest.store import Store
+from semfs.fusefs.tree import InodeMap, Ownership, Tree
+from semfs.ingest.store import Store, shardprobe
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.edge_store import MANIFEST_NAME, EdgeStore
+from semfs.ingest.store.manifest import DIR_COLUMNS, DOC_COLUMNS, Manifest
+from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord, StoreMeta
+from semfs.ingest.store.server_store import ServerStore
 
 META = StoreMeta("hash", 384, generation=7, documents=2, chunks=2, bm25_avg_len=12.5)
 DOCS = [
@@ -290,7 +289,7 @@ def test_a_corrupt_manifest_is_ignored(tmp_path: Path) -> None:
 
 
 def test_a_torn_server_manifest_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ingest import server_store
+    from semfs.ingest.store import server_store
 
     monkeypatch.setattr(server_store, "MANIFEST_PART_BYTES", 64)  # many parts
     store = ServerStore(f"file://{tmp_path / 'local'}", "docs")
@@ -302,7 +301,7 @@ def test_a_torn_server_manifest_is_ignored(tmp_path: Path, monkeypatch: pytest.M
         store.write_manifest(1)
         manifest = store.read_manifest()
         assert manifest is not None and len(manifest.documents) == 20
-        from ingest.schema import manifest_id
+        from semfs.ingest.store.schema import manifest_id
 
         store.client.delete(store.collection, points_selector=[manifest_id(1)])
         assert store.read_manifest() is None

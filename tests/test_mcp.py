@@ -25,7 +25,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 from mounting import ingest_hash, mounted, semfs, stop_process
 
-from ingest.backends import open_store
+from semfs.ingest.store.backends import open_store
 
 try:  # mcp 2 renamed it; both majors are supported
     from mcp.client.streamable_http import streamable_http_client as http_client

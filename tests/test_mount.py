@@ -38,9 +38,9 @@ from mounting import (
     wait_until,
 )
 
-from fusefs.daemon import daemon_pid, is_stale, process_alive
-from ingest.backends import open_store
-from ingest.manifest import Manifest
+from semfs.fusefs.daemon import daemon_pid, is_stale, process_alive
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.manifest import Manifest
 
 pytestmark = pytest.mark.mount
 

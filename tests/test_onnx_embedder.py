@@ -17,19 +17,19 @@ from pathlib import Path
 import pytest
 from conftest import REPO, SAMPLE_CORPUS, SEMFS
 
-from ingest.backends import open_store
-from ingest.embedder import (
+from semfs.ingest.embedder import (
     DEFAULT_MODEL,
     PACKAGED_MODEL,
     SentenceTransformerEmbedder,
     canonical_model_name,
     load_embedder,
 )
-from ingest.errors import ModelMismatchError, ModelUnavailableError
-from ingest.onnx_embedder import OnnxEmbedder, split_backend
-from ingest.pipeline import ingest, resolve_model
-from ingest.schema import StoreMeta
-from ingest.search import Searcher
+from semfs.ingest.errors import ModelMismatchError, ModelUnavailableError
+from semfs.ingest.onnx_embedder import OnnxEmbedder, split_backend
+from semfs.ingest.pipeline import ingest, resolve_model
+from semfs.ingest.search import Searcher
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.schema import StoreMeta
 
 INT8 = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
 TORCH = "sentence-transformers/all-MiniLM-L6-v2"
@@ -77,7 +77,7 @@ def test_a_new_store_defaults_to_torch_and_each_store_keeps_its_backend(store_di
 def test_cli_help_names_the_default_and_how_to_pick_int8() -> None:
     from click.testing import CliRunner
 
-    from ingest.cli import cli
+    from semfs.ingest.cli import cli
 
     out = " ".join(CliRunner().invoke(cli, ["ingest", "--help"]).output.split())
     assert "else all-MiniLM-L6-v2, the packaged model, on torch in fp32" in out, out
@@ -99,7 +99,7 @@ def test_missing_onnxruntime_is_one_line_saying_what_to_install(
     model = ["--model", f"all-MiniLM-L6-v2@{backend}"]
     code = (
         "import sys; sys.modules['onnxruntime'] = None\n"
-        "from fusefs.cli import main\n"
+        "from semfs.fusefs.cli import main\n"
         "sys.argv = ['semfs', *sys.argv[1:]]\n"
         "main()\n"
     )
@@ -136,7 +136,7 @@ def _small_corpus(dst: Path) -> Path:
 
 
 def _texts() -> list[str]:
-    from ingest.chunking import chunk_text, document_title, embedding_text
+    from semfs.ingest.chunking import chunk_text, document_title, embedding_text
 
     torch = load_embedder(PACKAGED_MODEL)
     out: list[str] = []
@@ -280,7 +280,7 @@ def test_two_first_uses_at_once_export_once(tmp_path: Path) -> None:
     code = (
         "import logging, sys\n"
         "logging.basicConfig(level=logging.INFO, stream=sys.stderr)\n"
-        "from ingest.embedder import load_embedder\n"
+        "from semfs.ingest.embedder import load_embedder\n"
         "print(load_embedder('all-MiniLM-L6-v2@onnx').encode(['concurrent first use'])[0][:4])\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO), "SEMFS_MODEL_CACHE": str(cache)}

@@ -1,4 +1,5 @@
-"""The store-owner service (ingest.owner) and the backends table (ingest.backends)."""
+"""The store-owner service (semfs.ingest.store.owner) and the backends table
+(semfs.ingest.store.backends)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from ingest.backends import BACKENDS, StoreAddress, backend_for, open_store
-from ingest.edge_store import EdgeStore
-from ingest.errors import StoreNotFoundError
-from ingest.ipc import RemoteStore
-from ingest.owner import StoreOwnedError, StoreOwner
-from ingest.schema import StoreMeta
-from ingest.server_store import ServerStore
+from semfs.ingest.errors import StoreNotFoundError
+from semfs.ingest.store.backends import BACKENDS, StoreAddress, backend_for, open_store
+from semfs.ingest.store.edge_store import EdgeStore
+from semfs.ingest.store.ipc import RemoteStore
+from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
+from semfs.ingest.store.schema import StoreMeta
+from semfs.ingest.store.server_store import ServerStore
 
 
 def test_backends_table_names_each_store_by_its_backend(tmp_path: Path) -> None:

@@ -22,9 +22,9 @@ from conftest import SAMPLE_CORPUS
 from mounting import Mount, ingest_hash, mounted, semfs, wait_until
 from paraphrases import QUESTIONS
 
-from ingest.backends import open_store
-from ingest.pipeline import ingest
-from ingest.store import DEFAULT_K
+from semfs.ingest.pipeline import ingest
+from semfs.ingest.store import DEFAULT_K
+from semfs.ingest.store.backends import open_store
 
 pytestmark = pytest.mark.mount
 T = TypeVar("T")

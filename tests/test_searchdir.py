@@ -1,7 +1,7 @@
 """Search directories without a mount: paths, nodes, results file, cache and recent list.
 
 A real Edge store holding the sample corpus, ingested with the hash embedder, and the real
-:class:`ingest.search.Searcher`; the nodes are what the FUSE callbacks would serve.
+:class:`semfs.ingest.search.Searcher`; the nodes are what the FUSE callbacks would serve.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from typing import Any
 import pytest
 from conftest import SAMPLE_CORPUS
 
-from fusefs.bindings import FuseOSError
-from fusefs.mounthelper import translate
-from fusefs.ops import SemfsOperations
-from fusefs.reader import DocumentReader
-from fusefs.searchdir import (
+from semfs.fusefs.bindings import FuseOSError
+from semfs.fusefs.mounthelper import translate
+from semfs.fusefs.ops import SemfsOperations
+from semfs.fusefs.reader import DocumentReader
+from semfs.fusefs.searchdir import (
     NAME_MAX,
     QueryCache,
     QueryResult,
@@ -40,12 +40,12 @@ from fusefs.searchdir import (
     render_results,
     results_name,
 )
-from fusefs.tree import DIR, FILE, SYMLINK, InodeMap, Node, Ownership, Tree
-from ingest.backends import open_store
-from ingest.errors import SemfsError
-from ingest.pipeline import ingest
-from ingest.search import Hit, Searcher
-from ingest.store import Store
+from semfs.fusefs.tree import DIR, FILE, SYMLINK, InodeMap, Node, Ownership, Tree
+from semfs.ingest.errors import SemfsError
+from semfs.ingest.pipeline import ingest
+from semfs.ingest.search import Hit, Searcher
+from semfs.ingest.store import Store
+from semfs.ingest.store.backends import open_store
 
 OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
 
@@ -176,7 +176,7 @@ def test_a_real_entry_of_the_folder_name_shadows_the_search_folder(spy: Counting
 
 
 def _record(path: str) -> Any:
-    from ingest.schema import DocumentRecord
+    from semfs.ingest.store.schema import DocumentRecord
 
     return DocumentRecord(path, 1, 1.0, "0" * 64, 1, 1)
 
@@ -550,7 +550,7 @@ def test_inode_numbers_are_stable_and_apart_from_the_tree(
 
 
 def test_module_never_imports_fuse() -> None:
-    import fusefs.searchdir as mod
+    import semfs.fusefs.searchdir as mod
 
     source = Path(mod.__file__).read_text()
     assert "bindings" not in source and "mfusepy" not in source
@@ -611,7 +611,7 @@ def test_callbacks_answer_precise_errors(
     assert stat.S_ISDIR(ops.getattr("/.search/" + "x" * 255)["st_mode"])
     assert not spy.calls
     spy.fail = RuntimeError("store down")
-    with caplog.at_level(logging.ERROR, logger="fusefs.ops"):
+    with caplog.at_level(logging.ERROR, logger="semfs.fusefs.ops"):
         assert errno_of(ops.readdir, "/.search/cards", 0) == errno.EIO
         assert errno_of(ops.getattr, "/.search/cards/01-cards.mdx") == errno.EIO
     assert "store down" in caplog.text

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 import qdrant_edge as qe
 
-from ingest import edge_store
-from ingest.backends import open_store
-from ingest.edge_store import EdgeStore
-from ingest.embedder import HashEmbedder
-from ingest.errors import StoreLockedError, StoreNotFoundError
-from ingest.schema import (
+from semfs.ingest.embedder import HashEmbedder
+from semfs.ingest.errors import StoreLockedError, StoreNotFoundError
+from semfs.ingest.store import SparseQuery, Store, edge_store
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.edge_store import EdgeStore
+from semfs.ingest.store.schema import (
     _NAMESPACE,
     ChunkPoint,
     ChunkRecord,
@@ -29,8 +29,7 @@ from ingest.schema import (
     doc_id,
     meta_id,
 )
-from ingest.server_store import ServerStore
-from ingest.store import SparseQuery, Store
+from semfs.ingest.store.server_store import ServerStore
 
 BACKENDS = ["edge", "local", "server"]
 # Read at import, before the autouse fixture clears QDRANT_URL for every other test.

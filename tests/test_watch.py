@@ -19,8 +19,8 @@ import pytest
 from conftest import SEMFS
 from mounting import Mount, force_unmount, mounted, semfs, stop_process, wait_until
 
-from ingest.backends import open_store
-from ingest.syncstate import SyncState, load_state, state_file
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.syncstate import SyncState, load_state, state_file
 
 pytestmark = pytest.mark.mount
 

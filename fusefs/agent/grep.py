@@ -17,7 +17,7 @@ Rules a caller may rely on:
 * Nothing is missed by the prefilter: a line that matches lies inside one chunk (and that
   chunk passes the filter) unless a chunk boundary cuts the line, and every document with
   such a boundary is always read (its record's ``split_lines``; for records older than that
-  flag, :meth:`ingest.store.Store.split_line_paths`).
+  flag, :meth:`semfs.ingest.store.Store.split_line_paths`).
 * A regular expression without a literal part, or a case-insensitive pattern without a
   whole word, cannot be pushed down: the documents are then read in order until the match
   limit or a byte budget, and the result says the scan was cut and where.
@@ -37,11 +37,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingest.errors import SemfsError
-from ingest.store import Store
-
-from .reader import DocumentReader
-from .tree import DIR, FILE, Node, Tree
+from semfs.fusefs.reader import DocumentReader
+from semfs.fusefs.tree import DIR, FILE, Node, Tree
+from semfs.ingest.errors import SemfsError
+from semfs.ingest.store import Store
 
 if sys.version_info >= (3, 11):
     import re._constants as sre_constants

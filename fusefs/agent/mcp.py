@@ -4,8 +4,8 @@ Five tools with fixed names and parameters (clients and tests rely on them):
 ``search(query, path="", k=5, mode="hybrid")``, ``read(path, start_line=1, end_line=None)``,
 ``grep(pattern, path="", regex=False, ignore_case=False, max_results=100)``,
 ``list(path="", recursive=False, pattern=None)`` and ``status()``. The work is
-:class:`fusefs.toolbox.Toolbox`'s; this module only describes the tools for an agent, turns
-library errors into tool errors (one line, the server keeps running) and picks a transport:
+:class:`semfs.fusefs.agent.toolbox.Toolbox`'s; this module only describes the tools for an agent,
+turns library errors into tool errors (one line, the server keeps running) and picks a transport:
 stdio, or streamable HTTP at ``HOST:PORT`` (path ``/mcp``).
 
 Store access is the mount's: an embedded store that a mount (or another ``semfs mcp``)
@@ -25,9 +25,9 @@ from typing import Annotated, Any, TypeVar
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from ingest import __version__
-from ingest.errors import SemfsError
-from ingest.store import DEFAULT_K
+from semfs.ingest import __version__
+from semfs.ingest.errors import SemfsError
+from semfs.ingest.store import DEFAULT_K
 
 from .toolbox import Toolbox, ToolOutput
 

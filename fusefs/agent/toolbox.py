@@ -1,10 +1,10 @@
 """The collection as five agent tools: search, read, grep, list, status. No MCP here.
 
 :class:`Toolbox` answers each call with a :class:`ToolOutput` (the text an agent reads, plus
-JSON data); :mod:`fusefs.mcp` serves them. It reads the store the way the mount does: a
-:class:`~fusefs.tree.Tree` kept fresh by a :class:`~fusefs.refresh.TreeRefresher`, documents
-through a :class:`~fusefs.reader.DocumentReader`, searches with the same
-:class:`~ingest.search.Searcher` and results text as a ``.search`` directory.
+JSON data); :mod:`semfs.fusefs.agent.mcp` serves them. It reads the store the way the mount does: a
+:class:`~semfs.fusefs.tree.Tree` kept fresh by a :class:`~semfs.fusefs.refresh.TreeRefresher`,
+documents through a :class:`~semfs.fusefs.reader.DocumentReader`, searches with the same
+:class:`~semfs.ingest.search.Searcher` and results text as a ``.search`` directory.
 
 Rules a caller may rely on:
 
@@ -12,7 +12,7 @@ Rules a caller may rely on:
   is ignored); ``..`` is refused.
 * Every text is cut to the output budget (bytes, default 30 KB) at a line boundary, and a
   cut text ends with a line saying so and how to narrow the call.
-* Bad input raises :class:`~ingest.errors.SemfsError` with one line saying what to change.
+* Bad input raises :class:`~semfs.ingest.errors.SemfsError` with one line saying what to change.
 """
 
 from __future__ import annotations
@@ -28,11 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingest.backends import open_store
-from ingest.errors import SemfsError, StoreNotFoundError
-from ingest.owner import StoreOwnedError, StoreOwner
-from ingest.search import MAX_K, Searcher
-from ingest.store import MODES, Store
+from semfs.fusefs.reader import DocumentReader
+from semfs.fusefs.refresh import TreeRefresher
+from semfs.fusefs.searchdir import SearchOptions, SearchPath, link_names, render_results
+from semfs.fusefs.tree import DIR, FILE, InodeMap, Node, Ownership, Tree
+from semfs.ingest.errors import SemfsError, StoreNotFoundError
+from semfs.ingest.search import MAX_K, Searcher
+from semfs.ingest.store import MODES, Store
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
 
 from .grep import (
     DEFAULT_MAX_RESULTS,
@@ -42,10 +46,6 @@ from .grep import (
     document_lines,
     resolve,
 )
-from .reader import DocumentReader
-from .refresh import TreeRefresher
-from .searchdir import SearchOptions, SearchPath, link_names, render_results
-from .tree import DIR, FILE, InodeMap, Node, Ownership, Tree
 
 logger = logging.getLogger(__name__)
 

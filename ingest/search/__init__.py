@@ -13,11 +13,12 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from .embedder import Embedder, load_embedder
-from .errors import SemfsError
+from semfs.ingest.embedder import Embedder, load_embedder
+from semfs.ingest.errors import SemfsError
+from semfs.ingest.store import DEFAULT_K, MAX_K, MODES, SparseQuery, Store
+from semfs.ingest.store.schema import ScoredChunk
+
 from .excerpts import Excerpt, ExcerptPicker
-from .schema import ScoredChunk
-from .store import DEFAULT_K, MAX_K, MODES, SparseQuery, Store
 
 # A query is one short text: a second torch thread barely speeds it up on an idle machine,
 # and on a busy one every op waits for it (measured: ~26 ms with one thread, ~500 ms with two).
@@ -48,7 +49,7 @@ FAIR = 0.2
 
 def match_strength(score: float, mode: str) -> float:
     """How well a hit matches, 0-1, the same scale across queries and modes: the measured
-    chance that a hit with this fused ``score`` (see :meth:`ingest.store.Store.query`) in
+    chance that a hit with this fused ``score`` (see :meth:`semfs.ingest.store.Store.query`) in
     ``mode`` answers the query. It rises with the score, so it never contradicts the rank."""
     a, b = STRENGTH_FIT[mode]
     return 1.0 / (1.0 + math.exp(-(a + b * score)))

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import qdrant_edge as qe
 
-from .schema import ChunkRecord
+from semfs.ingest.store.schema import ChunkRecord
 
 # A heading match counts this much of a line match: it says the section is about the query.
 HEADING_WEIGHT = 0.5

@@ -1,12 +1,14 @@
 """The store layer's interface: the contract fusefs reads through. No implementation here.
 
-* :class:`ingest.edge_store.EdgeStore`: Qdrant Edge, in-process, one shard directory per
+* :class:`semfs.ingest.store.edge_store.EdgeStore`: Qdrant Edge, in-process, one shard directory per
   collection under the store path (the default; no server).
-* :class:`ingest.server_store.ServerStore`: qdrant-client against a Qdrant server or cluster.
-* :class:`ingest.ipc.RemoteStore`: the store of another process that owns it (a mount).
+* :class:`semfs.ingest.store.server_store.ServerStore`: qdrant-client against a Qdrant server or
+  cluster.
+* :class:`semfs.ingest.store.ipc.RemoteStore`: the store of another process that owns it (a mount).
 
-:func:`ingest.backends.open_store` picks one; :class:`ingest.owner.StoreOwner` owns one and
-serves other processes' writes. All are written against :mod:`ingest.schema`.
+:func:`semfs.ingest.store.backends.open_store` picks one;
+:class:`semfs.ingest.store.owner.StoreOwner` owns one and serves other processes' writes. All are
+written against :mod:`semfs.ingest.store.schema`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from .errors import SemfsError
+from semfs.ingest.errors import SemfsError
+
 from .manifest import Manifest
 from .schema import (
     ChunkPoint,
@@ -225,7 +228,7 @@ class Store(ABC):
 
         ``on_change`` runs after another process commits a change (write_meta,
         delete_documents). None when there is nothing to serve: a server takes every writer
-        itself, and a proxy's owner serves them. Use :class:`ingest.owner.StoreOwner`.
+        itself, and a proxy's owner serves them. Use :class:`semfs.ingest.store.owner.StoreOwner`.
         """
         return None
 
@@ -241,8 +244,8 @@ class Store(ABC):
 
     def read_manifest(self) -> Manifest | None:
         """Every committed document (with its offsets) and folder, in one read
-        (:mod:`ingest.manifest`), or None when no current manifest is stored: then list the
-        documents and folders.
+        (:mod:`semfs.ingest.store.manifest`), or None when no current manifest is stored: then list
+        the documents and folders.
 
         A returned manifest describes the committed records exactly (a backend drops its
         manifest before any change and checks it against the meta it reads with it). It may

@@ -1,15 +1,15 @@
 """Which class serves a collection: the one place that maps a backend name to a factory.
 
-:mod:`ingest.store` declares the interface and imports no implementation; this module is the
+:mod:`semfs.ingest.store` declares the interface and imports no implementation; this module is the
 composition root that picks one (like ratarmount's ``ARCHIVE_BACKENDS`` table):
 
-* ``embedded``: :class:`ingest.edge_store.EdgeStore`, Qdrant Edge in this process, or, when
-  a process already owns the shard and serves it (``semfs mount``), an
-  :class:`ingest.ipc.RemoteStore` talking to that owner.
-* ``server``: :class:`ingest.server_store.ServerStore`, qdrant-client against ``--url``
+* ``embedded``: :class:`semfs.ingest.store.edge_store.EdgeStore`, Qdrant Edge in this process, or,
+  when a process already owns the shard and serves it (``semfs mount``), an
+  :class:`semfs.ingest.store.ipc.RemoteStore` talking to that owner.
+* ``server``: :class:`semfs.ingest.store.server_store.ServerStore`, qdrant-client against ``--url``
   (a ``file:`` URL opens qdrant-client's local mode: the stand-in server of the tests).
 
-To add a backend: write a :class:`~ingest.store.Store` subclass in its own module (run the
+To add a backend: write a :class:`~semfs.ingest.store.Store` subclass in its own module (run the
 contract tests in ``tests/test_store_contract.py`` against it), add a factory below that
 imports it lazily, and add its name to :data:`BACKENDS` and :func:`backend_for`.
 Implementations are imported inside the factories: qdrant_client costs ~1 s to import and
@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import DEFAULT_COLLECTION, Store, check_collection_name, default_store_path
 from .schema import check_schema
-from .store import DEFAULT_COLLECTION, Store, check_collection_name, default_store_path
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def open_store(
     """Open a collection: a Qdrant server at ``url`` if given, else the embedded store.
 
     A store written at another schema version is refused here, with one line
-    (:func:`ingest.schema.check_schema`), before any caller reads or writes it.
+    (:func:`semfs.ingest.store.schema.check_schema`), before any caller reads or writes it.
 
     A ``file:`` URL opens qdrant-client's local mode at that path: a stand-in for a server in
     tests (slow; one process at a time). The embedded store proxies to a live owner (a

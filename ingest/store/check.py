@@ -19,9 +19,10 @@ import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .errors import StoreDamagedError
+from semfs.ingest.errors import StoreDamagedError
+
+from . import Store
 from .schema import DocumentRecord, StoreMeta
-from .store import Store
 
 # Chunks fetched per store call while checking a document.
 _FETCH = 256

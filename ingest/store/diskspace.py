@@ -28,7 +28,8 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .errors import DiskFullError
+from semfs.ingest.errors import DiskFullError
+
 from .schema import ChunkPoint
 
 logger = logging.getLogger(__name__)

@@ -4,15 +4,15 @@ Layout under the store path::
 
     STORE/COLLECTION/shard/       Qdrant Edge's files (segments, WAL, config)
     STORE/COLLECTION/owner.json   who has the shard open (pid, command), for error messages
-    STORE/COLLECTION/daemon.sock  a mounted daemon's write socket (see ingest.ipc)
-    STORE/COLLECTION/manifest.json.gz  the tree manifest (ingest.manifest), when current
+    STORE/COLLECTION/daemon.sock  a mounted daemon's write socket (see semfs.ingest.store.ipc)
+    STORE/COLLECTION/manifest.json.gz  the tree manifest (semfs.ingest.store.manifest), when current
 
 The manifest is a file, not a point, so that a mount reads its tree (and the meta) without
 the engine loading the shard, which takes ~0.1 s for 2k chunks and seconds at 100k (and
 holds the GIL meanwhile). With a current manifest the shard loads on first need (a read,
 a search, a write). Every write first deletes the file (and syncs the folder),
 and ingest writes a new one last. A shard that changed since its last clean close (see
-:mod:`ingest.shardprobe`) loses its manifest at open: nothing vouches for it any more.
+:mod:`semfs.ingest.store.shardprobe`) loses its manifest at open: nothing vouches for it any more.
 
 Edge locks its WAL, so one process owns a shard at a time.
 """
@@ -34,14 +34,24 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from . import mapped, privacy, shardprobe
-from .diskspace import SpaceGuard, allocated_bytes, chunk_bytes
-from .errors import (
+from semfs.ingest.errors import (
     StoreDamagedError,
     StoreLockedError,
     StoreNotFoundError,
     StoreUnavailableError,
 )
+
+from . import (
+    FUSION_CANDIDATES,
+    LineSpan,
+    SparseQuery,
+    Store,
+    mapped,
+    privacy,
+    shardprobe,
+    similarity,
+)
+from .diskspace import SpaceGuard, allocated_bytes, chunk_bytes
 from .manifest import Manifest
 from .schema import (
     DENSE,
@@ -64,12 +74,11 @@ from .schema import (
     doc_id,
     meta_id,
 )
-from .store import FUSION_CANDIDATES, LineSpan, SparseQuery, Store, similarity
 
 logger = logging.getLogger(__name__)
 
 SCROLL_PAGE = 1024
-# Where the owner of a shard serves it to other processes (see ingest.ipc).
+# Where the owner of a shard serves it to other processes (see semfs.ingest.store.ipc).
 DAEMON_SOCKET = "daemon.sock"
 MANIFEST_NAME = "manifest.json.gz"
 
@@ -272,8 +281,8 @@ class EdgeStore(Store):
                 # Also with a manifest: a damaged store is refused at open, not at first read.
                 if shardprobe.needs_probe(self.dir, self.shard_dir):
                     # Changed behind our back (a kill, an edit): the manifest may not describe
-                    # it, and its records must be counted (ingest.check) before a mount shows
-                    # them. The probe's clean close is one: later opens need no probe.
+                    # it, and its records must be counted (semfs.ingest.store.check) before a mount
+                    # shows them. The probe's clean close is one: later opens need no probe.
                     self._drop_manifest()
                     shardprobe.probe(self.shard_dir, str(self.dir))
                     shardprobe.mark_clean(self.dir, self.shard_dir)
@@ -658,7 +667,7 @@ class EdgeStore(Store):
         sparse_q = qe.Query.Nearest(qe.SparseVector(sparse.indices, sparse.values), using=SPARSE)
         # Every mode is one prefetch per retriever, fused by DBSF: each retriever's scores are
         # normalised over its own candidates, so a score means the same across queries and
-        # modes (see ingest.store.FUSION_CANDIDATES).
+        # modes (see semfs.ingest.store.FUSION_CANDIDATES).
         candidates = max(limit, FUSION_CANDIDATES)
         prefetches = []
         if mode != "keyword":

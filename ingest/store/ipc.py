@@ -1,15 +1,15 @@
 """The mounted daemon's store socket: `semfs ingest` works while `semfs mount` owns the shard.
 
 Qdrant Edge locks its WAL, so one process at a time opens an embedded shard. While a mount
-runs, its daemon is that process; it serves its :class:`~ingest.store.Store` on
+runs, its daemon is that process; it serves its :class:`~semfs.ingest.store.Store` on
 ``COLLECTION/daemon.sock`` (:class:`StoreServer`), and an ingest that finds the shard locked
 sends its calls there instead (:func:`connect_daemon` returns a :class:`RemoteStore`).
 
 Wire format: a 4-byte big-endian length, then a JSON object. Request ``{"method", "args",
 "kwargs"}``; reply ``{"ok": value}`` or ``{"error": {"type", "message"}}``. Values are encoded
-explicitly by :func:`ingest.schema.encode` (the schema types' own payloads), never pickled: a
-peer can send data, not code. Only the Store methods named in ``_READS`` and ``_WRITES`` can
-be called; ``tests/test_ipc_coverage.py`` checks that they and :class:`RemoteStore` cover every
+explicitly by :func:`semfs.ingest.store.schema.encode` (the schema types' own payloads), never
+pickled: a peer can send data, not code. Only the Store methods named in ``_READS`` and ``_WRITES``
+can be called; ``tests/test_ipc_coverage.py`` checks that they and :class:`RemoteStore` cover every
 abstract Store method.
 
 Owner only: the socket is mode 0600; a client must first send the random token kept in the
@@ -32,8 +32,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import errors
-from .errors import SemfsError, StoreLockedError, StoreUnavailableError
+from semfs.ingest import errors
+from semfs.ingest.errors import SemfsError, StoreLockedError, StoreUnavailableError
+
+from . import Store
 from .manifest import Manifest
 from .schema import (
     ChunkPoint,
@@ -47,7 +49,6 @@ from .schema import (
     decode,
     encode,
 )
-from .store import Store
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ embedded store holds Qdrant Edge's lock for as long as it runs, so an ingest sta
 it could not write. :class:`StoreOwner` is the one place that handles this; reuse it rather
 than looking at the store's class::
 
-    from ingest.owner import StoreOwner
+    from .owner import StoreOwner
 
     owner = StoreOwner.open(store_path, url=url, collection=name)  # raises StoreOwnedError
     try:                                        # when another process owns the store
@@ -31,9 +31,10 @@ import logging
 import os
 from collections.abc import Callable
 
+from semfs.ingest.errors import StoreLockedError, StoreNotFoundError
+
+from . import DEFAULT_COLLECTION, Store
 from .backends import open_store
-from .errors import StoreLockedError, StoreNotFoundError
-from .store import DEFAULT_COLLECTION, Store
 
 logger = logging.getLogger(__name__)
 

@@ -11,15 +11,16 @@ One collection holds these kinds of points, told apart by the ``kind`` payload f
   store-wide generation counter (:class:`StoreMeta`).
 * ``dir``: one per source folder, without vectors: its mode, owner and mtime
   (:class:`DirectoryRecord`). Optional: stores written before they existed have none.
-* ``manifest``: on a server only, the parts of the tree manifest (:mod:`ingest.manifest`),
-  without vectors; the embedded store keeps it as a file beside the shard.
+* ``manifest``: on a server only, the parts of the tree manifest
+  (:mod:`semfs.ingest.store.manifest`), without vectors; the embedded store keeps it as a file
+  beside the shard.
 
 Point ids are UUIDv5 of stable keys, so a writer can address any point without a lookup.
 
 One encoding: each type's ``to_payload``/``from_payload`` is the only place its fields are
 named. Both backends store those payloads, and :func:`encode`/:func:`decode` (the JSON form
-:mod:`ingest.ipc` sends) wrap the same payloads in a ``{"$": tag}`` object. A new field is
-added in one pair of methods and reaches the stores and the socket alike.
+:mod:`semfs.ingest.store.ipc` sends) wrap the same payloads in a ``{"$": tag}`` object. A new field
+is added in one pair of methods and reaches the stores and the socket alike.
 
 ``SCHEMA_VERSION`` is what this code writes and reads. :func:`check_schema` refuses any
 other with one line; a store written at an older version is re-ingested into a new store
@@ -37,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import SchemaVersionError
+from semfs.ingest.errors import SchemaVersionError
 
 SCHEMA_VERSION = 1
 DENSE = "dense"
@@ -47,7 +48,7 @@ KIND_CHUNK = "chunk"
 KIND_DOC = "doc"
 KIND_META = "meta"
 KIND_DIR = "dir"
-# The tree manifest's parts, on a backend that keeps it in points (ingest.server_store).
+# The tree manifest's parts, on a backend that keeps it in points (semfs.ingest.store.server_store).
 KIND_MANIFEST = "manifest"
 
 # Payload fields with an index: everything a reader filters by.
@@ -364,8 +365,8 @@ class ChunkPoint:
 @dataclass(frozen=True)
 class ScoredChunk:
     """A chunk a query found: ``score``, the DBSF-fused score (each retriever's score mapped
-    through mean +- 3 std of its candidates, summed; see :meth:`ingest.store.Store.query`), and
-    ``similarity``, the cosine between the query's and the chunk's dense vectors (None when
+    through mean +- 3 std of its candidates, summed; see :meth:`semfs.ingest.store.Store.query`),
+    and ``similarity``, the cosine between the query's and the chunk's dense vectors (None when
     the query had no dense vector: keyword mode)."""
 
     record: ChunkRecord

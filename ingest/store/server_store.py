@@ -4,9 +4,9 @@ qdrant_client is imported here only, and this module only when ``--url`` is give
 costs ~1 s that the embedded path must not pay. Sharding and replication are the server's.
 A ``file:`` URL opens qdrant-client's local mode instead, which tests use as a stand-in server.
 
-The tree manifest (:mod:`ingest.manifest`) is kept in up to ``MANIFEST_PARTS`` points with fixed
-ids, so one retrieve reads it together with the meta: a mount against a cluster boots in one
-round trip. A writer deletes those points before its first change and at every meta write;
+The tree manifest (:mod:`semfs.ingest.store.manifest`) is kept in up to ``MANIFEST_PARTS`` points
+with fixed ids, so one retrieve reads it together with the meta: a mount against a cluster boots in
+one round trip. A writer deletes those points before its first change and at every meta write;
 a reader uses a manifest only when it is whole and stamped with the meta read beside it.
 """
 
@@ -21,7 +21,9 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as m
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from .errors import StoreNotFoundError, StoreUnavailableError
+from semfs.ingest.errors import StoreNotFoundError, StoreUnavailableError
+
+from . import FUSION_CANDIDATES, LineSpan, SparseQuery, Store, similarity
 from .manifest import Manifest
 from .schema import (
     DENSE,
@@ -46,7 +48,6 @@ from .schema import (
     manifest_id,
     meta_id,
 )
-from .store import FUSION_CANDIDATES, LineSpan, SparseQuery, Store, similarity
 
 logger = logging.getLogger(__name__)
 

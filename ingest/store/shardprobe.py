@@ -26,8 +26,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from semfs.ingest.errors import (
+    DiskFullError,
+    StoreDamagedError,
+    StoreLockedError,
+    StoreUnavailableError,
+)
+
 from .diskspace import MB, allocated_bytes, free_bytes
-from .errors import DiskFullError, StoreDamagedError, StoreLockedError, StoreUnavailableError
 
 logger = logging.getLogger(__name__)
 

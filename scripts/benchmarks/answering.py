@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from ingest.store import DEFAULT_K
+from semfs.ingest.store import DEFAULT_K
 
 from .config import Config
 from .harness import REPO, CannotMeasure, logger

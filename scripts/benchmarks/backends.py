@@ -6,7 +6,7 @@ option (``--model all-MiniLM-L6-v2@onnx-int8``). Throughput is measured on the s
 texts, the backends taking turns (the order rotates each round), so drift on a shared
 machine hits all alike; the ratio is the median of per-round ratios. Every backend runs on
 every core: a Searcher earlier in this process caps torch at one thread for the whole
-process (:data:`ingest.search.QUERY_THREADS`), which once made int8 look 1.9x faster. The
+process (:data:`semfs.ingest.search.QUERY_THREADS`), which once made int8 look 1.9x faster. The
 ONNX export is made in this run (its time is reported) under the bench's own store folder,
 never the user's.
 """
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ingest.embedder import PACKAGED_MODEL, Embedder, load_embedder
+from semfs.ingest.embedder import PACKAGED_MODEL, Embedder, load_embedder
 
 from .config import Config
 from .harness import REPO, CannotMeasure, median, timed

@@ -1,6 +1,6 @@
 """The benchmark's small harness: timing, commands, and mounts (``semfs mount``, always unmounted).
 
-The mount primitives (stale, alive, forced unmount) are :mod:`fusefs.daemon`'s, shared with
+The mount primitives (stale, alive, forced unmount) are :mod:`semfs.fusefs.daemon`'s, shared with
 ``tests/mounting.py``."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fusefs.daemon import force_unmount, process_alive
+from semfs.fusefs.daemon import force_unmount, process_alive
 
 REPO = Path(__file__).resolve().parents[2]
 logger = logging.getLogger("bench")

@@ -15,11 +15,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ingest.backends import open_store
-from ingest.chunking import chunk_text, document_title, embedding_text
-from ingest.embedder import DEFAULT_MODEL, HASH_MODEL, Embedder, load_embedder
-from ingest.pipeline import IngestReport, ingest
-from ingest.sources import DEFAULT_MAX_BYTES, Skipped, read_document, scan
+from semfs.ingest.chunking import chunk_text, document_title, embedding_text
+from semfs.ingest.embedder import DEFAULT_MODEL, HASH_MODEL, Embedder, load_embedder
+from semfs.ingest.pipeline import IngestReport, ingest
+from semfs.ingest.sources import DEFAULT_MAX_BYTES, Skipped, read_document, scan
+from semfs.ingest.store.backends import open_store
 
 from .config import Config
 from .corpora import questions

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
-from ingest.backends import open_store
-from ingest.embedder import HASH_MODEL
-from ingest.search import Searcher
-from ingest.store import SparseQuery
+from semfs.ingest.embedder import HASH_MODEL
+from semfs.ingest.search import Searcher
+from semfs.ingest.store import SparseQuery
+from semfs.ingest.store.backends import open_store
 
 from .config import Config
 from .corpora import questions

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ingest.backends import open_store
-from ingest.schema import ChunkPoint, ChunkRecord
-from ingest.store import SparseQuery, Store
+from semfs.ingest.store import SparseQuery, Store
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.schema import ChunkPoint, ChunkRecord
 
 from .config import Config
 from .harness import CannotMeasure, allocated_bytes, median, percentile, timed
