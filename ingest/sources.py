@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import codecs
 import errno
 import fnmatch
 import hashlib
@@ -15,6 +14,7 @@ from pathlib import Path
 
 from semfs.ingest.store.schema import DirectoryRecord
 
+from . import formats
 from .embedder import DEFAULT_BATCH_SIZE
 from .errors import SourceError
 
@@ -321,14 +321,9 @@ def read_document(
         return Skipped(f.path, f"unreadable: {exc.strerror}", transient=exc.errno != errno.ENOENT)
     if len(data) > max_bytes:
         return Skipped(f.path, f"too large: over the {max_bytes}-byte cap (--max-size)")
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return Skipped(f.path, "UTF-16 text is not supported (convert it to UTF-8)")
-    if b"\0" in data:
-        return Skipped(f.path, "binary file (contains NUL bytes)")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return Skipped(f.path, f"not UTF-8 text (invalid byte at offset {exc.start})")
+    text = formats.extract(f.path, data)
+    if isinstance(text, formats.Unsupported):
+        return Skipped(f.path, text.reason)
     return Document(
         path=f.path,
         text=text,
