@@ -310,9 +310,22 @@ class MountDaemon:
         # the GIL while it loads (0.2 s at 2k chunks, longer at 100k), which stalled every
         # callback when it loaded on a timer, and listings, stat, find and du never need it.
         threading.Thread(target=_warm_up, args=(searcher,), name="semfs-model", daemon=True).start()
-        threading.Thread(
-            target=_write_missing_manifest, args=(store,), name="semfs-manifest", daemon=True
-        ).start()
+        # Stopped before the store closes: a write racing the close failed with the engine's
+        # "Shard is not initialized" when a mount ended within MANIFEST_DELAY.
+        stopping = threading.Event()
+        writer = threading.Thread(
+            target=_write_missing_manifest,
+            args=(store, stopping),
+            name="semfs-manifest",
+            daemon=True,
+        )
+        writer.start()
+
+        def stop_writer() -> None:
+            stopping.set()
+            writer.join()
+
+        self._services.append(stop_writer)
 
     def report(self, error: str | None) -> None:
         if self.ready is not None:
@@ -339,11 +352,13 @@ def _ignore_stop_signals() -> None:
         signal.signal(sig, signal.SIG_IGN)
 
 
-def _write_missing_manifest(store: Store) -> None:
+def _write_missing_manifest(store: Store, stopping: threading.Event) -> None:
     """Write the store's manifest if it has no current one (dropped after a kill, or of an
     older format): the next mount reads it. A store opened from a current manifest is left
-    alone, its shard still unloaded (read_manifest answers from the one it opened with)."""
-    time.sleep(MANIFEST_DELAY)
+    alone, its shard still unloaded (read_manifest answers from the one it opened with).
+    Nothing is written once ``stopping`` is set (the mount is ending)."""
+    if stopping.wait(MANIFEST_DELAY):
+        return
     try:
         if store.read_manifest() is not None:
             return
