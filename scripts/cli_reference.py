@@ -1,6 +1,6 @@
-"""The README's generated sections, built from the code: the command reference and the
-search syntax. Run by cog from README.md (``cog -r README.md`` rewrites them; ``cog --check
-README.md``, in scripts/test.sh, fails when they drift from ``semfs --help``).
+"""The generated documentation, built from the code: the commands table and search syntax in
+README.md, every command's help in docs/cli.md. Run by cog (``cog -r README.md docs/cli.md``
+rewrites them; ``cog --check``, in scripts/test.sh, fails when they drift from ``semfs --help``).
 
 Nothing here is written by hand about a command: a summary is the first paragraph of the
 command's docstring, options are its click parameters, the search syntax is ``semfs mount

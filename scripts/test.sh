@@ -14,7 +14,7 @@ ln -sfn ../../../ingest build/typecheck/semfs/ingest
 ln -sfn ../../../fusefs build/typecheck/semfs/fusefs
 .venv/bin/mypy
 # The README's command reference and search syntax are generated from the code (see
-# ARCHITECTURE.md): fail when they drift. `.venv/bin/cog -r README.md` regenerates them.
-.venv/bin/cog --check README.md
+# ARCHITECTURE.md): fail when they drift. `.venv/bin/cog -r README.md docs/cli.md` regenerates them.
+.venv/bin/cog --check README.md docs/cli.md
 # pytest exits 5 when it collects no test; set -e makes that a failure too.
 .venv/bin/pytest "$@"
