@@ -8,7 +8,7 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +38,14 @@ class SourceOptions:
 class SourceFile:
     path: str  # relative to the source directory, '/'-separated
     abspath: str
+    source: str = ""  # the source directory it was found in (else derived from abspath)
+
+    @property
+    def root(self) -> str:
+        """The source directory :func:`read_document` opens ``path`` beneath."""
+        if self.source:
+            return self.source
+        return self.abspath[: len(self.abspath) - len(self.path)].rstrip(os.sep) or os.sep
 
 
 @dataclass(frozen=True)
@@ -149,7 +157,7 @@ def scan_paths(
             if not (exclude and _matches(rel, exclude)):
                 skipped.append(Skipped(rel, "symlink to a directory (not followed)"))
         else:
-            _add_file(rel, full, include, exclude, files, skipped)
+            _add_file(rel, full, include, exclude, files, skipped, str(source))
     files.sort(key=lambda f: f.path)
     return files, skipped
 
@@ -194,47 +202,106 @@ def _walk(
     skipped: list[Skipped],
     dir_records: list[DirectoryRecord] | None = None,
 ) -> None:
-    """Add the files under ``top`` (``source`` or a folder inside it) to ``files``."""
+    """Add the files under ``top`` (``source`` or a folder inside it) to ``files``.
+
+    The walk goes through directory fds opened with ``O_NOFOLLOW`` from the source down
+    (:func:`_walk_fds`): a folder swapped for a symlink while it runs is not entered, so
+    what it lists lies below ``source``.
+    """
     mounts = semfs_mounts()
 
-    def on_error(exc: OSError) -> None:
-        rel = os.path.relpath(exc.filename, source) if exc.filename else "?"
-        skipped.append(
-            Skipped(
-                rel.replace(os.sep, "/"), f"unreadable directory: {exc.strerror}", transient=True
-            )
-        )
+    def on_error(path: str, exc: OSError) -> None:
+        rel = os.path.relpath(path, source).replace(os.sep, "/")
+        skipped.append(Skipped(rel, f"unreadable directory: {exc.strerror}", transient=True))
 
-    for root, dirs, names in os.walk(top, onerror=on_error):
-        rel_root = os.path.relpath(root, source)
-        rel_root = "" if rel_root == "." else rel_root.replace(os.sep, "/") + "/"
-        if dir_records is not None:
-            _record_dir(root, rel_root.rstrip("/"), dir_records)
-        keep_dirs = []
-        for d in sorted(dirs):
-            rel = rel_root + d
-            if d in VCS_DIRS or (exclude and _matches(rel, exclude)):
-                continue
-            full = os.path.join(root, d)
-            if os.path.islink(full):
-                skipped.append(Skipped(rel, "symlink to a directory (not followed)"))
-                continue
-            if mounts and os.path.realpath(full) in mounts:
-                skipped.append(Skipped(rel, "a semfs mount (not ingested)"))
-                continue
-            if os.path.exists(os.path.join(full, "shard", "edge_config.json")):
-                skipped.append(Skipped(rel, "a semfs store (not ingested)"))
-                continue
-            keep_dirs.append(d)
-        dirs[:] = keep_dirs
-        for name in sorted(names):
-            _add_file(rel_root + name, os.path.join(root, name), include, exclude, files, skipped)
+    rel_top = os.path.relpath(top, source)
+    try:
+        top_fd = open_beneath(str(source), "" if rel_top == "." else rel_top, directory=True)
+    except OSError as exc:
+        on_error(top, exc)
+        return
+    try:
+        for root, dirs, names, root_fd in _walk_fds(top, top_fd, on_error):
+            rel_root = os.path.relpath(root, source)
+            rel_root = "" if rel_root == "." else rel_root.replace(os.sep, "/") + "/"
+            if dir_records is not None:
+                _record_dir(root_fd, rel_root.rstrip("/"), dir_records)
+            keep_dirs = []
+            for d, is_link in sorted(dirs):
+                rel = rel_root + d
+                if d in VCS_DIRS or (exclude and _matches(rel, exclude)):
+                    continue
+                full = os.path.join(root, d)
+                if is_link:
+                    skipped.append(Skipped(rel, "symlink to a directory (not followed)"))
+                    continue
+                if mounts and os.path.realpath(full) in mounts:
+                    skipped.append(Skipped(rel, "a semfs mount (not ingested)"))
+                    continue
+                if os.path.exists(os.path.join(full, "shard", "edge_config.json")):
+                    skipped.append(Skipped(rel, "a semfs store (not ingested)"))
+                    continue
+                keep_dirs.append((d, is_link))
+            dirs[:] = keep_dirs
+            for name in sorted(names):
+                _add_file(
+                    rel_root + name,
+                    os.path.join(root, name),
+                    include,
+                    exclude,
+                    files,
+                    skipped,
+                    str(source),
+                )
+    finally:
+        os.close(top_fd)
 
 
-def _record_dir(full: str, rel: str, out: list[DirectoryRecord]) -> None:
+def _walk_fds(
+    path: str, fd: int, on_error: Callable[[str, OSError], None]
+) -> Iterator[tuple[str, list[tuple[str, bool]], list[str], int]]:
+    """Like ``os.fwalk`` from an open folder, top-down: ``(path, dirs, names, fd)``, where
+    ``dirs`` holds ``(name, is_symlink)`` (prune it in place) and ``names`` everything else.
+    Each folder is opened with ``O_NOFOLLOW`` relative to its parent's fd, so a symlink
+    swapped in for a folder after it was listed fails to open instead of being entered;
+    errors go to ``on_error(path, exc)`` with the folder's full path."""
+    dirs: list[tuple[str, bool]] = []
+    names: list[str] = []
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        dirs.append((entry.name, False))
+                    elif entry.is_symlink() and entry.is_dir():
+                        dirs.append((entry.name, True))
+                    else:
+                        names.append(entry.name)
+                except OSError:
+                    names.append(entry.name)  # read_document says what is wrong with it
+    except OSError as exc:
+        on_error(path, exc)
+        return
+    yield path, dirs, names, fd
+    for name, is_link in dirs:
+        if is_link:
+            continue
+        sub = os.path.join(path, name)
+        try:
+            sub_fd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+        except OSError as exc:
+            on_error(sub, exc)
+            continue
+        try:
+            yield from _walk_fds(sub, sub_fd, on_error)
+        finally:
+            os.close(sub_fd)
+
+
+def _record_dir(dir_fd: int, rel: str, out: list[DirectoryRecord]) -> None:
     try:
         rel.encode("utf-8")
-        st = os.stat(full)
+        st = os.fstat(dir_fd)  # the folder walked, not whatever its path names now
     except (UnicodeEncodeError, OSError):
         return  # its files are skipped with the reason; the tree infers what it can
     out.append(DirectoryRecord(rel, stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, st.st_mtime_ns))
@@ -264,6 +331,7 @@ def _add_file(
     exclude: Sequence[str],
     files: list[SourceFile],
     skipped: list[Skipped],
+    source: str = "",
 ) -> None:
     if exclude and _matches(rel, exclude):
         return
@@ -276,7 +344,7 @@ def _add_file(
             Skipped(rel.encode("utf-8", "replace").decode(), "file name is not valid UTF-8")
         )
         return
-    files.append(SourceFile(rel, full))
+    files.append(SourceFile(rel, full, source))
 
 
 def inside(path: str, root: str) -> bool:
@@ -284,41 +352,132 @@ def inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+# Folders on a path are opened one by one, each relative to its parent's fd, never through
+# a symlink: a folder swapped for a link between the scan and the read is not followed.
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# The file itself: no link followed, and a FIFO swapped in does not block the open.
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# Links followed for one file before it counts as a loop (the kernel's own limit).
+MAX_LINK_HOPS = 40
+
+
+class LinkRefused(Exception):
+    """A symlink on the way to a file that is not followed; the message is the reason."""
+
+
+def open_beneath(source: str, rel: str, *, directory: bool = False, follow: str = "none") -> int:
+    """An fd of ``rel`` inside ``source``, reached without following a symlink that leads
+    out of it, whatever changes meanwhile (what ``openat2(RESOLVE_BENEATH)`` promises).
+
+    Each component is opened with ``O_NOFOLLOW`` relative to the fd of the folder before
+    it. A symlink in a folder's place is refused (:class:`LinkRefused`). The last
+    component, when it is a symlink, is followed as ``follow`` says: ``"none"`` refuses it,
+    ``"inside"`` resolves its target the same way, component by component from the folder
+    holding the link, and refuses it if the target leaves ``source`` or passes through a
+    linked folder; ``"any"`` lets the kernel follow it from that folder (``--follow-symlinks``:
+    the link is trusted, the folders leading to it are not). Raises OSError as ``open``
+    does (ELOOP after :data:`MAX_LINK_HOPS` links). The caller closes the fd.
+    """
+    root_fd = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    stack = [root_fd]
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    hops = 0
+    try:
+        while True:
+            if not parts:
+                if not directory:
+                    raise IsADirectoryError(errno.EISDIR, "is a directory", rel)
+                return os.dup(stack[-1])
+            name = parts.pop(0)
+            if name == "..":
+                if len(stack) == 1:
+                    raise LinkRefused("outside")
+                os.close(stack.pop())
+                continue
+            last = not parts
+            flags = _FILE_FLAGS if last and not directory else _DIR_FLAGS
+            try:
+                fd = os.open(name, flags, dir_fd=stack[-1])
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    raise
+                st = os.stat(name, dir_fd=stack[-1], follow_symlinks=False)
+                if not stat.S_ISLNK(st.st_mode):
+                    raise
+                if not last or directory or follow == "none":
+                    raise LinkRefused("symlink to a directory (not followed)") from None
+                if follow == "any":
+                    return os.open(name, _FILE_FLAGS & ~os.O_NOFOLLOW, dir_fd=stack[-1])
+                hops += 1
+                if hops > MAX_LINK_HOPS:
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), rel) from None
+                target = os.readlink(name, dir_fd=stack[-1])
+                if target.startswith("/"):
+                    below = _below(target, source)
+                    if below is None:
+                        raise LinkRefused("outside") from None
+                    while len(stack) > 1:
+                        os.close(stack.pop())
+                    target = below
+                parts = [p for p in target.split("/") if p not in ("", ".")]
+                continue
+            if last:
+                return fd
+            stack.append(fd)
+    finally:
+        for fd in stack:
+            os.close(fd)
+
+
+def _below(target: str, source: str) -> str | None:
+    """An absolute link target relative to ``source`` (as given or resolved), else None."""
+    for root in {os.path.abspath(source), os.path.realpath(source)}:
+        if inside(target, root):
+            return target[len(root) :].lstrip("/")
+    return None
+
+
 def read_document(
     f: SourceFile, max_bytes: int = DEFAULT_MAX_BYTES, root: str | None = None
 ) -> Document | Skipped:
     """The file's text, or why it cannot be ingested. Never raises for a bad file.
 
-    ``root``: the resolved source directory. A symlink whose target resolves outside it is
-    skipped (a link in the source must not pull in ``/etc/shadow``); None follows any link.
+    The file is opened beneath its source folder (:func:`open_beneath`): no symlink in a
+    folder's place is followed, and what is read is what ``fstat`` says was opened, so a
+    link swapped in during the run cannot pull in a file from elsewhere. ``root`` set (the
+    default of ingest): a symlink is followed only to a target inside the source (a link in
+    the source must not pull in ``/etc/shadow``); None (``--follow-symlinks``): a symlink
+    file is followed anywhere.
     """
+    follow = "inside" if root is not None else "any"
     try:
-        st = os.stat(f.abspath)  # follows symlinks
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return Skipped(f.path, "symlink loop")
-        if exc.errno == errno.ENOENT and os.path.islink(f.abspath):
-            return Skipped(f.path, f"broken symlink (to {os.readlink(f.abspath)})")
-        return Skipped(f.path, f"cannot stat: {exc.strerror}", transient=exc.errno != errno.ENOENT)
-    if root is not None and os.path.islink(f.abspath):
+        fd = open_beneath(f.root, f.path, follow=follow)
+    except LinkRefused as exc:
+        if str(exc) != "outside":
+            return Skipped(f.path, str(exc))
         target = os.path.realpath(f.abspath)
-        if not inside(target, root):
-            return Skipped(
-                f.path, f"symlink to {target}, outside the source (--follow-symlinks to include)"
-            )
-    if stat.S_ISDIR(st.st_mode):
-        return Skipped(f.path, "symlink to a directory (not followed)")
-    if not stat.S_ISREG(st.st_mode):
-        return Skipped(f.path, "not a regular file")
-    if st.st_size > max_bytes:
         return Skipped(
-            f.path, f"too large: {st.st_size} bytes, over the {max_bytes}-byte cap (--max-size)"
+            f.path, f"symlink to {target}, outside the source (--follow-symlinks to include)"
         )
-    try:
-        with open(f.abspath, "rb") as fh:
-            data = fh.read(max_bytes + 1)
     except OSError as exc:
-        return Skipped(f.path, f"unreadable: {exc.strerror}", transient=exc.errno != errno.ENOENT)
+        return _open_failure(f, exc)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            return Skipped(f.path, "symlink to a directory (not followed)")
+        if not stat.S_ISREG(st.st_mode):
+            return Skipped(f.path, "not a regular file")
+        if st.st_size > max_bytes:
+            return Skipped(
+                f.path, f"too large: {st.st_size} bytes, over the {max_bytes}-byte cap (--max-size)"
+            )
+        try:
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                data = fh.read(max_bytes + 1)
+        except OSError as exc:
+            return Skipped(f.path, f"unreadable: {exc.strerror}", transient=True)
+    finally:
+        os.close(fd)
     if len(data) > max_bytes:
         return Skipped(f.path, f"too large: over the {max_bytes}-byte cap (--max-size)")
     text = formats.extract(f.path, data)
@@ -335,3 +494,19 @@ def read_document(
         uid=st.st_uid,
         gid=st.st_gid,
     )
+
+
+def _open_failure(f: SourceFile, exc: OSError) -> Skipped:
+    """The skip reason for a file that could not be opened (``exc``)."""
+    if exc.errno == errno.ELOOP:
+        return Skipped(f.path, "symlink loop")
+    if exc.errno == errno.ENOENT:
+        try:
+            if os.path.islink(f.abspath):
+                return Skipped(f.path, f"broken symlink (to {os.readlink(f.abspath)})")
+        except OSError:
+            pass
+        return Skipped(f.path, f"cannot stat: {exc.strerror}")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return Skipped(f.path, f"unreadable: {exc.strerror}", transient=True)
+    return Skipped(f.path, f"cannot stat: {exc.strerror}", transient=True)
