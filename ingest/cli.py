@@ -7,6 +7,7 @@ are added by :mod:`semfs.fusefs.cli`, which builds the full ``semfs`` group on t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -256,6 +257,12 @@ def source_options(func: F) -> F:
     help="Also check unchanged documents against what the store holds (reads every chunk) "
     "and re-ingest the damaged ones.",
 )
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Let the collection mirror SOURCE although it was built from another folder "
+    "(its documents not in SOURCE are deleted).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
 @handle_errors
 def ingest_cmd(
@@ -272,6 +279,7 @@ def ingest_cmd(
     watch: bool,
     follow_symlinks: bool,
     verify: bool,
+    replace: bool,
     as_json: bool,
 ) -> None:
     """Make a collection mirror SOURCE: add new files, re-embed changed ones, drop deleted ones.
@@ -284,10 +292,15 @@ def ingest_cmd(
     one small batch per burst of changes (see `semfs status`). With --verify, documents
     whose stored chunks no longer hash to what was ingested are re-ingested too.
 
+    A collection mirrors one folder, recorded at its first ingest: another folder is
+    refused (it would delete the collection's documents) unless --replace; use
+    -c NAME to ingest it into a collection of its own. A folder that moved is followed.
+
     \b
     Example:
         semfs ingest ./docs
         semfs ingest ./docs --verify
+        semfs ingest ./other-docs -c other
         semfs ingest ./docs --include '*.md' --include '*.mdx' --exclude 'drafts/'
         semfs ingest ./docs --url http://localhost:6333 --collection acme
         semfs ingest ./docs --watch
@@ -298,7 +311,9 @@ def ingest_cmd(
         from .sources import SourceOptions
 
         opts = SourceOptions(model, include, exclude, batch_size, max_bytes, follow_symlinks)
-        _follow(source, store_path, url, api_key, collection, opts, as_json=as_json)
+        _follow(
+            source, store_path, url, api_key, collection, opts, as_json=as_json, replace=replace
+        )
         return
 
     bar: Any = None
@@ -328,6 +343,7 @@ def ingest_cmd(
                 on_start=on_start,
                 on_progress=on_progress,
                 verify=verify,
+                replace_source=replace,
             )
         finally:
             if bar is not None:
@@ -348,9 +364,11 @@ def _follow(
     options: SourceOptions,
     *,
     as_json: bool,
+    replace: bool = False,
 ) -> None:
     """`semfs ingest --watch`: a full pass, then a batch per burst of changes, until Ctrl-C."""
-    from .pipeline import resolve_model
+    from .origin import claim_source
+    from .pipeline import ingest, resolve_model
     from .sources import check_source
     from .syncstate import state_file
     from .watch import SourceWatcher
@@ -371,6 +389,21 @@ def _follow(
 
     with opened(store_path, url, api_key, collection) as store:
         resolve_model(store, options.model)  # another model: fail now, not per batch
+        # Another folder: refuse now, not per batch. With --replace the first pass takes it.
+        claim = claim_source(store.read_meta(), source, collection, replace=replace)
+        if claim.replaced:
+            o = options
+            ingest(
+                source,
+                store,
+                model=o.model,
+                include=o.include,
+                exclude=o.exclude,
+                batch_size=o.batch_size,
+                max_bytes=o.max_bytes,
+                follow_symlinks=o.follow_symlinks,
+                replace_source=True,
+            )
         watcher = SourceWatcher(
             source,
             store,
@@ -393,6 +426,8 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _print_report(report: IngestReport, source: Path, collection: str, location: str) -> None:
+    for note in report.notes:
+        click.echo(f"note: {note}", err=True)
     click.echo(f"Ingested {source} into collection {collection!r} ({location})")
     click.echo(
         f"  added {len(report.added)}, updated {len(report.updated)}, unchanged "
@@ -607,18 +642,15 @@ def _rebuild(
 
 def _prune(store: Store, paths: list[str]) -> None:
     """Delete damaged documents and record the new counts (a change the mount picks up)."""
-    from semfs.ingest.store.schema import StoreMeta
-
     store.delete_documents(paths)
     meta = store.read_meta()
     if meta is not None:
         docs = store.list_documents()
+        # replace(), not a new StoreMeta: the source record and BM25's average stay.
         store.write_meta(
-            StoreMeta(
-                meta.model,
-                meta.dimension,
+            dataclasses.replace(
+                meta,
                 generation=meta.generation + 1,
-                dirty=meta.dirty,
                 documents=len(docs),
                 chunks=sum(d.chunks for d in docs),
             )

@@ -36,6 +36,10 @@ class SourceError(SemfsError):
     """The source directory cannot be ingested at all (missing, not a directory)."""
 
 
+class SourceMismatchError(SemfsError):
+    """The collection mirrors another folder: ingesting this one would delete its documents."""
+
+
 class StoreDamagedError(StoreUnavailableError):
     """The store's files are damaged: the engine crashed or the contents do not add up."""
 

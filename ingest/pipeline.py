@@ -37,7 +37,16 @@ from .embedder import (
     load_embedder,
 )
 from .errors import DiskFullError, ModelMismatchError
-from .sources import DEFAULT_MAX_BYTES, Document, Skipped, read_document, scan, scan_paths
+from .origin import Claim, claim_source
+from .sources import (
+    DEFAULT_MAX_BYTES,
+    Document,
+    Skipped,
+    check_source,
+    read_document,
+    scan,
+    scan_paths,
+)
 from .store import Store
 
 logger = logging.getLogger(__name__)
@@ -64,6 +73,8 @@ class IngestReport:
     compacted: bool = False
     # Unchanged in the source but damaged in the store (verify): re-ingested.
     repaired: list[str] = field(default_factory=list)
+    # What the user should know about the run as a whole (the source folder moved, ...).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def chunks_per_second(self) -> float:
@@ -83,6 +94,7 @@ class IngestReport:
             "model": self.model,
             "compacted": self.compacted,
             "repaired": self.repaired,
+            "notes": self.notes,
             "added_paths": self.added,
             "updated_paths": self.updated,
             "deleted_paths": self.deleted,
@@ -156,6 +168,7 @@ def ingest(
     paths: Collection[str] | None = None,
     keep_failed: bool = False,
     verify: bool = False,
+    replace_source: bool = False,
 ) -> IngestReport:
     """Make ``store`` mirror ``source``; return what changed. Bad files are skipped, not fatal.
 
@@ -174,11 +187,20 @@ def ingest(
     With ``verify``, an unchanged document is also checked against what the store holds
     (:func:`semfs.ingest.store.check.verify_document`): a damaged one is re-ingested, and listed in
     ``report.repaired`` (and ``report.updated``).
+
+    A collection mirrors one folder (:mod:`semfs.ingest.origin`): another folder is refused
+    with :class:`semfs.ingest.errors.SourceMismatchError` before anything is read or
+    written, unless ``replace_source``; a folder that moved is followed (``report.notes``).
     """
     started = time.perf_counter()
     report = IngestReport()
     model_name = resolve_model(store, model)
     report.model = model_name
+    check_source(source)
+    claim = claim_source(store.read_meta(), source, store.collection, replace=replace_source)
+    if claim.note:
+        logger.info("%s", claim.note)
+        report.notes.append(claim.note)
     dirs: list[DirectoryRecord] | None = None
     if paths is None:
         dirs = []
@@ -230,6 +252,9 @@ def ingest(
     meta = store.read_meta()
     unchanged = not (changed or report.deleted or touched or put_dirs or gone_dirs)
     if unchanged and meta is not None and not meta.dirty:
+        if claim.changes(meta):  # a folder that moved, a store from before sources were kept
+            store.write_meta(replace(meta, **_source_fields(claim)))
+            store.flush()
         store.write_manifest(meta.generation)  # a no-op when current; else a store from before
         report.seconds = time.perf_counter() - started
         return report
@@ -245,6 +270,8 @@ def ingest(
         average = bm25_average_length([t for p in pending for t in p.texts])
         meta = replace(meta, bm25_avg_len=average)
     was_dirty = meta.dirty
+    # The source is recorded with the first write: a first run that is killed keeps it.
+    meta = replace(meta, **_source_fields(claim))
     store.write_meta(replace(meta, generation=gen, dirty=True, documents=None, chunks=None))
     if was_dirty:
         _clean_interrupted(store)
@@ -262,7 +289,17 @@ def ingest(
     store.put_directories(put_dirs)
     store.delete_directories(gone_dirs)
     documents, chunks = _counts(store, meta, was_dirty, existing, report, paths is None)
-    store.write_meta(replace(meta, generation=gen, dirty=False, documents=documents, chunks=chunks))
+    store.write_meta(
+        replace(
+            meta,
+            generation=gen,
+            dirty=False,
+            documents=documents,
+            chunks=chunks,
+            ingested_at=time.time(),
+            ingest_seconds=round(time.perf_counter() - started, 3),
+        )
+    )
     store.flush()
     if report.updated or report.deleted or report.chunks_embedded:
         report.compacted = _compact(store)
@@ -270,6 +307,14 @@ def ingest(
     store.write_manifest(gen)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _source_fields(claim: Claim) -> dict[str, Any]:
+    return {
+        "source": claim.source.path,
+        "source_dev": claim.source.dev,
+        "source_ino": claim.source.ino,
+    }
 
 
 def _directory_changes(

@@ -7,8 +7,8 @@ One collection holds these kinds of points, told apart by the ``kind`` payload f
 * ``doc``: one per document, without vectors: the committed version of a document
   (:class:`DocumentRecord`). Readers follow only these; chunks of any other
   generation are invisible, which is what makes a document switch atomically.
-* ``meta``: exactly one, without vectors: model, dimension, schema version and the
-  store-wide generation counter (:class:`StoreMeta`).
+* ``meta``: exactly one, without vectors: model, dimension, schema version, the
+  store-wide generation counter and the source folder it mirrors (:class:`StoreMeta`).
 * ``dir``: one per source folder, without vectors: its mode, owner and mtime
   (:class:`DirectoryRecord`). Optional: stores written before they existed have none.
 * ``manifest``: on a server only, the parts of the tree manifest
@@ -108,6 +108,10 @@ def parent_dirs(path: str) -> list[str]:
     return [""] + ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 @dataclass(frozen=True)
 class StoreMeta:
     model: str
@@ -124,6 +128,17 @@ class StoreMeta:
     # measured on the first ingest and kept, so every later ingest weighs terms alike.
     # None in stores written before it was recorded (their vectors used Bm25's 256).
     bm25_avg_len: float | None = None
+    # The folder the collection mirrors, recorded at its first ingest: its absolute path and
+    # the device and inode of that folder, so an ingest of another folder is refused (it
+    # would delete every document) and a folder that moved is recognised. None in stores
+    # written before it was recorded (the next ingest records its folder).
+    source: str | None = None
+    source_dev: int | None = None
+    source_ino: int | None = None
+    # When the last run that changed the collection finished (Unix time) and how long it
+    # took (seconds); an unchanged re-run writes nothing, so it leaves them.
+    ingested_at: float | None = None
+    ingest_seconds: float | None = None
 
     def to_payload(self) -> dict[str, Any]:
         return {
@@ -136,6 +151,11 @@ class StoreMeta:
             "documents": self.documents,
             "chunks": self.chunks,
             "bm25_avg_len": self.bm25_avg_len,
+            "source": self.source,
+            "source_dev": self.source_dev,
+            "source_ino": self.source_ino,
+            "ingested_at": self.ingested_at,
+            "ingest_seconds": self.ingest_seconds,
         }
 
     @classmethod
@@ -149,6 +169,11 @@ class StoreMeta:
             documents=int(p["documents"]) if p.get("documents") is not None else None,
             chunks=int(p["chunks"]) if p.get("chunks") is not None else None,
             bm25_avg_len=float(p["bm25_avg_len"]) if p.get("bm25_avg_len") else None,
+            source=str(p["source"]) if p.get("source") is not None else None,
+            source_dev=_int_or_none(p.get("source_dev")),
+            source_ino=_int_or_none(p.get("source_ino")),
+            ingested_at=_float_or_none(p.get("ingested_at")),
+            ingest_seconds=_float_or_none(p.get("ingest_seconds")),
         )
 
 
