@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.sources import SourceOptions, check_source
 from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, Store, default_store_path
+from semfs.ingest.store.catalog import mount_source
 from semfs.ingest.store.check import require_counts
 from semfs.ingest.store.manifest import collector_paused
 from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
@@ -109,7 +110,7 @@ def fuse_options(cfg: MountConfig) -> dict[str, Any]:
         "ro": True,
         "use_ino": True,
         "default_permissions": True,
-        "fsname": f"semfs:{cfg.collection}",
+        "fsname": mount_source(cfg.collection, cfg.url),  # `collections rm` looks for it
         "entry_timeout": timeout,
         "attr_timeout": timeout,
     }

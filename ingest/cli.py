@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.backends import missing_collection, open_store
 
-from . import __version__
+from . import __version__, display
 from .embedder import DEFAULT_BATCH_SIZE
 from .errors import SemfsError, StoreLockedError
 from .logs import configure_logging
@@ -40,6 +40,9 @@ from .store import (
 # pipeline and search import qdrant_edge and the chunker: imported inside the commands that
 # need them, so that `semfs --help` and `semfs mount` start fast.
 if TYPE_CHECKING:
+    from semfs.ingest.store.catalog import Catalog
+    from semfs.ingest.store.schema import StoreMeta
+
     from .pipeline import IngestReport
     from .sources import SourceOptions
     from .syncstate import SyncState
@@ -98,6 +101,10 @@ def translate_errors(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any
 
 def store_options(func: F) -> F:
     """--store / --url / --api-key / --collection, shared by every command that opens a store."""
+    return _store_option_list(func, with_collection=True)
+
+
+def _store_option_list(func: F, *, with_collection: bool) -> F:
     options = [
         click.option(
             "--store",
@@ -123,7 +130,7 @@ def store_options(func: F) -> F:
             help="Collection name [env SEMFS_COLLECTION].",
         ),
     ]
-    for option in reversed(options):
+    for option in reversed(options if with_collection else options[:3]):
         func = option(func)
     return func
 
@@ -447,13 +454,20 @@ def _print_report(report: IngestReport, source: Path, collection: str, location:
 
 @cli.command()
 @store_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--bytes", "raw_bytes", is_flag=True, help="Sizes in bytes, not KiB/MiB/GiB.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (sizes in bytes).")
 @handle_errors
 def status(
-    store_path: Path | None, url: str | None, api_key: str | None, collection: str, as_json: bool
+    store_path: Path | None,
+    url: str | None,
+    api_key: str | None,
+    collection: str,
+    raw_bytes: bool,
+    as_json: bool,
 ) -> None:
-    """Show what a collection holds (documents, chunks, model, size on disk) and, when a
-    folder is followed (--watch), how fresh it is: last sync, pending and failed changes.
+    """Show what a collection holds (documents, chunks, model, size, source folder, last
+    ingest) and, when a folder is followed (--watch), how fresh it is: last sync, pending
+    and failed changes.
 
     \b
     Example:
@@ -475,11 +489,235 @@ def status(
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
-    for key, value in info.items():
-        if value is not None and key != "watch":
-            click.echo(f"{key:>11}: {value}")
+    for label, value in _status_lines(info, raw_bytes):
+        click.echo(f"{label:>11}: {value}")
     if watch is not None:
         _print_watch(watch)
+
+
+def catalog_options(func: F) -> F:
+    """--store / --url / --api-key: where the collections are (no --collection)."""
+    return _store_option_list(func, with_collection=False)
+
+
+@contextmanager
+def opened_catalog(
+    store_path: Path | None, url: str | None, api_key: str | None
+) -> Iterator[Catalog]:
+    from semfs.ingest.store.backends import open_catalog
+
+    catalog = open_catalog(store_path, url, api_key)
+    try:
+        yield catalog
+    finally:
+        catalog.close()
+
+
+@cli.group()
+def collections() -> None:
+    """List, remove and rename the collections of a store.
+
+    \b
+    Example:
+        semfs collections list
+        semfs collections rm old-docs
+        semfs collections rename docs fastapi
+    """
+
+
+@collections.command(name="list")
+@catalog_options
+@click.option("--bytes", "raw_bytes", is_flag=True, help="Sizes in bytes, not KiB/MiB/GiB.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list (sizes in bytes).")
+@handle_errors
+def collections_list(
+    store_path: Path | None, url: str | None, api_key: str | None, raw_bytes: bool, as_json: bool
+) -> None:
+    """List the collections: documents, chunks, size, model, source folder, last ingest.
+
+    \b
+    Example:
+        semfs collections list
+        semfs collections list --url http://localhost:6333 --json
+    """
+    with opened_catalog(store_path, url, api_key) as catalog:
+        names = catalog.names()
+        where = catalog.location
+    rows = [_collection_row(store_path, url, api_key, name) for name in names]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo(f"no collections at {where}: run `semfs ingest DIR` to make one", err=True)
+        return
+    table = [("NAME", "DOCS", "CHUNKS", "SIZE", "MODEL", "LAST INGEST", "SOURCE")]
+    for r in rows:
+        if "error" in r:
+            table.append((r["name"], "-", "-", "-", "-", "-", r["error"]))
+            continue
+        last = display.ago(time.time() - r["ingested_at"]) if r["ingested_at"] else "-"
+        table.append(
+            (
+                r["name"],
+                str(r["documents"]),
+                "-" if r["chunks"] is None else str(r["chunks"]),
+                _size(r["bytes"], raw_bytes),
+                r["model"],
+                last,
+                r["source"] or "-",
+            )
+        )
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
+    for row in table:
+        cells = [
+            c.ljust(w) if i == 0 or i >= 4 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row[:-1], widths, strict=True))
+        ]
+        click.echo("  ".join([*cells, row[-1]]).rstrip())
+
+
+def _collection_row(
+    store_path: Path | None, url: str | None, api_key: str | None, name: str
+) -> dict[str, Any]:
+    """One line of `semfs collections list`: from the meta and the document records (a
+    manifest read on the embedded store), without counting chunks in the engine."""
+    try:
+        with opened(store_path, url, api_key, name) as store:
+            meta = store.read_meta()
+            if meta is None:
+                return {"name": name, "error": "empty (no meta): ingest into it or remove it"}
+            docs = store.list_documents()
+            return {
+                "name": name,
+                "documents": len(docs),
+                "chunks": meta.chunks,
+                "bytes": sum(d.size for d in docs),
+                "disk_bytes": store.disk_bytes(),
+                "model": meta.model,
+                "source": meta.source,
+                "ingested_at": meta.ingested_at,
+                "ingest_seconds": meta.ingest_seconds,
+                "interrupted": meta.dirty,
+            }
+    except SemfsError as exc:  # in use by an ingest, damaged: say so on its line
+        return {"name": name, "error": _one_line(str(exc))}
+
+
+@collections.command(name="rm")
+@click.argument("name")
+@catalog_options
+@click.option("-y", "--yes", is_flag=True, help="Do not ask first.")
+@handle_errors
+def collections_rm(
+    name: str, store_path: Path | None, url: str | None, api_key: str | None, yes: bool
+) -> None:
+    """Remove collection NAME and everything it holds (the source folder is not touched).
+
+    Asks first unless -y. Refused while a mount, `semfs mcp` or a watcher owns it.
+
+    \b
+    Example:
+        semfs collections rm semfs-demo
+        semfs collections rm old --url http://localhost:6333 -y
+    """
+    with opened_catalog(store_path, url, api_key) as catalog:
+        catalog.require(name)
+        where = catalog.location
+    _refuse_if_followed(store_path, url, name)
+    if not yes:
+        row = _collection_row(store_path, url, api_key, name)
+        about = row.get("error") or (
+            f"{row['documents']} documents, {display.size(row['bytes'])}, "
+            f"from {row['source'] or 'an unknown folder'}"
+        )
+        click.confirm(f"Remove collection {name!r} ({about}) at {where}?", abort=True)
+    with opened_catalog(store_path, url, api_key) as catalog:
+        catalog.remove(name)
+    if url:  # a server collection's watcher state is kept beside the embedded store
+        from .syncstate import state_file
+
+        with contextlib.suppress(OSError):
+            state_file(store_path, url, name).unlink()
+    click.echo(f"Removed collection {name!r}")
+
+
+@collections.command(name="rename")
+@click.argument("old")
+@click.argument("new")
+@catalog_options
+@handle_errors
+def collections_rename(
+    old: str, new: str, store_path: Path | None, url: str | None, api_key: str | None
+) -> None:
+    """Rename collection OLD to NEW (refused while a mount, `semfs mcp` or a watcher owns it).
+
+    On a Qdrant server, which cannot rename, the points are copied to NEW, then OLD is
+    deleted.
+
+    \b
+    Example:
+        semfs collections rename docs fastapi
+    """
+    with opened_catalog(store_path, url, api_key) as catalog:
+        catalog.require(old)
+        _refuse_if_followed(store_path, url, old)
+        catalog.rename(old, new)
+    click.echo(f"Renamed collection {old!r} to {new!r}")
+
+
+def _refuse_if_followed(store_path: Path | None, url: str | None, name: str) -> None:
+    """A watcher of a server collection holds no lock: its state file says it runs."""
+    from .syncstate import load_state, state_file
+
+    state = load_state(state_file(store_path, url, name))
+    if state is not None and state.running:
+        raise StoreLockedError(
+            f"collection {name!r} is followed by pid {state.pid} ({state.source}): stop it first"
+        )
+
+
+def _size(n: int | None, raw: bool) -> str:
+    return display.size(n) if not raw or n is None else f"{n} bytes"
+
+
+def _status_lines(info: dict[str, Any], raw_bytes: bool) -> Iterator[tuple[str, str]]:
+    """`semfs status` for a person: sizes in KiB/MiB (bytes with --bytes), yes/no, local
+    times. A key this function does not know is shown as it is (after the known ones)."""
+    shown = {"watch", "bytes", "dimension", "ingest_seconds", "disk_bytes"}
+    order = ["collection", "backend", "location", "source", "documents", "chunks"]
+    for key in order:
+        if info.get(key) is None:
+            continue
+        value = info[key]
+        if key == "documents" and info.get("bytes") is not None:
+            value = f"{value} ({_size(info['bytes'], raw_bytes)})"
+        yield key, str(value)
+    if "disk_bytes" in info:
+        yield "on disk", _size(info["disk_bytes"], raw_bytes)  # None: a server keeps its own
+    if info.get("model") is not None:
+        yield "model", f"{info['model']} (dimension {info.get('dimension')})"
+    if "ingested_at" in info:
+        last = display.when(info["ingested_at"])
+        if info.get("ingest_seconds") is not None:
+            last += f", took {display.duration(info['ingest_seconds'])}"
+        yield "last ingest", last
+    for key, value in info.items():
+        if key in shown or key in order or key in ("model", "ingested_at") or value is None:
+            continue
+        yield key, display.yes_no(value) if isinstance(value, bool) else str(value)
+
+
+def _check_folder(store: Store, folder: str, collection: str) -> None:
+    """Raise SemfsError unless ``folder`` is a folder of the collection (it holds a document)."""
+    prefix = folder + "/"
+    paths = [d.path for d in store.list_documents()]
+    if folder in paths:
+        raise SemfsError(f"--under {folder}: that is a file, not a folder, of {collection!r}")
+    if not any(p.startswith(prefix) for p in paths):
+        raise SemfsError(
+            f"--under {folder}: no such folder in collection {collection!r} "
+            "(a path in the collection, as `ls` of a mount shows it)"
+        )
 
 
 def _store_info(
@@ -487,28 +725,34 @@ def _store_info(
 ) -> dict[str, Any]:
     with opened(store_path, url, api_key, collection) as store:
         meta = store.read_meta()
-        if meta is None:
-            raise SemfsError(
-                f"no collection {collection!r} at {store.location}: run `semfs ingest DIR` first"
-            )
-        docs = store.list_documents()
-        chunks = store.count_chunks()
-        from semfs.ingest.store.check import require_counts
+        if meta is not None:
+            return _collection_info(store, meta, collection)
+    # After closing: listing may open the store (a file: URL takes one client).
+    raise missing_collection(collection, store_path, url, api_key)
 
-        require_counts(store, len(docs), chunks)  # a store that lost points says so
-        return {
-            "backend": store.backend,
-            "location": store.location,
-            "collection": collection,
-            "documents": len(docs),
-            "chunks": chunks,
-            "bytes": sum(d.size for d in docs),
-            "model": meta.model,
-            "dimension": meta.dimension,
-            "generation": meta.generation,
-            "interrupted": meta.dirty,
-            "disk_bytes": store.disk_bytes(),
-        }
+
+def _collection_info(store: Store, meta: StoreMeta, collection: str) -> dict[str, Any]:
+    docs = store.list_documents()
+    chunks = store.count_chunks()
+    from semfs.ingest.store.check import require_counts
+
+    require_counts(store, len(docs), chunks)  # a store that lost points says so
+    return {
+        "backend": store.backend,
+        "location": store.location,
+        "collection": collection,
+        "source": meta.source,
+        "documents": len(docs),
+        "chunks": chunks,
+        "bytes": sum(d.size for d in docs),
+        "model": meta.model,
+        "dimension": meta.dimension,
+        "generation": meta.generation,
+        "interrupted": meta.dirty,
+        "disk_bytes": store.disk_bytes(),
+        "ingested_at": meta.ingested_at,
+        "ingest_seconds": meta.ingest_seconds,
+    }
 
 
 def _print_watch(watch: SyncState) -> None:
@@ -713,15 +957,25 @@ def search(
 ) -> None:
     """Find the documents that best answer QUERY, with the lines that answer it.
 
+    --under DIR searches only the documents inside DIR, a folder of the collection (as a
+    mount shows it); a DIR that is not one is an error.
+
     \b
     Example:
         semfs search "how do I rotate an api key"
         semfs search "custom domain" --under deploy -k 3 --json
     """
-    from .search import Searcher
+    from .search import Searcher, normalize_under
 
+    scope = normalize_under(under)
     with opened(store_path, url, api_key, collection) as store:
-        hits = Searcher(store).search(query, k=k, mode=mode, under=under, min_score=min_score)
+        found = store.read_meta() is not None
+        if found:
+            if scope is not None:
+                _check_folder(store, scope, collection)
+            hits = Searcher(store).search(query, k=k, mode=mode, under=scope, min_score=min_score)
+    if not found:  # after closing: listing may open the store (a file: URL takes one client)
+        raise missing_collection(collection, store_path, url, api_key)
     if as_json:
         click.echo(json.dumps([h.to_json() for h in hits], indent=2, ensure_ascii=False))
         return

@@ -24,9 +24,16 @@ from semfs.fusefs.commands import cli  # after the environment above
 PROG = "semfs"
 
 
-def _commands() -> list[tuple[str, click.Command]]:
-    ctx = click.Context(cli, info_name=PROG)
-    return [(name, cli.commands[name]) for name in cli.list_commands(ctx)]
+def _commands(group: click.Group = cli, prefix: str = "") -> list[tuple[str, click.Command]]:
+    """Every command, a group's subcommands after it (``collections list``, ...)."""
+    ctx = click.Context(group, info_name=PROG)
+    out: list[tuple[str, click.Command]] = []
+    for name in group.list_commands(ctx):
+        cmd = group.commands[name]
+        out.append((prefix + name, cmd))
+        if isinstance(cmd, click.Group):
+            out += _commands(cmd, f"{prefix}{name} ")
+    return out
 
 
 def _summary(cmd: click.Command) -> str:
@@ -78,7 +85,7 @@ def full_help() -> str:
     """Every command's ``--help``, in a fenced block each."""
     parts = []
     for name, _cmd in _commands():
-        parts.append(f"#### `{PROG} {name}`\n\n```\n{help_text(name).rstrip()}\n```\n")
+        parts.append(f"#### `{PROG} {name}`\n\n```\n{help_text(*name.split()).rstrip()}\n```\n")
     return "\n".join(parts)
 
 

@@ -23,7 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from semfs.ingest.errors import SemfsError, StoreNotFoundError
+
 from . import DEFAULT_COLLECTION, Store, check_collection_name, default_store_path
+from .catalog import Catalog, missing
 from .schema import check_schema
 
 
@@ -77,6 +80,23 @@ def backend_for(address: StoreAddress) -> str:
     return "server" if address.url else "embedded"
 
 
+def open_catalog(
+    store_path: str | os.PathLike[str] | None = None,
+    url: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 10.0,
+) -> Catalog:
+    """The collections of the embedded store at ``store_path`` (default
+    :func:`default_store_path`), or of the Qdrant server at ``url``."""
+    if url:
+        from .server_store import ServerCatalog
+
+        return ServerCatalog(url, api_key=api_key, timeout=timeout)
+    from .edge_store import EdgeCatalog
+
+    return EdgeCatalog(Path(store_path) if store_path else default_store_path())
+
+
 def open_store(
     store_path: str | os.PathLike[str] | None = None,
     url: str | None = None,
@@ -109,3 +129,19 @@ def open_store(
         store.close()
         raise
     return store
+
+
+def missing_collection(
+    collection: str,
+    store_path: str | os.PathLike[str] | None = None,
+    url: str | None = None,
+    api_key: str | None = None,
+) -> StoreNotFoundError:
+    """The error for a collection that does not exist, naming the ones that do."""
+    try:
+        with open_catalog(store_path, url, api_key) as catalog:
+            return missing(collection, catalog.location, catalog.names())
+    except SemfsError as exc:  # the server went away meanwhile: say what we know
+        return StoreNotFoundError(
+            f"no collection {collection!r} ({exc}): run `semfs ingest DIR` first"
+        )

@@ -35,6 +35,7 @@ from typing import Any
 import qdrant_edge as qe
 
 from semfs.ingest.errors import (
+    SemfsError,
     StoreDamagedError,
     StoreLockedError,
     StoreNotFoundError,
@@ -46,11 +47,13 @@ from . import (
     LineSpan,
     SparseQuery,
     Store,
+    check_collection_name,
     mapped,
     privacy,
     shardprobe,
     similarity,
 )
+from .catalog import Catalog
 from .diskspace import SpaceGuard, allocated_bytes, chunk_bytes
 from .manifest import Manifest
 from .schema import (
@@ -786,3 +789,69 @@ class EdgeStore(Store):
                     (self.dir / "owner.json").unlink()
             except (OSError, ValueError):
                 pass
+
+
+def _valid_name(name: str) -> bool:
+    try:
+        check_collection_name(name)
+    except SemfsError:
+        return False
+    return True
+
+
+class EdgeCatalog(Catalog):
+    """The collections of an embedded store folder: its sub-folders that hold a shard."""
+
+    def __init__(self, store_dir: Path) -> None:
+        self.store_dir = store_dir
+
+    @property
+    def location(self) -> str:
+        return str(self.store_dir)
+
+    def names(self) -> list[str]:
+        try:
+            entries = sorted(os.scandir(self.store_dir), key=lambda e: e.name)
+        except FileNotFoundError:
+            return []
+        return [
+            e.name for e in entries if _valid_name(e.name) and (Path(e.path) / "shard").is_dir()
+        ]
+
+    def _locked(self, name: str) -> int:
+        """The collection's lock, taken (a descriptor to close), or StoreLockedError."""
+        self.require(name)
+        coll = collection_dir(self.store_dir, name)
+        fd = os.open(coll / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise StoreLockedError(
+                f"collection {name!r} is in use by {read_owner(coll)}: stop it first "
+                "(semfs umount, or Ctrl-C the watcher or ingest)"
+            ) from exc
+        return fd
+
+    def remove(self, name: str) -> None:
+        fd = self._locked(name)
+        try:
+            # Aside first, in one rename: a crash midway leaves no half-deleted collection.
+            doomed = self.store_dir / f".removing-{name}-{os.getpid()}"
+            os.rename(collection_dir(self.store_dir, name), doomed)
+            _fsync_dir(self.store_dir)
+            shutil.rmtree(doomed)
+        finally:
+            os.close(fd)
+
+    def rename(self, old: str, new: str) -> None:
+        self.check_new_name(new)
+        fd = self._locked(old)
+        try:
+            target = collection_dir(self.store_dir, new)
+            if target.exists():  # a folder without a shard (a leftover): not ours to replace
+                raise SemfsError(f"{target} already exists: remove it or choose another name")
+            os.rename(collection_dir(self.store_dir, old), target)
+            _fsync_dir(self.store_dir)
+        finally:
+            os.close(fd)

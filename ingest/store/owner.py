@@ -31,10 +31,10 @@ import logging
 import os
 from collections.abc import Callable
 
-from semfs.ingest.errors import StoreLockedError, StoreNotFoundError
+from semfs.ingest.errors import StoreLockedError
 
 from . import DEFAULT_COLLECTION, Store
-from .backends import open_store
+from .backends import missing_collection, open_store
 
 logger = logging.getLogger(__name__)
 
@@ -76,11 +76,8 @@ class StoreOwner:
                 f"collection {collection!r} at {store_path} is owned by pid {pid}", pid
             )
         if must_exist and not store.exists():
-            location = store.location
             store.close()
-            raise StoreNotFoundError(
-                f"no collection {collection!r} at {location}: run `semfs ingest DIR` first"
-            )
+            raise missing_collection(collection, store_path, url, api_key)
         return cls(store)
 
     @property

@@ -13,9 +13,10 @@ a reader uses a manifest only when it is whole and stamped with the meta read be
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from qdrant_client import QdrantClient
 from qdrant_client import models as m
@@ -24,6 +25,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from semfs.ingest.errors import StoreNotFoundError, StoreUnavailableError
 
 from . import FUSION_CANDIDATES, LineSpan, SparseQuery, Store, similarity
+from .catalog import Catalog, refuse_if_mounted
 from .manifest import Manifest
 from .schema import (
     DENSE,
@@ -35,6 +37,7 @@ from .schema import (
     KIND_DIR,
     KIND_DOC,
     KIND_MANIFEST,
+    KIND_META,
     SPARSE,
     ChunkPoint,
     ChunkRecord,
@@ -58,6 +61,35 @@ MANIFEST_PARTS = 64
 MANIFEST_PART_BYTES = 4 << 20
 
 
+def _client(url: str, api_key: str | None, timeout: float) -> QdrantClient:
+    """A client for ``url`` (a ``file:`` URL: qdrant-client's local mode)."""
+    with _reaching(url):
+        if url.startswith("file:"):
+            return QdrantClient(path=url.removeprefix("file://").removeprefix("file:"))
+        # No client-side version check: qdrant-client runs it in a thread of its own that
+        # prints a Python warning to stderr whenever it happens to finish, so an unreachable
+        # server's one-line error sometimes came with three lines of noise.
+        return QdrantClient(
+            url=url, api_key=api_key, timeout=int(timeout), check_compatibility=False
+        )
+
+
+@contextlib.contextmanager
+def _reaching(url: str) -> Iterator[None]:
+    """Failures to reach ``url`` as one-line StoreUnavailableErrors."""
+    try:
+        yield
+    except UnexpectedResponse as exc:
+        # Something answered, but not as Qdrant does (a web server, a proxy's error page).
+        raise StoreUnavailableError(
+            f"{url} does not answer like a Qdrant server (HTTP {exc.status_code} "
+            f"{exc.reason_phrase}): check --url"
+        ) from exc
+    except (ResponseHandlingException, OSError, RuntimeError) as exc:
+        reason = " ".join(str(exc).split())  # one line: messages may hold raw responses
+        raise StoreUnavailableError(f"cannot reach Qdrant at {url}: {reason}") from exc
+
+
 def _match(key: str, value: str | int) -> m.FieldCondition:
     return m.FieldCondition(key=key, match=m.MatchValue(value=value))
 
@@ -73,31 +105,20 @@ class ServerStore(Store):
     backend = "server"
 
     def __init__(
-        self, url: str, collection: str, api_key: str | None = None, timeout: float = 10.0
+        self,
+        url: str,
+        collection: str,
+        api_key: str | None = None,
+        timeout: float = 10.0,
+        client: QdrantClient | None = None,
     ) -> None:
+        """``client``: one to share (qdrant-client's local mode takes one per folder)."""
         self.collection = collection
         self.url = url
-        try:
-            if url.startswith("file:"):
-                self.client = QdrantClient(path=url.removeprefix("file://").removeprefix("file:"))
-            else:
-                # No client-side version check: qdrant-client runs it in a thread of its own
-                # that prints a Python warning to stderr whenever it happens to finish, so an
-                # unreachable server's one-line error sometimes came with three lines of noise.
-                self.client = QdrantClient(
-                    url=url, api_key=api_key, timeout=int(timeout), check_compatibility=False
-                )
+        self.client = client if client is not None else _client(url, api_key, timeout)
+        with _reaching(url):
             self._exists = self.client.collection_exists(collection)
-            self._manifest_dropped = False
-        except UnexpectedResponse as exc:
-            # Something answered, but not as Qdrant does (a web server, a proxy's error page).
-            raise StoreUnavailableError(
-                f"{url} does not answer like a Qdrant server (HTTP {exc.status_code} "
-                f"{exc.reason_phrase}): check --url"
-            ) from exc
-        except (ResponseHandlingException, OSError, RuntimeError) as exc:
-            reason = " ".join(str(exc).split())  # one line: messages may hold raw responses
-            raise StoreUnavailableError(f"cannot reach Qdrant at {url}: {reason}") from exc
+        self._manifest_dropped = False
 
     @property
     def location(self) -> str:
@@ -427,6 +448,77 @@ class ServerStore(Store):
         if not self._exists:
             return 0
         return int(self.client.count(self.collection, count_filter=_chunk_filter(None)).count)
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        except Exception as exc:  # closing must not mask the real outcome
+            logger.debug("closing qdrant client: %s", exc)
+
+
+class ServerCatalog(Catalog):
+    """The semfs collections of a Qdrant server: those holding a semfs meta point."""
+
+    def __init__(self, url: str, api_key: str | None = None, timeout: float = 10.0) -> None:
+        self.url = url
+        self.client = _client(url, api_key, timeout)
+
+    @property
+    def location(self) -> str:
+        return self.url
+
+    def names(self) -> list[str]:
+        with _reaching(self.url):
+            every = sorted(c.name for c in self.client.get_collections().collections)
+            return [name for name in every if self._meta(name) is not None]
+
+    def _meta(self, name: str) -> StoreMeta | None:
+        try:
+            records = self.client.retrieve(name, [meta_id()], with_payload=True)
+        except (UnexpectedResponse, ValueError) as exc:  # not ours: another kind of points
+            logger.debug("collection %s is not a semfs collection: %s", name, exc)
+            return None
+        payload = records[0].payload if records else None
+        if not payload or payload.get("kind") != KIND_META or "model" not in payload:
+            return None
+        return StoreMeta.from_payload(payload)
+
+    def remove(self, name: str) -> None:
+        self.require(name)
+        refuse_if_mounted(name, self.url)
+        with _reaching(self.url):
+            self.client.delete_collection(name)
+
+    def rename(self, old: str, new: str) -> None:
+        """Qdrant has no rename: the points are copied into a new collection (made as
+        :meth:`ServerStore.create` makes one), then the old one is deleted. A copy that
+        fails midway deletes the new collection and leaves the old one whole."""
+        self.require(old)
+        self.check_new_name(new)
+        refuse_if_mounted(old, self.url)
+        meta = self._meta(old)
+        assert meta is not None  # require() saw it
+        target = ServerStore(self.url, new, client=self.client)
+        with _reaching(self.url):
+            target.create(meta.dimension)
+            try:
+                offset: m.ExtendedPointId | None = None
+                while True:
+                    points, offset = self.client.scroll(
+                        old, limit=SCROLL_PAGE, offset=offset, with_payload=True, with_vectors=True
+                    )
+                    batch = [
+                        m.PointStruct(id=p.id, vector=cast(Any, p.vector or {}), payload=p.payload)
+                        for p in points
+                    ]
+                    if batch:
+                        self.client.upsert(new, points=batch, wait=True)
+                    if offset is None:
+                        break
+            except BaseException:
+                self.client.delete_collection(new)
+                raise
+            self.client.delete_collection(old)
 
     def close(self) -> None:
         try:

@@ -1,0 +1,127 @@
+"""The collections of one store: list, remove and rename them (``semfs collections``).
+
+:class:`Catalog` is the interface; :func:`semfs.ingest.store.backends.open_catalog` picks the
+implementation (the embedded store's folders, or a Qdrant server's collections).
+
+Rules a caller may rely on:
+
+* :meth:`Catalog.names` lists only semfs collections (sorted): on the embedded store the
+  folders holding a shard, on a server the collections holding a semfs meta point. Other
+  collections of a shared server are never listed, removed or renamed.
+* :meth:`Catalog.remove` and :meth:`Catalog.rename` refuse, with one line saying who, a
+  collection a process owns: on the embedded store any process holding its lock (a mount,
+  ``semfs mcp``, a watcher, an ingest under way: the message quotes its command line); on a
+  server a semfs mount of that collection of that server on this machine
+  (:func:`mounted_at`). A watcher of a server collection is the caller's to check (its
+  state file is the pipeline's, not the store layer's).
+* A missing name is :class:`semfs.ingest.errors.StoreNotFoundError` naming the collections
+  there are; a rename onto an existing name is refused, nothing changed.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from semfs.ingest.errors import SemfsError, StoreLockedError, StoreNotFoundError
+
+from . import check_collection_name
+
+# The kernel's name of a semfs mount is the daemon's fsname (mount_source) and its type.
+MOUNT_SOURCE_PREFIX = "semfs:"
+MOUNT_FSTYPE = "fuse.semfs"
+MOUNTINFO = Path("/proc/self/mountinfo")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
+
+
+def mount_source(collection: str, url: str | None = None) -> str:
+    """What a mount of ``collection`` is called in /proc/mounts: ``semfs:docs`` for the
+    embedded store, ``semfs:docs@HOST:PORT`` for a server (no credentials, no path, except
+    for a ``file:`` URL), so that :func:`mounted_at` tells servers apart."""
+    if not url:
+        return MOUNT_SOURCE_PREFIX + collection
+    parts = urlsplit(url)
+    where = parts.path if parts.scheme == "file" else parts.netloc.rpartition("@")[2]
+    return f"{MOUNT_SOURCE_PREFIX}{collection}@{_UNSAFE.sub('_', where).strip('_') or 'server'}"
+
+
+def mounted_at(source: str, mountinfo: Path = MOUNTINFO) -> list[str]:
+    """Mountpoints of the semfs mounts called ``source`` (:func:`mount_source`) here."""
+    try:
+        text = mountinfo.read_text(errors="surrogateescape")
+    except OSError:  # not Linux: no such list
+        return []
+    found = []
+    for line in text.splitlines():
+        fields = line.split(" ")
+        if "-" not in fields[6:]:
+            continue
+        sep = fields.index("-", 6)
+        if fields[sep + 1 : sep + 3] == [MOUNT_FSTYPE, source]:
+            found.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return found
+
+
+def missing(name: str, where: str, names: list[str]) -> StoreNotFoundError:
+    """The one-line error for a collection that is not there, naming those that are."""
+    if not names:
+        return StoreNotFoundError(
+            f"no collection {name!r} at {where} (it has none yet): run `semfs ingest DIR` first"
+        )
+    return StoreNotFoundError(
+        f"no collection {name!r} at {where}; its collections: {', '.join(names)}. "
+        f"Pick one with -c NAME, or make {name!r} with `semfs ingest DIR -c {name}`"
+    )
+
+
+def refuse_if_mounted(name: str, url: str) -> None:
+    """A mount of a server collection holds no lock: the kernel's list of mounts tells.
+    (The embedded store's lock covers its mounts, with the owner's command line.)"""
+    mounts = mounted_at(mount_source(name, url))
+    if mounts:
+        raise StoreLockedError(
+            f"collection {name!r} is mounted at {', '.join(mounts)}: "
+            f"run `semfs umount {mounts[0]}` first"
+        )
+
+
+class Catalog(ABC):
+    """The collections of one embedded store folder or one Qdrant server."""
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """The store folder or the server URL, for messages."""
+
+    @abstractmethod
+    def names(self) -> list[str]:
+        """The semfs collections there, sorted."""
+
+    @abstractmethod
+    def remove(self, name: str) -> None:
+        """Delete the collection and everything it holds."""
+
+    @abstractmethod
+    def rename(self, old: str, new: str) -> None:
+        """Give the collection another name (its documents, vectors and meta unchanged)."""
+
+    def close(self) -> None:  # noqa: B027 - optional
+        """Release any connection."""
+
+    def require(self, name: str) -> None:
+        """Raise :func:`missing` unless ``name`` is a collection here."""
+        if name not in self.names():
+            raise missing(name, self.location, self.names())
+
+    def check_new_name(self, new: str) -> None:
+        check_collection_name(new)
+        if new in self.names():
+            raise SemfsError(f"collection {new!r} already exists at {self.location}")
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
