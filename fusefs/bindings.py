@@ -300,6 +300,19 @@ def current_fuse() -> int | None:
     return int(context.contents.fuse) if context and context.contents.fuse else None
 
 
+def request_caller() -> tuple[int, int, int] | None:
+    """(uid, gid, pid) of the process whose request the running callback answers, or None
+    outside a request (libfuse's context is per request thread)."""
+    lib = _libfuse()
+    if lib is None:
+        return None
+    context = lib.fuse_get_context()
+    if not context:
+        return None
+    ctx = context.contents
+    return int(ctx.uid), int(ctx.gid), int(ctx.pid)
+
+
 def session_exited(fuse_ptr: int) -> bool:
     """Whether the mount's loop has ended (it is being torn down: stop calling into it)."""
     lib = _libfuse()
@@ -330,5 +343,6 @@ __all__ = [
     "fuse_major_version",
     "invalidate_path",
     "overrides",
+    "request_caller",
     "session_exited",
 ]

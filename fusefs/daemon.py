@@ -236,6 +236,7 @@ class MountDaemon:
             # The store's model (or --watch's, for a new collection); loads nothing yet.
             searcher = _OnDemandSearcher(store, embedder)
             pins = GenerationPins(store, on_change=lambda: refresher.wake(force=True))
+            refresher.hidden = pins.deleted
             self._services.append(pins.close)
             ops = SemfsOperations(
                 tree,

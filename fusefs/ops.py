@@ -22,11 +22,12 @@ from typing import Any, Protocol
 
 from semfs.ingest.store.schema import DocumentRecord
 
-from .bindings import ENOATTR, FuseOSError, Operations, current_fuse, overrides
+from .access import may_read
+from .bindings import ENOATTR, FuseOSError, Operations, current_fuse, overrides, request_caller
 from .kernelcache import KernelCache, OpenMode
 from .pins import GenerationPins
 from .reader import ChunksMissingError, DocumentReader, ServedHash
-from .tree import DIR, FILE, NAME_MAX, SYMLINK, Node, Tree, name_too_long
+from .tree import DIR, FILE, NAME_MAX, SYMLINK, Node, Tree, document_attrs, name_too_long
 
 logger = logging.getLogger(__name__)
 
@@ -49,12 +50,21 @@ _first_read = threading.Lock()
 class DocumentHandle:
     """One committed version of a document, pinned at open so reads never mix versions."""
 
-    __slots__ = ("doc", "mode", "reader", "served")
+    __slots__ = ("attrs", "doc", "mode", "reader", "served")
 
-    def __init__(self, reader: DocumentReader, doc: DocumentRecord, mode: OpenMode) -> None:
+    def __init__(
+        self,
+        reader: DocumentReader,
+        doc: DocumentRecord,
+        mode: OpenMode,
+        attrs: Mapping[str, int],
+    ) -> None:
         self.reader = reader
         self.doc = doc
         self.mode = mode
+        # This version's stat, for a getattr on the handle once the tree no longer shows
+        # its path (deleted while open: the kernel asks before reading past its cache).
+        self.attrs = attrs
         # Made on the first read: a warm grep reads through the page cache, so most
         # handles never read here (a hash object and its lock cost ~0.5 µs an open).
         self.served: ServedHash | None = None
@@ -210,7 +220,13 @@ class SemfsOperations(Operations):
 
     @overrides(Operations)
     def getattr(self, path: str, fh: Any = None) -> dict[str, Any]:
-        return dict(self.kernel.attrs(self._lookup(path)))
+        try:
+            return dict(self.kernel.attrs(self._lookup(path)))
+        except FuseOSError:
+            handle = self._handles.get(fh.fh) if fh is not None else None
+            if type(handle) is DocumentHandle:  # an open file whose document was deleted
+                return dict(handle.attrs)
+            raise
 
     @overrides(Operations)
     def access(self, path: str, amode: int) -> int:
@@ -298,9 +314,15 @@ class SemfsOperations(Operations):
             raise failure from exc
         if doc is None:  # deleted since the tree was built
             raise FuseOSError(errno.ENOENT)
+        # The kernel checked the attributes it holds, which may be an older version's (see
+        # semfs.fusefs.access): check the caller against the version served, now.
+        if not may_read(self.tree, doc, request_caller()):
+            self.pins.release(doc.path, doc.gen)
+            raise FuseOSError(errno.EACCES)
         mode = self.kernel.opened(node, (doc.gen, doc.sha256), swaps)
         fi.fh = next(self._fh)
-        self._handles[fi.fh] = DocumentHandle(self.reader, doc, mode)
+        attrs = node.attrs if doc is node.doc else document_attrs(node.ino, doc, self.tree.owner)
+        self._handles[fi.fh] = DocumentHandle(self.reader, doc, mode, attrs)
         fi.keep_cache = int(mode.keep_cache)
         fi.direct_io = int(mode.direct_io)
         return 0

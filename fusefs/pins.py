@@ -11,8 +11,10 @@ Rules a caller may rely on:
 
 * :meth:`GenerationPins.hold` returns a committed version and pins it; its chunks stay until
   :meth:`GenerationPins.release`. It never returns a version whose chunks are gone.
-* A document deleted from the source while a handle on it is open stays listed until that
-  handle is closed, then goes (the tree refreshes).
+* A document deleted from the source while a handle on it is open can no longer be opened
+  (:meth:`hold` returns None) and is in :meth:`deleted` until that handle is closed: the tree
+  leaves it out (so do search results, which name only what the tree shows); the open
+  handle keeps reading it.
 * Only writes that go through :meth:`guard` are deferred. A Qdrant server is written by the
   ingest directly, so there a handle reads its version only while the version's chunks
   exist (or are in the reader's cache); past that a read fails with ESTALE.
@@ -66,6 +68,8 @@ class GenerationPins:
                 return None
             key = (rec.path, rec.gen)
             with self._lock:
+                if rec.path in self._deferred_delete:
+                    return None  # deleted from the source: only open handles still read it
                 survivor = self._survivor.get(rec.path, rec.gen)
                 if key in self._pins or survivor == rec.gen:
                     self._pin(key)
@@ -74,10 +78,17 @@ class GenerationPins:
             rec = reader.latest(rec.path)
         return rec if rec is None else self._hold_unchecked(rec)
 
-    def _hold_unchecked(self, rec: DocumentRecord) -> DocumentRecord:
+    def _hold_unchecked(self, rec: DocumentRecord) -> DocumentRecord | None:
         with self._lock:
+            if rec.path in self._deferred_delete:
+                return None
             self._pin((rec.path, rec.gen))
         return rec
+
+    def deleted(self) -> frozenset[str]:
+        """Documents deleted whose chunks wait for open handles: a tree must not show them."""
+        with self._lock:
+            return frozenset(self._deferred_delete)
 
     def _pin(self, key: tuple[str, int]) -> None:
         self._pins[key] = self._pins.get(key, 0) + 1

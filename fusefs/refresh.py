@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Set
 
 from semfs.ingest.store import Store
 from semfs.ingest.store.manifest import Manifest
@@ -43,8 +43,12 @@ class TreeRefresher:
         owner: Ownership,
         publish: Callable[[Tree], None] | None = None,
         interval: float = DEFAULT_INTERVAL,
+        hidden: Callable[[], Set[str]] | None = None,
     ) -> None:
         self.store = store
+        # Paths a tree leaves out though the store still lists them (deleted documents that
+        # open handles still read: semfs.fusefs.pins).
+        self.hidden = hidden
         self.inodes = inodes
         self.owner = owner
         self.publish = publish
@@ -95,6 +99,9 @@ class TreeRefresher:
             if not force and key == self._seen and not (meta is not None and meta.dirty):
                 return False
             records = sorted(self.store.list_documents(), key=lambda r: r.path)
+            hidden = self.hidden() if self.hidden is not None else ()
+            if hidden:
+                records = [r for r in records if r.path not in hidden]
             folders = sorted(self.store.list_directories(), key=lambda r: r.path)
             self._seen = key
             if records == self._records and folders == self._folders:

@@ -357,6 +357,11 @@ def _file_attrs(ino: int, rec: DocumentRecord, owner: Ownership) -> Mapping[str,
     return node_attrs(ino, mode, 1, rec.size, rec.st_mtime_ns, who)
 
 
+def document_attrs(ino: int, rec: DocumentRecord, owner: Ownership) -> Mapping[str, int]:
+    """The stat a file node of ``rec`` (any version of a document) shows."""
+    return _file_attrs(ino, rec, owner)
+
+
 def _dir_attrs(ino: int, subdirs: int, mtime_s: float, owner: Ownership) -> Mapping[str, int]:
     return node_attrs(ino, DIR_MODE, 2 + subdirs, 0, _ns(mtime_s), owner)
 

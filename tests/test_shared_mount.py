@@ -1,0 +1,103 @@
+"""A mount shared with ``-o allow_other`` keeps each user to what the source lets them read,
+under the changes issue 21 found open: a handle held across a re-ingest that makes a file
+private, a document deleted while open, folder permission changes under ``--watch``, and the
+recent queries of a search folder.
+
+Real mounts, real re-ingests, and a real other user (nobody, through ``setpriv``), so these
+run as root only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import NOBODY
+from mounting import mounted, semfs, wait_until
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user"),
+    pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) missing"),
+]
+
+
+def as_nobody(*cmd: str) -> subprocess.CompletedProcess[str]:
+    """``cmd`` run as the user nobody, with no groups."""
+    return subprocess.run(
+        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *cmd],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _source(base: Path) -> Path:
+    src = base / "src"
+    src.mkdir()
+    (src / "doc.md").write_text("# Doc\n\nthe public first version\n")
+    (src / "gone.md").write_text("# Gone\n\nzebra crossing notes, soon deleted\n")
+    (src / "other.md").write_text("# Other\n\nsomething else entirely\n")
+    for p in src.iterdir():
+        p.chmod(0o644)
+    return src
+
+
+def _mount_args(store: Path, src: Path, how: str) -> list[str]:
+    watch = ["--watch", str(src)] if how == "watch" else []
+    return ["--store", str(store), "-o", "allow_other", *watch]
+
+
+@pytest.mark.parametrize("how", ["ingest", "watch"])
+def test_a_held_handle_opens_no_new_private_text_to_others(open_tmp: Path, how: str) -> None:
+    src, store = _source(open_tmp), open_tmp / "store"
+    semfs("ingest", str(src), "--store", str(store), "--model", "hash")
+    with mounted(open_tmp / "mnt", *_mount_args(store, src, how)) as m:
+        doc = m.path / "doc.md"
+        assert as_nobody("cat", str(doc)).stdout == "# Doc\n\nthe public first version\n"
+        # root's handle: the kernel keeps the attributes of the version it reads.
+        with open(doc, "rb") as held:
+            assert held.read(5) == b"# Doc"
+            private = "# Doc\n\nthe PRIVATE second version\n"
+            (src / "doc.md").write_text(private)
+            (src / "doc.md").chmod(0o600)
+            if how == "ingest":
+                semfs("ingest", str(src), "--store", str(store))
+            wait_until(lambda: doc.read_text() == private, 10, "the new version")
+            # nobody cannot open the private version, whatever the kernel still shows.
+            cat = as_nobody("cat", str(doc))
+            assert cat.returncode != 0 and "PRIVATE" not in cat.stdout, cat
+            assert as_nobody("head", "-c", "1", str(doc)).stdout == ""
+            # The handle opened before the change keeps reading its version.
+            held.seek(0)
+            assert held.read() == b"# Doc\n\nthe public first version\n"
+        # Closed: other users read what the source grants them, as before.
+        assert as_nobody("cat", str(m.path / "other.md")).returncode == 0
+        assert as_nobody("cat", str(doc)).returncode != 0
+
+
+@pytest.mark.parametrize("how", ["ingest", "watch"])
+def test_a_document_deleted_while_open_is_gone_for_new_opens(open_tmp: Path, how: str) -> None:
+    src, store = _source(open_tmp), open_tmp / "store"
+    semfs("ingest", str(src), "--store", str(store), "--model", "hash")
+    with mounted(open_tmp / "mnt", *_mount_args(store, src, how)) as m:
+        gone = m.path / "gone.md"
+        with open(gone, "rb") as held:
+            assert held.read(6) == b"# Gone"
+            (src / "gone.md").unlink()
+            if how == "ingest":
+                semfs("ingest", str(src), "--store", str(store))
+            # Not listed, not openable, not a search result, for anyone.
+            wait_until(lambda: "gone.md" not in os.listdir(m.path), 10, "gone.md unlisted")
+            assert not gone.exists()
+            assert as_nobody("cat", str(gone)).returncode != 0
+            query = m.path / ".search" / "zebra crossing notes"
+            assert not [n for n in os.listdir(query) if n.endswith("gone.md")]
+            assert "gone.md" not in (query / "00-results.md").read_text()
+            # The handle opened before keeps reading it.
+            held.seek(0)
+            assert held.read() == b"# Gone\n\nzebra crossing notes, soon deleted\n"
+        assert sorted(os.listdir(m.path)) == ["doc.md", "other.md"]
+
