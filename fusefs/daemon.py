@@ -36,7 +36,7 @@ from semfs.ingest.store.check import require_counts
 from semfs.ingest.store.manifest import collector_paused
 from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
 
-from .bindings import FUSE, can_invalidate, fuse_exit, fuse_major_version
+from .bindings import FUSE, can_invalidate, fuse_exit, fuse_major_version, request_caller
 from .kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT, KernelCache
 from .ops import XATTR_PREFIX, SemfsOperations
 from .pins import GenerationPins
@@ -246,6 +246,7 @@ class MountDaemon:
                 pins=pins,
             )
             searches = SearchDirectories(searcher.search, self.cfg.search_dir, self.cfg.search)
+            searches.caller = _caller_uid
             # ops.tree is read per call: a search always runs against the tree shown now.
             ops.resolvers.append(lambda rel: searches.resolve(ops.tree, rel))
             refresher.publish = ops.set_tree
@@ -342,6 +343,12 @@ class MountDaemon:
                 stop()
             except Exception as exc:
                 logger.error("shutting down: %s", exc, exc_info=logger.isEnabledFor(logging.DEBUG))
+
+
+def _caller_uid() -> int | None:
+    """The uid whose FUSE request is running (search folders keep recent queries per user)."""
+    caller = request_caller()
+    return None if caller is None else caller[0]
 
 
 def _ignore_stop_signals() -> None:

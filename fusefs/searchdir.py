@@ -25,6 +25,8 @@ Rules a caller may rely on:
   ``._x``, ``.git``): not found. A name starting with ``@`` is a parameter; an unknown one is
   not found. To search for text starting with either, start the name with a space (query
   text is stripped).
+* A search folder lists the recent queries of the user listing it only (:class:`RecentQueries`
+  by uid): in a folder shared with ``allow_other``, nobody sees what another user asked.
 * A query is one path component, so it cannot hold ``/`` and is at most 255 bytes (NAME_MAX:
   the kernel answers ENAMETOOLONG beyond that before the mount sees the name). Type ``/`` as
   U+2215 DIVISION SLASH or U+FF0F FULLWIDTH SOLIDUS: both are searched as ``/``. Whitespace
@@ -428,24 +430,27 @@ class QueryCache:
 
 class RecentQueries:
     """The last ``max_entries`` distinct query directories used, most recent first, by the
-    folder they were used in (scope and parameter folders as written)."""
+    folder they were used in (scope and parameter folders as written) and by who used them:
+    a user lists only their own recent queries (``who``: a uid; None, one shared list)."""
 
     def __init__(self, max_entries: int = DEFAULT_RECENT_ENTRIES) -> None:
         self.max_entries = max_entries
-        self._entries: OrderedDict[tuple[str, tuple[str, ...], str], None] = OrderedDict()
+        self._entries: OrderedDict[tuple[int | None, str, tuple[str, ...], str], None] = (
+            OrderedDict()
+        )
         self._lock = threading.Lock()
 
-    def add(self, scope: str, params: tuple[str, ...], name: str) -> None:
-        key = (scope, params, name)
+    def add(self, scope: str, params: tuple[str, ...], name: str, who: int | None = None) -> None:
+        key = (who, scope, params, name)
         with self._lock:
             self._entries[key] = None
             self._entries.move_to_end(key, last=False)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=True)
 
-    def names(self, scope: str, params: tuple[str, ...]) -> list[str]:
+    def names(self, scope: str, params: tuple[str, ...], who: int | None = None) -> list[str]:
         with self._lock:
-            return [n for s, p, n in self._entries if s == scope and p == params]
+            return [n for w, s, p, n in self._entries if w == who and s == scope and p == params]
 
 
 class _LazyChildren(Mapping[str, Node]):
@@ -501,6 +506,9 @@ class SearchDirectories:
         # A line for every results file, asked when a search runs (a watched mount's
         # "index as of HH:MM:SS, N changes pending"); None adds nothing.
         self.status_line: Callable[[], str | None] | None = None
+        # The uid of the user whose request is running (the mount asks libfuse): recent
+        # queries are kept per user, so a shared folder does not list others' questions.
+        self.caller: Callable[[], int | None] = lambda: None
 
     # -- paths ----------------------------------------------------------------------------
 
@@ -548,7 +556,7 @@ class SearchDirectories:
         text = query_text(sp.query)
         key = (sp.scope, sp.options, text)
         result = self.cache.get(tree, key, lambda: self._run(tree, sp, text))
-        self.recent.add(sp.scope, sp.params, sp.query)
+        self.recent.add(sp.scope, sp.params, sp.query, self.caller())
         return result
 
     def _run(self, tree: Tree, sp: SearchPath, text: str) -> QueryResult:
@@ -637,8 +645,10 @@ class SearchDirectories:
     def _folder_node(self, tree: Tree, sp: SearchPath) -> Node:
         """A search or parameter folder: lists the queries recently used in it."""
 
+        who = self.caller()  # the lister: listings are built in its request
+
         def build() -> Mapping[str, Node]:
-            names = self.recent.names(sp.scope, sp.params)
+            names = self.recent.names(sp.scope, sp.params, who)
             return {n: self._query_node(tree, replace(sp, query=n)) for n in names}
 
         return self._dir_node(tree, sp, sp.dir_path, _LazyChildren(build))

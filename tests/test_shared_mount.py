@@ -101,3 +101,17 @@ def test_a_document_deleted_while_open_is_gone_for_new_opens(open_tmp: Path, how
             assert held.read() == b"# Gone\n\nzebra crossing notes, soon deleted\n"
         assert sorted(os.listdir(m.path)) == ["doc.md", "other.md"]
 
+
+def test_each_user_lists_only_their_own_recent_queries(open_tmp: Path) -> None:
+    src, store = _source(open_tmp), open_tmp / "store"
+    semfs("ingest", str(src), "--store", str(store), "--model", "hash")
+    with mounted(open_tmp / "mnt", "--store", str(store), "-o", "allow_other") as m:
+        search = m.path / ".search"
+        assert os.listdir(search / "root salary review")  # root asks
+        mine = as_nobody("ls", str(search / "public first version"))
+        assert mine.returncode == 0 and "doc.md" in mine.stdout, mine
+        theirs = as_nobody("ls", "-1", str(search))
+        assert theirs.returncode == 0, theirs
+        assert theirs.stdout.splitlines() == ["public first version"]
+        assert os.listdir(search) == ["root salary review"]
+
