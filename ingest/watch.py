@@ -205,6 +205,7 @@ class SourceWatcher:
         """Watch the source (recursively) and its parent (to see the source itself go and
         come back); fall back to polling, loudly, when the kernel refuses."""
         from watchdog.events import (
+            DirAttribEvent,
             DirCreatedEvent,
             DirDeletedEvent,
             DirMovedEvent,
@@ -226,8 +227,10 @@ class SourceWatcher:
             def on_any_event(self, event: FileSystemEvent) -> None:
                 watcher._on_event(event)
 
-        # Opened and closed-without-writing are left out: ingest's own reads make those.
+        # Opened and closed-without-writing are left out: ingest's own reads make those. A
+        # folder's chmod/chown (attrib) is in: the mount serves folder modes and owners.
         kinds: list[type[FileSystemEvent]] = [
+            DirAttribEvent,
             FileCreatedEvent,
             FileModifiedEvent,
             FileClosedEvent,
@@ -327,6 +330,8 @@ class SourceWatcher:
                     continue  # the parent's other entries
                 if rel == "":
                     self._need_check = True  # the source itself went, came or was touched
+                    if event.event_type == "attrib":  # its mode or owner: its record too
+                        self._need_full = True
                 elif self._wanted(rel):
                     self._pending.add(rel)
                 else:

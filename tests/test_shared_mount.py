@@ -115,3 +115,34 @@ def test_each_user_lists_only_their_own_recent_queries(open_tmp: Path) -> None:
         assert theirs.stdout.splitlines() == ["public first version"]
         assert os.listdir(search) == ["root salary review"]
 
+
+def test_watch_follows_folder_and_file_permission_changes(open_tmp: Path) -> None:
+    src, store = _source(open_tmp), open_tmp / "store"
+    (src / "sub").mkdir(mode=0o755)
+    (src / "sub" / "page.md").write_text("# Page\n\ninside a folder\n")
+    (src / "sub" / "page.md").chmod(0o644)
+    semfs("ingest", str(src), "--store", str(store), "--model", "hash")
+    with mounted(open_tmp / "mnt", *_mount_args(store, src, "watch")) as m:
+        page, other = m.path / "sub" / "page.md", m.path / "other.md"
+
+        def nobody_reads(path: Path) -> bool:
+            return as_nobody("cat", str(path)).returncode == 0
+
+        assert nobody_reads(page) and nobody_reads(other)
+        (src / "sub").chmod(0o700)  # the folder's mode
+        wait_until(lambda: not nobody_reads(page), 10, "sub/ closed to nobody")
+        os.chown(src / "sub", NOBODY, -1)  # the folder's owner
+        wait_until(lambda: nobody_reads(page), 10, "sub/ open to its new owner")
+        os.chown(src / "sub", 0, NOBODY)  # the folder's group
+        (src / "sub").chmod(0o750)
+        wait_until(lambda: nobody_reads(page), 10, "sub/ open to its group")
+        (src / "other.md").chmod(0o600)  # a file's mode
+        wait_until(lambda: not nobody_reads(other), 10, "other.md closed to nobody")
+        os.chown(src / "other.md", NOBODY, -1)  # a file's owner
+        wait_until(lambda: nobody_reads(other), 10, "other.md open to its new owner")
+        assert stat_of(m.path / "sub") == stat_of(src / "sub")
+
+
+def stat_of(path: Path) -> tuple[int, int, int]:
+    st = os.stat(path)
+    return st.st_mode & 0o555, st.st_uid, st.st_gid
