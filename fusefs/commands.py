@@ -8,7 +8,9 @@ never the reverse.
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
+from types import FrameType
 
 import click
 
@@ -228,10 +230,23 @@ def mcp_cmd(
 
     if http is not None:
         parse_http_address(http)  # a bad address fails before the store is opened
+    _stop_on_sigterm()
     with open_toolbox(store_path, url, api_key, collection, budget) as box:
         from semfs.fusefs.agent.mcp import serve
 
         serve(box, http)
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM (a supervisor, `kill`) stops the server as Ctrl-C does: the store it owns is
+    closed and its daemon.sock, daemon.token and owner.json removed, instead of the process
+    dying with them left behind (uvicorn installs its own handler for --http, which also
+    returns normally)."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 @cli.command(name="guide")
