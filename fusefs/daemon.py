@@ -164,10 +164,15 @@ def open_mount_store(cfg: MountConfig) -> StoreOwner:
             timeout=cfg.connect_timeout,
             must_exist=cfg.watch is None,  # --watch creates it
         )
-    except StoreOwnedError as exc:  # a mounted daemon owns the shard: never stack on it
+    except StoreOwnedError as exc:  # another daemon owns the shard: never stack on it
+        if exc.is_mount:
+            raise MountError(
+                f"collection {cfg.collection!r} at {cfg.store_path} is already mounted by "
+                f"{exc.holder}: `semfs umount` it first"
+            ) from None
         raise MountError(
-            f"collection {cfg.collection!r} at {cfg.store_path} is already mounted by "
-            f"pid {exc.pid}: `semfs umount` it first"
+            f"collection {cfg.collection!r} at {cfg.store_path} is held by {exc.holder}, "
+            "which serves it to readers but not to a mount: stop it first"
         ) from None
 
 

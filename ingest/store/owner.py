@@ -17,7 +17,8 @@ than looking at the store's class::
 Rules a caller may rely on:
 
 * ``open`` never returns a proxy: when another process already owns and serves the store,
-  it raises :class:`StoreOwnedError`, whose ``pid`` says who (stack nothing on a live owner).
+  it raises :class:`StoreOwnedError`, whose ``pid`` and ``holder`` say who (stack nothing on
+  a live owner).
 * ``serve`` starts threads (the socket's accept loop): call it after daemonizing. It is a
   no-op for a server backend, which takes every writer itself. ``on_change`` runs in a
   server thread after another process committed a change; keep it short (wake a refresher).
@@ -27,9 +28,11 @@ Rules a caller may rely on:
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 from semfs.ingest.errors import StoreLockedError
 
@@ -40,11 +43,30 @@ logger = logging.getLogger(__name__)
 
 
 class StoreOwnedError(StoreLockedError):
-    """Another process owns the store and serves it; ``pid`` is that process."""
+    """Another process owns the store and serves it; ``pid`` is that process, ``holder`` says
+    which (``pid 123 (semfs mcp -c docs)``, as it recorded itself) and ``is_mount`` whether it
+    is a mount daemon."""
 
-    def __init__(self, message: str, pid: int) -> None:
+    def __init__(self, message: str, pid: int, holder: str = "", is_mount: bool = False) -> None:
         super().__init__(message)
         self.pid = pid
+        self.holder = holder or f"pid {pid}"
+        self.is_mount = is_mount
+
+
+def _holder(store: Store, pid: int) -> tuple[str, bool]:
+    """How the process ``pid`` that serves ``store`` describes itself (its ``owner.json``:
+    the command it runs), and whether it is a mount; just the pid when it left no word."""
+    coll_dir = getattr(store, "coll_dir", None)
+    try:
+        info = json.loads((Path(coll_dir) / "owner.json").read_text()) if coll_dir else {}
+    except (OSError, ValueError):
+        info = {}
+    command = info.get("command") if isinstance(info, dict) and info.get("pid") == pid else None
+    if not isinstance(command, str) or not command:
+        return f"pid {pid}", False
+    words = command.split()
+    return f"pid {pid} ({command})", "mount" in words[:2] or words[0].startswith("mount.")
 
 
 class StoreOwner:
@@ -71,9 +93,13 @@ class StoreOwner:
         )
         pid = store.served_by()
         if pid is not None:
+            holder, is_mount = _holder(store, pid)
             store.close()
             raise StoreOwnedError(
-                f"collection {collection!r} at {store_path} is owned by pid {pid}", pid
+                f"collection {collection!r} at {store_path} is owned by {holder}",
+                pid,
+                holder,
+                is_mount,
             )
         if must_exist and not store.exists():
             store.close()
