@@ -78,8 +78,8 @@ For a Qdrant server, give its URL instead of the store folder (or -o url=URL).
 @click.option(
     "--log-file",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Append the daemon's log (INFO and up) here [default: discarded in the "
-    "background, stderr with -f].",
+    help="Append the daemon's log (INFO and up) here, created 0600, cut at 4 MiB "
+    "[default: STORE/COLLECTION/mount.log in the background, stderr with -f].",
 )
 @click.option(
     "--search-dir",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import logging.handlers
 import os
 import re
 import select
@@ -473,7 +474,7 @@ class _PipeReady:
         out = devnull
         if self.log_file is not None:
             with contextlib.suppress(OSError):
-                out = os.open(self.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                out = os.open(self.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         os.dup2(devnull, 0)
         os.dup2(out, 1)
         os.dup2(out, 2)
@@ -733,6 +734,32 @@ def unmount(
     return f"unmounted {mnt}, but its daemon (pid {pid}) is still running after {wait:.0f} s"
 
 
+# A log file is cut at this size and kept with one older part (``.1``): a mount that runs for
+# months logs a line per store change, and a bad store can log one per read.
+LOG_MAX_BYTES = 4 * 1024 * 1024
+# A background mount of an embedded store logs here (in its collection folder) by default.
+MOUNT_LOG = "mount.log"
+
+
+class _OwnerOnlyLog(logging.handlers.RotatingFileHandler):
+    """A bounded log file (:data:`LOG_MAX_BYTES`, one older part) created 0600 whatever the
+    umask, its rotated parts too: it quotes paths, queries and errors."""
+
+    def _open(self) -> Any:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+
+
+def default_log_file(cfg_store: Path | None, url: str | None, collection: str) -> Path | None:
+    """Where a background mount logs without --log-file: ``STORE/COLLECTION/mount.log`` for
+    an embedded store whose collection folder exists (owner-only, like the store); None
+    for a server, whose collection has no folder here."""
+    if url is not None:
+        return None
+    folder = (cfg_store or default_store_path()).expanduser() / collection
+    return folder / MOUNT_LOG if folder.is_dir() else None
+
+
 def configure_logging(log_file: Path | None, verbose: int) -> None:
     """Send the log to ``log_file`` only (INFO by default there), else leave it on stderr."""
     if log_file is None:
@@ -740,7 +767,7 @@ def configure_logging(log_file: Path | None, verbose: int) -> None:
     root = logging.getLogger()
     for handler in root.handlers[:]:
         root.removeHandler(handler)
-    handler = logging.FileHandler(log_file)
+    handler = _OwnerOnlyLog(log_file, maxBytes=LOG_MAX_BYTES, backupCount=1)
     handler.setFormatter(
         logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
     )

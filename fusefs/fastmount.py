@@ -135,12 +135,15 @@ def run_mount(params: Mapping[str, Any], verbose: int) -> None:
     """Mount with the `mount` command's parameters; in the background, exit once it answers."""
     from semfs.ingest.sources import SourceOptions
 
-    from .daemon import MountConfig, configure_logging, mount, parse_options
+    from .daemon import MountConfig, configure_logging, default_log_file, mount, parse_options
     from .searchdir import SearchOptions, check_folder_name
 
-    p = params
+    p = dict(params)
     search = SearchOptions(mode=p["mode"], k=p["k"], min_score=p["min_score"])  # before forking
     check_folder_name(p["search_dir"])
+    if p["log_file"] is None and not p["foreground"]:
+        # A background mount has no terminal: keep its log where `semfs status` says.
+        p["log_file"] = default_log_file(p["store_path"], p["url"], p["collection"])
     configure_logging(p["log_file"], verbose)
     mount(
         MountConfig(

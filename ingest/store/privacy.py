@@ -34,13 +34,17 @@ _OTHERS_READ = stat.S_IRGRP | stat.S_IROTH
 
 
 def private_dir(path: Path) -> None:
-    """``mkdir -p path`` with the last folder (and any it creates) 0700."""
+    """``mkdir -p path`` where every folder it creates (parents too) is 0700, whatever the
+    umask; folders that exist already are left as they are."""
     if path.is_dir():
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        path.mkdir(mode=0o700)
-    path.chmod(0o700)  # mkdir's mode is filtered by the umask; this is not
+    missing = [path]
+    while not missing[-1].parent.exists() and missing[-1].parent != missing[-1]:
+        missing.append(missing[-1].parent)
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=0o700)
+            folder.chmod(0o700)  # mkdir's mode is filtered by the umask; this is not
 
 
 @contextlib.contextmanager
