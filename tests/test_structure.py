@@ -167,7 +167,8 @@ def test_the_agent_tools_reach_no_fuse_binding() -> None:
 def test_first_party_imports_go_through_the_semfs_namespace() -> None:
     # `import ingest` works from the repository root only (the folder is on sys.path there):
     # such an import would load a second copy of a module beside its `semfs.` twin.
-    pattern = re.compile(r"^\s*(from|import)\s+(ingest|fusefs)\b", re.M)
+    # Code in strings too (a test's `python -c` program): start of a line or of a string.
+    pattern = re.compile(r"(^\s*|[\"'])(from|import)\s+(ingest|fusefs)\b", re.M)
     roots = [*FOLDERS, "tests", "scripts"]
     hits = [
         str(p.relative_to(REPO))
