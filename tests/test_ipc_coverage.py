@@ -11,11 +11,13 @@ import pytest
 from conftest import SEMFS
 
 from semfs.ingest.errors import SchemaVersionError
+from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import DelegatingStore, Store, ipc
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge_store import EdgeStore
 from semfs.ingest.store.ipc import RemoteStore
 from semfs.ingest.store.schema import (
+    READABLE,
     SCHEMA_VERSION,
     ChunkPoint,
     ChunkRecord,
@@ -107,7 +109,7 @@ def _write_at(store_dir: Path, schema: int) -> None:
 
 @pytest.mark.parametrize(
     ("schema", "says"),
-    [(SCHEMA_VERSION - 1, "from an older semfs"), (SCHEMA_VERSION + 1, "upgrade semfs")],
+    [(min(READABLE) - 1, "from an older semfs"), (SCHEMA_VERSION + 1, "upgrade semfs")],
 )
 def test_a_store_at_another_schema_version_is_refused_in_one_line(
     store_dir: Path, schema: int, says: str
@@ -125,3 +127,19 @@ def test_a_store_at_another_schema_version_is_refused_in_one_line(
     _write_at(store_dir, SCHEMA_VERSION)  # the shard is free again; the current version opens
     with open_store(store_dir) as store:
         assert store.read_meta() == StoreMeta("hash:8", 8, generation=1)
+
+
+def test_a_version_1_store_is_read_as_it_is_and_stamped_by_the_next_ingest(
+    store_dir: Path, tmp_path: Path
+) -> None:
+    # Version 1 (before converted documents) lacks only blobs and optional fields.
+    _write_at(store_dir, 1)
+    with open_store(store_dir) as store:
+        assert store.read_meta() == StoreMeta("hash:8", 8, schema=1, generation=1)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.md").write_text("# A\n")
+    with open_store(store_dir) as store:
+        ingest(src, store, model="hash:8")
+        meta = store.read_meta()
+        assert meta is not None and meta.schema == SCHEMA_VERSION

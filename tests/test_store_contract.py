@@ -20,6 +20,7 @@ from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge_store import EdgeStore
 from semfs.ingest.store.schema import (
     _NAMESPACE,
+    BLOB_PART,
     ChunkPoint,
     ChunkRecord,
     DocumentRecord,
@@ -304,3 +305,23 @@ def test_point_ids_stay_the_uuid5_of_their_keys() -> None:
         assert dir_id(path) == str(uuid.uuid5(_NAMESPACE, "dir\0" + path))
         assert chunk_id(path, 7, 12) == str(uuid.uuid5(_NAMESPACE, f"chunk\0{path}\0{7}\0{12}"))
     assert meta_id() == str(uuid.uuid5(_NAMESPACE, "meta"))
+
+
+def test_blobs_are_stored_in_parts_and_deleted_like_chunks(store: Store) -> None:
+    store.create(EMB.dimension)
+    data = bytes(range(256)) * (BLOB_PART // 256) + b"tail"  # two parts, the second short
+    store.put_blob("a/report.pdf", 3, data)
+    store.put_blob("a/report.pdf", 4, b"newer")
+    store.put_blob("empty.pdf", 1, b"")
+    parts = store.read_blob("a/report.pdf", 3, [0, 1, 2])
+    assert parts == {0: data[:BLOB_PART], 1: b"tail"}
+    assert store.read_blob("empty.pdf", 1, [0]) == {0: b""}
+    assert {("a/report.pdf", 3), ("a/report.pdf", 4)} <= store.chunk_versions()
+    assert store.count_chunks() == 0  # blob parts are not chunks
+    _commit(store, "a/report.pdf.md", 4, ["view\n"])
+    store.delete_stale_chunks("a/report.pdf", 4)  # the old version's parts go, not the doc's
+    assert store.read_blob("a/report.pdf", 3, [0, 1]) == {}
+    assert store.read_blob("a/report.pdf", 4, [0]) == {0: b"newer"}
+    assert store.get_document("a/report.pdf.md") is not None
+    store.delete_stale_chunks("a/report.pdf", None)
+    assert store.chunk_versions() == {("a/report.pdf.md", 4), ("empty.pdf", 1)}

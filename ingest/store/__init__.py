@@ -155,11 +155,23 @@ class Store(ABC):
 
     @abstractmethod
     def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
-        """Delete the chunks of ``path`` of every generation but ``keep_gen`` (None: all)."""
+        """Delete the chunks and blob parts of ``path`` of every generation but ``keep_gen``
+        (None: all)."""
 
     @abstractmethod
     def chunk_versions(self) -> set[tuple[str, int]]:
-        """The (path, gen) pairs that have chunks: used to clean up after an interrupted run."""
+        """The (path, gen) pairs that have chunks or blob parts: used to clean up after an
+        interrupted run."""
+
+    @abstractmethod
+    def put_blob(self, path: str, gen: int, data: bytes) -> None:
+        """Store ``data`` (an original file, served as it is) under ``path`` and ``gen``, in
+        parts of :data:`~semfs.ingest.store.schema.BLOB_PART` bytes: written before the record
+        that points to it commits, deleted by :meth:`delete_stale_chunks` like chunks."""
+
+    @abstractmethod
+    def read_blob(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, bytes]:
+        """The stored parts ``indexes`` of one blob version, by index (missing ones left out)."""
 
     @abstractmethod
     def query(
@@ -330,6 +342,12 @@ class DelegatingStore(Store):
 
     def chunk_versions(self) -> set[tuple[str, int]]:
         return self.inner.chunk_versions()
+
+    def put_blob(self, path: str, gen: int, data: bytes) -> None:
+        self.inner.put_blob(path, gen, data)
+
+    def read_blob(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, bytes]:
+        return self.inner.read_blob(path, gen, indexes)
 
     def query(
         self,

@@ -5,7 +5,9 @@ Rules a caller may rely on:
 * A document is sound when its committed generation has every chunk ``0 .. chunks-1``, the
   chunks start at the record's offsets and follow each other without gap or overlap, they
   end at the record's size, and their bytes hash to the record's ``sha256`` (the source's
-  hash at ingest). Anything else is one :class:`Problem` naming the document.
+  hash at ingest). A text view's stored original must have every blob part, of the
+  original's size, hashing to its ``original_sha256``. Anything else is one
+  :class:`Problem` naming the document.
 * The store is sound when every document is, and it holds at least the documents and chunks
   the meta says the last finished ingest left (a store with fewer lost some: a truncated id
   tracker reads as an empty store). More is not damage: an interrupted run's leftovers, or
@@ -84,6 +86,29 @@ def verify_document(store: Store, rec: DocumentRecord) -> str | None:
         return f"its chunks hold {pos} bytes, the document {full.size}"
     if digest.hexdigest() != full.sha256:
         return "its chunks do not hash to its sha256 (the stored text was changed)"
+    original = full.original_record()
+    return None if original is None else verify_original(store, original)
+
+
+def verify_original(store: Store, rec: DocumentRecord) -> str | None:
+    """Why the stored original ``rec`` (made by :meth:`DocumentRecord.original_record`) is
+    not the bytes that were ingested, or None when it is."""
+    offsets = rec.offsets or ()
+    digest = hashlib.sha256()
+    size = 0
+    for first in range(0, len(offsets), _FETCH // 16):  # parts are 512 KiB: fetch fewer
+        wanted = list(range(first, min(first + _FETCH // 16, len(offsets))))
+        parts = store.read_blob(rec.path, rec.gen, wanted)
+        for index in wanted:
+            data = parts.get(index)
+            if data is None:
+                return f"part {index} of its stored original {rec.path} is missing"
+            digest.update(data)
+            size += len(data)
+    if size != rec.size:
+        return f"its stored original {rec.path} holds {size} bytes, the file {rec.size}"
+    if digest.hexdigest() != rec.sha256:
+        return f"its stored original {rec.path} does not hash to its sha256"
     return None
 
 

@@ -62,6 +62,7 @@ from .schema import (
     INDEXED_INTEGERS,
     INDEXED_KEYWORDS,
     INDEXED_TEXT,
+    KIND_BLOB,
     KIND_CHUNK,
     KIND_DIR,
     KIND_DOC,
@@ -72,6 +73,9 @@ from .schema import (
     DocumentRecord,
     ScoredChunk,
     StoreMeta,
+    blob_id,
+    blob_part,
+    blob_payloads,
     chunk_id,
     dir_id,
     doc_id,
@@ -645,14 +649,27 @@ class EdgeStore(Store):
     def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
         self._drop_manifest()
         must_not: list[Any] | None = [_match("gen", keep_gen)] if keep_gen is not None else None
-        flt = qe.Filter(must=[_match("kind", KIND_CHUNK), _match("path", path)], must_not=must_not)
+        kinds = qe.FieldCondition("kind", match=qe.MatchAny([KIND_CHUNK, KIND_BLOB]))
+        flt = qe.Filter(must=[kinds, _match("path", path)], must_not=must_not)
         self.shard.update(qe.UpdateOperation.delete_points_by_filter(flt))
 
     def chunk_versions(self) -> set[tuple[str, int]]:
         if self._ready() is None:
             return set()
-        pairs = self._scroll(_chunk_filter(None), ["path", "gen"])
+        kinds = qe.FieldCondition("kind", match=qe.MatchAny([KIND_CHUNK, KIND_BLOB]))
+        pairs = self._scroll(qe.Filter(must=[kinds]), ["path", "gen"])
         return {(str(p["path"]), int(p["gen"])) for p in pairs}
+
+    def put_blob(self, path: str, gen: int, data: bytes) -> None:
+        self._drop_manifest()
+        self.space.check_write(len(data) * 4 // 3 + 1024)
+        for point_id, payload in blob_payloads(path, gen, data):
+            self._upsert([qe.Point(point_id, {}, payload)])
+
+    def read_blob(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, bytes]:
+        ids: list[qe.PointId] = [blob_id(path, gen, i) for i in indexes]
+        records = self.shard.retrieve(ids, with_payload=True, with_vector=False)
+        return dict(blob_part(r.payload) for r in records if r.payload)
 
     def query(
         self,

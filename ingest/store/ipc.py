@@ -76,6 +76,7 @@ _WRITES = frozenset(
         "delete_directories",
         "upsert_chunks",
         "delete_stale_chunks",
+        "put_blob",
         "compact",
         "write_manifest",
     ]
@@ -89,6 +90,7 @@ _READS = frozenset(
         "get_document",
         "get_chunks",
         "chunk_versions",
+        "read_blob",
         "query",
         "count_chunks",
         "chunk_paths_matching",
@@ -551,6 +553,12 @@ class RemoteStore(Store):
 
     def chunk_versions(self) -> set[tuple[str, int]]:
         return self._call("chunk_versions")
+
+    def put_blob(self, path: str, gen: int, data: bytes) -> None:
+        self._call("put_blob", path, gen, data)
+
+    def read_blob(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, bytes]:
+        return self._call("read_blob", path, gen, list(indexes))
 
     def query(
         self,

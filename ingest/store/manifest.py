@@ -41,14 +41,15 @@ from dataclasses import dataclass, fields
 from itertools import accumulate, repeat
 from typing import Any
 
-from .schema import DirectoryRecord, DocumentRecord, StoreMeta
+from .schema import DOC_LOCAL_FIELDS, DirectoryRecord, DocumentRecord, StoreMeta
 
 logger = logging.getLogger(__name__)
 
 FORMAT = 4
 # gzip level 6: the path and digest columns compress ~3x; higher levels cost more than they save.
 COMPRESS_LEVEL = 6
-DOC_COLUMNS = tuple(f.name for f in fields(DocumentRecord))
+# A record's unstored fields (DOC_LOCAL_FIELDS) keep their class default when decoded.
+DOC_COLUMNS = tuple(f.name for f in fields(DocumentRecord) if f.name not in DOC_LOCAL_FIELDS)
 DIR_COLUMNS = tuple(f.name for f in fields(DirectoryRecord))
 # Columns whose JSON list is an array('Q') in the record (as DocumentRecord.from_payload makes).
 _ARRAYS = frozenset({"offsets"})

@@ -9,6 +9,9 @@ One collection holds these kinds of points, told apart by the ``kind`` payload f
   generation are invisible, which is what makes a document switch atomically.
 * ``meta``: exactly one, without vectors: model, dimension, schema version, the
   store-wide generation counter and the source folder it mirrors (:class:`StoreMeta`).
+* ``blob``: the original bytes of a converted document (a PDF beside its text view), in
+  parts of :data:`BLOB_PART` bytes, without vectors: path (the original's), gen, index and
+  ``data`` (base64). Written before the view's record commits, deleted with its chunks.
 * ``dir``: one per source folder, without vectors: its mode, owner and mtime
   (:class:`DirectoryRecord`). Optional: stores written before they existed have none.
 * ``manifest``: on a server only, the parts of the tree manifest
@@ -23,8 +26,9 @@ named. Both backends store those payloads, and :func:`encode`/:func:`decode` (th
 is added in one pair of methods and reaches the stores and the socket alike.
 
 ``SCHEMA_VERSION`` is what this code writes and reads. :func:`check_schema` refuses any
-other with one line; a store written at an older version is re-ingested into a new store
-(add a migration here, keyed by the old version, if one is ever worth writing).
+other with one line, except the versions in :data:`READABLE`: version 1 (before converted
+documents) has the same points minus the new optional fields, so it is read as it is, and
+the next ingest stamps it with this version.
 """
 
 from __future__ import annotations
@@ -40,7 +44,11 @@ from typing import Any
 
 from semfs.ingest.errors import SchemaVersionError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Older versions this code reads unchanged: 1 lacks only blobs and optional fields.
+READABLE = frozenset({1, 2})
+# Bytes of an original per blob point: ~0.7 MB of base64 payload, well inside a request.
+BLOB_PART = 512 * 1024
 DENSE = "dense"
 SPARSE = "bm25"
 
@@ -48,6 +56,7 @@ KIND_CHUNK = "chunk"
 KIND_DOC = "doc"
 KIND_META = "meta"
 KIND_DIR = "dir"
+KIND_BLOB = "blob"
 # The tree manifest's parts, on a backend that keeps it in points (semfs.ingest.store.server_store).
 KIND_MANIFEST = "manifest"
 
@@ -96,6 +105,37 @@ def dir_id(path: str) -> str:
 
 def chunk_id(path: str, gen: int, index: int) -> str:
     return _uuid5(f"chunk\0{path}\0{gen}\0{index}")
+
+
+def blob_id(path: str, gen: int, index: int) -> str:
+    return _uuid5(f"blob\0{path}\0{gen}\0{index}")
+
+
+def blob_offsets(size: int) -> tuple[int, ...]:
+    """Where each blob part of a ``size``-byte original starts (one empty part for 0 bytes)."""
+    return tuple(range(0, size, BLOB_PART)) or (0,)
+
+
+def blob_payloads(path: str, gen: int, data: bytes) -> list[tuple[str, dict[str, Any]]]:
+    """(point id, payload) of each blob part of ``data``: the one encoding of a blob."""
+    return [
+        (
+            blob_id(path, gen, index),
+            {
+                "kind": KIND_BLOB,
+                "path": path,
+                "gen": gen,
+                "index": index,
+                "data": base64.b64encode(data[start : start + BLOB_PART]).decode("ascii"),
+            },
+        )
+        for index, start in enumerate(blob_offsets(len(data)))
+    ]
+
+
+def blob_part(payload: dict[str, Any]) -> tuple[int, bytes]:
+    """(index, bytes) of a blob point's payload."""
+    return int(payload["index"]), base64.b64decode(payload["data"], validate=True)
 
 
 def parent_dirs(path: str) -> list[str]:
@@ -203,6 +243,16 @@ class DocumentRecord:
     mode: int | None = None
     uid: int | None = None
     gid: int | None = None
+    # A text view (``report.pdf.md``): the path of the original it was extracted from, whose
+    # bytes are stored as blob points under that path (same gen), with their size and sha256,
+    # and what extracted it (semfs.ingest.formats.extractor_tag). None for a text document.
+    original: str | None = None
+    original_size: int | None = None
+    original_sha256: str | None = None
+    extractor: str | None = None
+    # Never stored: True on the record a tree makes for an original, whose bytes are blob
+    # parts (``offsets`` are the parts' starts), not chunks.
+    blob: bool | None = None
 
     @property
     def st_mtime_ns(self) -> int:
@@ -224,7 +274,34 @@ class DocumentRecord:
             "mode": self.mode,
             "uid": self.uid,
             "gid": self.gid,
+            "original": self.original,
+            "original_size": self.original_size,
+            "original_sha256": self.original_sha256,
+            "extractor": self.extractor,
         }
+
+    def original_record(self) -> DocumentRecord | None:
+        """The record a tree shows for this view's original: its path, size and sha256, this
+        view's generation, mtime, mode and owner, and the blob parts' offsets; None when this
+        is not a text view."""
+        if self.original is None or self.original_size is None or self.original_sha256 is None:
+            return None
+        offsets = blob_offsets(self.original_size)
+        return DocumentRecord(
+            self.original,
+            self.original_size,
+            self.mtime,
+            self.original_sha256,
+            len(offsets),
+            self.gen,
+            offsets,
+            mtime_ns=self.mtime_ns,
+            split_lines=False,
+            mode=self.mode,
+            uid=self.uid,
+            gid=self.gid,
+            blob=True,
+        )
 
     @classmethod
     def from_payload(cls, p: dict[str, Any]) -> DocumentRecord:
@@ -242,12 +319,23 @@ class DocumentRecord:
             mode=_int_or_none(p.get("mode")),
             uid=_int_or_none(p.get("uid")),
             gid=_int_or_none(p.get("gid")),
+            original=_str_or_none(p.get("original")),
+            original_size=_int_or_none(p.get("original_size")),
+            original_sha256=_str_or_none(p.get("original_sha256")),
+            extractor=_str_or_none(p.get("extractor")),
         )
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _int_or_none(value: Any) -> int | None:
     return None if value is None else int(value)
 
+
+# Fields of DocumentRecord that are never stored (made by a tree): not in payloads or manifests.
+DOC_LOCAL_FIELDS = frozenset({"blob"})
 
 # The payload fields of a doc record that a tree needs, offsets included: the mount then
 # opens a file without a store call (10 offsets cost ~150 bytes a document).
@@ -265,6 +353,10 @@ DOC_TREE_FIELDS = [
     "mode",
     "uid",
     "gid",
+    "original",
+    "original_size",
+    "original_sha256",
+    "extractor",
 ]
 
 
@@ -325,6 +417,9 @@ class ChunkRecord:
     heading: str = ""
     title: str = ""
     description: str = ""
+    # Where in the original a chunk of a text view is: "page 7", "pages 7-8", "slide 3",
+    # "chapter 2"; "" elsewhere (and in stores written before it was recorded).
+    place: str = ""
 
     def to_payload(self) -> dict[str, Any]:
         return {
@@ -341,6 +436,7 @@ class ChunkRecord:
             "text": self.text,
             "title": self.title,
             "description": self.description,
+            "place": self.place,
         }
 
     @classmethod
@@ -357,6 +453,7 @@ class ChunkRecord:
             heading=str(p.get("heading", "")),
             title=str(p.get("title", "")),
             description=str(p.get("description", "")),
+            place=str(p.get("place", "")),
         )
 
 
@@ -435,6 +532,8 @@ class SparseQuery:
 
 def check_schema(meta: StoreMeta, location: str) -> None:
     """Refuse, with one line, a store this code cannot read (SchemaVersionError)."""
+    if meta.schema in READABLE:
+        return
     if meta.schema > SCHEMA_VERSION:
         raise SchemaVersionError(
             f"store {location} has schema version {meta.schema}, newer than this semfs reads "
@@ -510,6 +609,10 @@ def encode(value: Any) -> Any:
         return {"$": "pairs", "v": sorted([str(p), int(g)] for p, g in value)}
     if isinstance(value, Vector):
         return {"$": "f32", "v": pack_floats(value.values)}
+    if isinstance(value, bytes):  # put_blob's data
+        return {"$": "bytes", "v": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, dict):  # read_blob's parts by index
+        return {"$": "map", "v": [[encode(k), encode(v)] for k, v in value.items()]}
     tag = _TAGS.get(type(value))
     if tag is None:
         raise TypeError(f"cannot encode a {type(value).__name__}")
@@ -527,6 +630,10 @@ def decode(value: Any) -> Any:
         return {(str(p), int(g)) for p, g in value["v"]}
     if tag == "f32":
         return unpack_floats(value["v"])
+    if tag == "bytes":
+        return base64.b64decode(value["v"], validate=True)
+    if tag == "map":
+        return {decode(k): decode(v) for k, v in value["v"]}
     cls = _TYPES.get(tag)
     if cls is None:
         raise ValueError(f"unknown value tag {tag!r}")

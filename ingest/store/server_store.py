@@ -33,6 +33,7 @@ from .schema import (
     INDEXED_INTEGERS,
     INDEXED_KEYWORDS,
     INDEXED_TEXT,
+    KIND_BLOB,
     KIND_CHUNK,
     KIND_DIR,
     KIND_DOC,
@@ -45,6 +46,9 @@ from .schema import (
     DocumentRecord,
     ScoredChunk,
     StoreMeta,
+    blob_id,
+    blob_part,
+    blob_payloads,
     chunk_id,
     dir_id,
     doc_id,
@@ -352,14 +356,27 @@ class ServerStore(Store):
     def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
         self._drop_manifest()
         must_not: list[Any] | None = [_match("gen", keep_gen)] if keep_gen is not None else None
-        flt = m.Filter(must=[_match("kind", KIND_CHUNK), _match("path", path)], must_not=must_not)
+        kinds = m.FieldCondition(key="kind", match=m.MatchAny(any=[KIND_CHUNK, KIND_BLOB]))
+        flt = m.Filter(must=[kinds, _match("path", path)], must_not=must_not)
         self.client.delete(self.collection, points_selector=m.FilterSelector(filter=flt))
 
     def chunk_versions(self) -> set[tuple[str, int]]:
         if not self._exists:
             return set()
-        pairs = self._scroll(_chunk_filter(None), ["path", "gen"])
+        kinds = m.FieldCondition(key="kind", match=m.MatchAny(any=[KIND_CHUNK, KIND_BLOB]))
+        pairs = self._scroll(m.Filter(must=[kinds]), ["path", "gen"])
         return {(str(p["path"]), int(p["gen"])) for p in pairs}
+
+    def put_blob(self, path: str, gen: int, data: bytes) -> None:
+        self._drop_manifest()
+        for point_id, payload in blob_payloads(path, gen, data):
+            self._upsert([m.PointStruct(id=point_id, vector={}, payload=payload)])
+
+    def read_blob(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, bytes]:
+        self._require()
+        ids = [blob_id(path, gen, i) for i in indexes]
+        records = self.client.retrieve(self.collection, ids, with_payload=True)
+        return dict(blob_part(r.payload) for r in records if r.payload)
 
     def query(
         self,
