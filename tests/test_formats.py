@@ -9,18 +9,20 @@ from semfs.ingest.formats import text
 
 
 def test_a_name_the_table_does_not_list_is_read_as_text() -> None:
-    for name in ("README.md", "notes", "a.b/c", "src/app.PY", ".hidden"):
+    for name in ("README.md", "notes", "a.b/c", "src/app.PY", ".hidden", "dir.pdf/file"):
         assert formats.extractor_for(name) is text.extract
+        assert formats.view_path(name) is None
 
 
 def test_the_table_is_chosen_by_suffix_case_insensitively(monkeypatch: pytest.MonkeyPatch) -> None:
-    def upper(path: str, data: bytes) -> str:
-        return data.decode().upper()
-
-    monkeypatch.setitem(formats.EXTRACTORS, ".xyz", upper)
-    assert formats.extract("dir/file.XYZ", b"abc") == "ABC"
-    # A dot in a folder name is no suffix.
-    assert formats.extractor_for("dir.xyz/file") is text.extract
+    assert formats.format_of("a/Report.PDF") == "pdf"
+    assert formats.view_path("a/Report.PDF") == "a/Report.PDF.md"
+    monkeypatch.setitem(formats.EXTRACTORS, ".xyz", "html")
+    got = formats.extract("dir/file.XYZ", b"<p>abc</p>", isolated=False)
+    assert isinstance(got, formats.Extracted) and got.view and "abc" in got.text
+    # Every row names a module of the package with an extract function.
+    for module in set(formats.EXTRACTORS.values()):
+        assert callable(formats.extractor_for(f"f.{module}" if module != "html" else "f.htm"))
 
 
 @pytest.mark.parametrize(
@@ -36,4 +38,4 @@ def test_text_says_why_it_refuses(data: bytes, reason: str) -> None:
 
 
 def test_text_is_the_bytes_decoded() -> None:
-    assert formats.extract("f.md", "# Tïtle\n".encode()) == "# Tïtle\n"
+    assert formats.extract("f.md", "# Tïtle\n".encode()) == formats.Extracted("# Tïtle\n")

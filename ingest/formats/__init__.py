@@ -4,38 +4,98 @@ One table, :data:`EXTRACTORS`, chosen in one place (:func:`extractor_for`), as r
 an archive backend: a file name's suffix -> the module that reads that format, with
 :mod:`semfs.ingest.formats.text` (UTF-8 text: Markdown, plain text, source code) for every name
 the table does not list. Each extractor module has one function,
-``extract(path: str, data: bytes) -> str | Unsupported``, which never raises for a bad file:
-it returns the text, or an :class:`Unsupported` with the one-line reason the ingest reports.
+``extract(path: str, data: bytes) -> Extracted | Unsupported``, which never raises for a bad
+file: it returns the text, or an :class:`Unsupported` with the one-line reason the ingest
+reports.
 
 Rules a caller may rely on:
 
 * The text of a text file *is* its bytes decoded: the chunker's byte spans index ``data``
   itself, so the mount serves the original file (its sha256 matches the source).
+* Every other format gives a *text view* (``Extracted.view``): Markdown served at
+  :func:`view_path` (``report.pdf`` -> ``report.pdf.md``), with marker headings for its pages,
+  slides or chapters (:data:`MARKER`); the original bytes are stored and served beside it.
+* A converted format is extracted in a worker process bounded in time and memory
+  (:mod:`semfs.ingest.formats.worker`), never in the caller's.
 * A format is added as one module here plus one row in :data:`EXTRACTORS`; nothing outside
   this package names a format.
 """
 
 from __future__ import annotations
 
+import importlib
+
 from . import text
-from .base import Extractor, Unsupported
+from .base import MARKER, VIEW_SUFFIX, Extracted, Extractor, Unsupported
 
-__all__ = ["EXTRACTORS", "Extractor", "Unsupported", "extract", "extractor_for"]
+__all__ = [
+    "EXTRACTORS",
+    "MARKER",
+    "VIEW_SUFFIX",
+    "Extracted",
+    "Extractor",
+    "Unsupported",
+    "extract",
+    "extractor_for",
+    "format_of",
+    "view_path",
+]
 
-# Suffix (lower case, with the dot) -> extractor. Empty for now: every file is read as text.
-EXTRACTORS: dict[str, Extractor] = {}
+# Suffix (lower case, with the dot) -> the module of this package that reads it. Modules, not
+# functions: the parent process never imports PDFium or lxml, only the worker does.
+EXTRACTORS: dict[str, str] = {
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".pptx": "pptx",
+    ".odt": "odt",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".epub": "epub",
+}
+# Bumped when an extractor's output changes: views made by another version are made again.
+EXTRACTOR_VERSION = 1
+
+
+def format_of(path: str) -> str | None:
+    """The converted format (a module name of :data:`EXTRACTORS`) of ``path``, or None for
+    text. By suffix, case-insensitively; a dot in a folder name is no suffix."""
+    dot = path.rfind(".")
+    if dot > path.rfind("/"):
+        return EXTRACTORS.get(path[dot:].lower())
+    return None
 
 
 def extractor_for(path: str) -> Extractor:
-    """The extractor for ``path`` (a relative path in the source): by suffix, else text."""
-    dot = path.rfind(".")
-    if dot > path.rfind("/"):
-        found = EXTRACTORS.get(path[dot:].lower())
-        if found is not None:
-            return found
-    return text.extract
+    """The extractor for ``path`` (a relative path in the source), run in this process."""
+    module = format_of(path)
+    if module is None:
+        return text.extract
+    found: Extractor = importlib.import_module(f"{__name__}.{module}").extract
+    return found
 
 
-def extract(path: str, data: bytes) -> str | Unsupported:
-    """``data`` (the whole file) as text, or why not."""
-    return extractor_for(path)(path, data)
+def view_path(path: str) -> str | None:
+    """Where the text view of ``path`` is served (``a/report.pdf`` -> ``a/report.pdf.md``),
+    or None when ``path`` is text and served as itself."""
+    return None if format_of(path) is None else path + VIEW_SUFFIX
+
+
+def extractor_tag(path: str) -> str | None:
+    """What made ``path``'s view ("pdf/1"), or None for text: a stored view made by another
+    tag is extracted again even when the original did not change."""
+    module = format_of(path)
+    return None if module is None else f"{module}/{EXTRACTOR_VERSION}"
+
+
+def extract(path: str, data: bytes, *, isolated: bool = True) -> Extracted | Unsupported:
+    """``data`` (the whole file) as text, or why not. A converted format runs in the
+    bounded worker process unless ``isolated`` is False (tests, benchmarks)."""
+    module = format_of(path)
+    if module is None:
+        return text.extract(path, data)
+    if not isolated:
+        return extractor_for(path)(path, data)
+    from . import worker
+
+    return worker.shared().extract(module, path, data)

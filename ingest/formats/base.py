@@ -1,9 +1,29 @@
-"""What every extractor returns: text, or :class:`Unsupported` with the reason."""
+"""What every extractor returns: the text (with where its pages are), or why not.
+
+A converted format (PDF, Word, ...) is served twice by the mount: the original bytes under
+its own name, and the extracted text as a sibling *text view* (``report.pdf`` ->
+``report.pdf.md``). The view is Markdown whose marker headings say where each page, slide or
+chapter starts (``## Page 7``, ``## Slide 3: Title``, ``# Chapter 2: Title``), so that
+``grep -n`` and ``sed -n`` find them and the chunker starts a chunk there.
+"""
 
 from __future__ import annotations
 
+import io
+import re
+import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+# What a text view's name adds to its original's: report.pdf -> report.pdf.md.
+VIEW_SUFFIX = ".md"
+# A marker line of a view: the unit ("Page", "Slide", "Chapter") and its number.
+MARKER = re.compile(r"^#{1,2} (Page|Slide|Chapter) (\d+)(?::[^\n]*)?$", re.MULTILINE)
+# Zip containers (DOCX, PPTX, ODT, EPUB): what their members may add up to, uncompressed,
+# and how many there may be. A 10 MB document that claims more is a zip bomb, refused before
+# anything is inflated (zipfile never inflates a member past the size it declares).
+ZIP_MAX_BYTES = 256 * 1024 * 1024
+ZIP_MAX_MEMBERS = 10_000
 
 
 @dataclass(frozen=True)
@@ -13,5 +33,88 @@ class Unsupported:
     reason: str
 
 
+@dataclass(frozen=True)
+class Extracted:
+    """A file's text. ``view``: the text is a converted view (served at the original's name
+    plus :data:`VIEW_SUFFIX`; the original bytes are stored beside it); else the text is the
+    file itself. ``unit`` names what ``marks`` count ("page", "slide", "chapter", "section",
+    or "" for none); ``marks`` holds, for each, the 1-based line of the text where it starts
+    and its label ("7" for page 7, a heading's text for a section)."""
+
+    text: str
+    view: bool = False
+    unit: str = ""
+    marks: tuple[tuple[int, str], ...] = field(default=())
+
+
 # extract(path, data) -> the text, or why not. Never raises for a bad file.
-Extractor = Callable[[str, bytes], "str | Unsupported"]
+Extractor = Callable[[str, bytes], "Extracted | Unsupported"]
+
+
+class ViewBuilder:
+    """Builds a text view line by line, recording where each unit starts."""
+
+    def __init__(self, unit: str) -> None:
+        self.unit = unit
+        self._parts: list[str] = []
+        self._line = 1  # the line the next part starts on
+        self._marks: list[tuple[int, str]] = []
+
+    def mark(self, label: str, heading: str) -> None:
+        """Start unit ``label`` with the heading line ``heading`` (a blank line before it)."""
+        if self._parts:
+            self.add("")
+        self._marks.append((self._line, label))
+        self.add(heading)
+        self.add("")
+
+    def add(self, text: str) -> None:
+        """Append ``text`` as whole lines (a trailing newline is added)."""
+        text = text.rstrip("\n") + "\n"
+        self._parts.append(text)
+        self._line += text.count("\n")
+
+    def has_content(self) -> bool:
+        return bool(self._parts)
+
+    def build(self) -> Extracted:
+        return Extracted("".join(self._parts), True, self.unit, tuple(self._marks))
+
+
+def clean_lines(text: str) -> str:
+    """Line ends as ``\\n``, trailing blanks dropped, runs of blank lines kept to one."""
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    out: list[str] = []
+    for line in lines:
+        if line or (out and out[-1]):
+            out.append(line)
+    return "\n".join(out).strip("\n")
+
+
+def open_zip(data: bytes, what: str) -> zipfile.ZipFile | Unsupported:
+    """``data`` as a zip archive, or why not: not a zip, or one that would inflate past
+    :data:`ZIP_MAX_BYTES` or hold over :data:`ZIP_MAX_MEMBERS` members (a zip bomb)."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        return Unsupported(f"corrupt {what} (not a zip archive: {exc})")
+    infos = archive.infolist()
+    total = sum(i.file_size for i in infos)
+    if len(infos) > ZIP_MAX_MEMBERS:
+        return Unsupported(
+            f"{what} holds {len(infos)} members, over the {ZIP_MAX_MEMBERS} bound "
+            "(a zip bomb?), not ingested"
+        )
+    if total > ZIP_MAX_BYTES:
+        return Unsupported(
+            f"{what} would inflate to {total} bytes, over the {ZIP_MAX_BYTES}-byte bound "
+            "(a zip bomb?), not ingested"
+        )
+    return archive
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception as one short line for a skip reason."""
+    text = str(exc).strip().splitlines()
+    msg = text[0] if text else ""
+    return f"{type(exc).__name__}: {msg}"[:200] if msg else type(exc).__name__

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import codecs
 
-from .base import Unsupported
+from .base import Extracted, Unsupported
 
 
-def extract(path: str, data: bytes) -> str | Unsupported:
+def extract(path: str, data: bytes) -> Extracted | Unsupported:
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return Unsupported("UTF-16 text is not supported (convert it to UTF-8)")
     if b"\0" in data:
         return Unsupported("binary file (contains NUL bytes)")
     try:
-        return data.decode("utf-8")
+        return Extracted(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         return Unsupported(f"not UTF-8 text (invalid byte at offset {exc.start})")

@@ -1,0 +1,76 @@
+"""Word (.docx): headings, paragraphs, lists and tables in document order (python-docx, MIT).
+
+Heading styles ("Title", "Heading 1".."Heading 6") become Markdown headings, so search hits
+name the section they are in (unit "section"); list paragraphs become ``-`` items and tables
+Markdown tables.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+from .base import Extracted, Unsupported, first_line, open_zip
+from .html import sections
+
+_LEVEL = re.compile(r"heading (\d)$", re.IGNORECASE)
+
+
+def extract(path: str, data: bytes) -> Extracted | Unsupported:
+    archive = open_zip(data, "Word document")
+    if isinstance(archive, Unsupported):
+        return archive
+    archive.close()
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
+
+    try:
+        document = docx.Document(io.BytesIO(data))
+        blocks = list(_blocks(document))
+    except (PackageNotFoundError, Exception) as exc:  # lxml's errors too: a reason, no crash
+        return Unsupported(f"corrupt Word document ({first_line(exc)})")
+    body = "\n\n".join(b for b in blocks if b)
+    if not body.strip():
+        return Unsupported("Word document with no text, not ingested")
+    title = str(document.core_properties.title or "").strip()
+    return sections(body, title)
+
+
+def _blocks(document: object):  # type: ignore[no-untyped-def]
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    for item in document.iter_inner_content():  # type: ignore[attr-defined]
+        if isinstance(item, Paragraph):
+            yield _paragraph(item)
+        elif isinstance(item, Table):
+            yield _table(item)
+
+
+def _paragraph(p: object) -> str:
+    text = " ".join(p.text.split())  # type: ignore[attr-defined]
+    if not text:
+        return ""
+    style = (getattr(p.style, "name", "") or "").strip()  # type: ignore[attr-defined]
+    if style.lower() == "title":
+        return f"# {text}"
+    level = _LEVEL.match(style)
+    if level:
+        return "#" * min(int(level.group(1)), 6) + " " + text
+    if style.lower().startswith("list"):
+        return f"- {text}"
+    return text
+
+
+def _table(table: object) -> str:
+    rows = [
+        [" ".join(c.text.split()).replace("|", "\\|") for c in row.cells]
+        for row in table.rows  # type: ignore[attr-defined]
+    ]
+    rows = [r for r in rows if any(r)]
+    if not rows:
+        return ""
+    width = max(len(r) for r in rows)
+    lines = ["| " + " | ".join(r + [""] * (width - len(r))) + " |" for r in rows]
+    lines.insert(1, "|" + " --- |" * width)
+    return "\n".join(lines)

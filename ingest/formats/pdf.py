@@ -1,0 +1,62 @@
+"""PDF: the text layer of each page, read by PDFium (pypdfium2, Apache-2.0/BSD-3).
+
+Chosen by measurement (BENCHMARKS.md, "Document formats"): PDFium reads ~8x the pages a
+second of pdfminer.six or pypdf and keeps a two-column page's columns apart, where
+pdfminer.six interleaves their lines. The view has one ``## Page N`` heading per page.
+"""
+
+from __future__ import annotations
+
+from .base import Extracted, Unsupported, ViewBuilder, clean_lines, first_line
+
+# Pages of one PDF: a bound on the work a crafted page count could ask for.
+MAX_PAGES = 20_000
+
+
+def extract(path: str, data: bytes) -> Extracted | Unsupported:
+    import pypdfium2 as pdfium
+
+    try:
+        doc = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        if "password" in str(exc).lower():
+            return Unsupported("encrypted PDF, not ingested")
+        return Unsupported(f"corrupt PDF ({first_line(exc)})")
+    try:
+        pages = len(doc)
+        if pages > MAX_PAGES:
+            return Unsupported(f"PDF of {pages} pages, over the {MAX_PAGES}-page bound")
+        view = ViewBuilder("page")
+        title = _title(doc)
+        if title:
+            view.add(f"# {title}")
+        found = False
+        for number in range(1, pages + 1):
+            page = doc[number - 1]
+            try:
+                textpage = page.get_textpage()
+                try:
+                    text = clean_lines(textpage.get_text_bounded())
+                finally:
+                    textpage.close()
+            finally:
+                page.close()
+            found = found or bool(text.strip())
+            view.mark(str(number), f"## Page {number}")
+            if text:
+                view.add(text)
+        if not found:
+            return Unsupported("no text layer (scanned?), not ingested")
+        return view.build()
+    except pdfium.PdfiumError as exc:
+        return Unsupported(f"corrupt PDF ({first_line(exc)})")
+    finally:
+        doc.close()
+
+
+def _title(doc: object) -> str:
+    try:
+        meta = doc.get_metadata_dict()  # type: ignore[attr-defined]
+    except Exception:  # metadata is optional; a broken info dictionary is no reason to skip
+        return ""
+    return " ".join(str(meta.get("Title", "")).split())

@@ -1,0 +1,174 @@
+"""Extraction in a child process, bounded in time and memory.
+
+A converted format is parsed by native code (PDFium, lxml) on bytes from anywhere: one file
+must not stall or sink an ingest or a watch. So extraction runs in one long-lived child
+process (``python -m semfs.ingest.formats.worker``) whose address space is capped
+(RLIMIT_AS, :data:`MEMORY_BYTES`), and each file gets :data:`TIMEOUT_S` seconds: past that
+the child is killed (and started again for the next file), and the file is skipped with the
+reason. A child that dies (a crash in native code, the memory cap) costs that file only.
+
+The pipe carries JSON and raw bytes, never pickles: a child that a hostile file took over
+can send the parent nothing but text.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import json
+import os
+import resource
+import select
+import subprocess
+import sys
+import threading
+import time
+from typing import IO, Any
+
+from .base import Extracted, Unsupported, first_line
+
+TIMEOUT_S = 60.0
+MEMORY_BYTES = 2 * 1024 * 1024 * 1024
+_MODULES = frozenset({"pdf", "html", "docx", "pptx", "odt", "epub"})
+
+
+class Worker:
+    """One child process that extracts files one at a time. Thread-safe (calls queue)."""
+
+    def __init__(self, timeout: float = TIMEOUT_S, memory: int = MEMORY_BYTES) -> None:
+        self.timeout = timeout
+        self.memory = memory
+        self._child: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def extract(self, module: str, path: str, data: bytes) -> Extracted | Unsupported:
+        """What ``semfs.ingest.formats.<module>.extract(path, data)`` returns, run in the
+        child; a reason when it takes too long, or the child dies."""
+        with self._lock:
+            child = self._start()
+            assert child.stdin is not None and child.stdout is not None
+            header = json.dumps({"module": module, "path": path, "size": len(data)})
+            try:
+                child.stdin.write(header.encode() + b"\n" + data)
+                child.stdin.flush()
+            except OSError:
+                return self._died(child)
+            line = _read_line(child.stdout, time.monotonic() + self.timeout)
+            if line is None:
+                self._stop()
+                return Unsupported(f"extraction took over {self.timeout:g} s (stopped)")
+            if not line:
+                return self._died(child)
+            return _decode(json.loads(line))
+
+    def _died(self, child: subprocess.Popen[bytes]) -> Unsupported:
+        code = child.wait()
+        self._child = None
+        how = f"signal {-code}" if code < 0 else f"exit status {code}"
+        return Unsupported(
+            f"extraction failed ({how}; over the {self.memory >> 20} MiB bound?), not ingested"
+        )
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self._child is not None and self._child.poll() is None:
+            return self._child
+        self._child = subprocess.Popen(
+            [sys.executable, "-m", __name__, str(self.memory)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+        )
+        return self._child
+
+    def _stop(self) -> None:
+        child, self._child = self._child, None
+        if child is not None:
+            child.kill()
+            child.wait()
+
+    def close(self) -> None:
+        with self._lock:
+            child, self._child = self._child, None
+            if child is not None:
+                if child.stdin is not None:
+                    child.stdin.close()  # the child's loop ends at EOF
+                try:
+                    child.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+
+
+def _read_line(stream: IO[bytes], deadline: float) -> bytes | None:
+    """One line from ``stream`` (b"" at EOF), or None past ``deadline``."""
+    fd = stream.fileno()
+    buf = bytearray()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            return None
+        piece = os.read(fd, 1 << 16)
+        if not piece:
+            return b""
+        buf += piece
+        if buf.endswith(b"\n"):
+            return bytes(buf)
+
+
+def _encode(result: Extracted | Unsupported) -> dict[str, Any]:
+    if isinstance(result, Unsupported):
+        return {"reason": result.reason}
+    return {"text": result.text, "view": result.view, "unit": result.unit, "marks": result.marks}
+
+
+def _decode(msg: dict[str, Any]) -> Extracted | Unsupported:
+    if "reason" in msg:
+        return Unsupported(str(msg["reason"]))
+    marks = tuple((int(line), str(label)) for line, label in msg["marks"])
+    return Extracted(str(msg["text"]), bool(msg["view"]), str(msg["unit"]), marks)
+
+
+def _serve(memory: int) -> None:
+    """The child's loop: a JSON header line and the file's bytes in, one JSON line out."""
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        line = stdin.readline()
+        if not line:
+            return
+        request = json.loads(line)
+        data = stdin.read(int(request["size"]))
+        module = str(request["module"])
+        try:
+            if module not in _MODULES:
+                raise ValueError(f"no extractor {module!r}")
+            extractor = importlib.import_module(f"{__package__}.{module}")
+            result = extractor.extract(str(request["path"]), data)
+        except MemoryError:
+            result = Unsupported(f"extraction needs over {memory >> 20} MiB, not ingested")
+        except Exception as exc:  # an extractor's bug must cost one file, not the run
+            result = Unsupported(f"extraction failed ({first_line(exc)})")
+        stdout.write(json.dumps(_encode(result)).encode() + b"\n")
+        stdout.flush()
+
+
+_shared: Worker | None = None
+_shared_lock = threading.Lock()
+
+
+def shared() -> Worker:
+    """The process's worker, started on first use and stopped at exit."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = Worker()
+            atexit.register(_shared.close)
+        return _shared
+
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]))
