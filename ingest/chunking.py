@@ -97,7 +97,11 @@ class ChunkSpan:
 
 
 def chunk_text(
-    text: str, path: str, count_tokens: TokenCounter, max_tokens: int
+    text: str,
+    path: str,
+    count_tokens: TokenCounter,
+    max_tokens: int,
+    cuts: Sequence[int] = (),
 ) -> list[ChunkSpan]:
     """Split ``text`` into lossless chunks of at most ``max_tokens`` tokens each.
 
@@ -107,6 +111,8 @@ def chunk_text(
     except a single character that alone exceeds the budget (it cannot be split further).
     ``count_tokens`` is called a handful of times per document with batches, never per piece.
     Empty text gives ``[]``; whitespace-only text gives one chunk unless it exceeds the budget.
+    ``cuts``: 1-based lines where a chunk must start, when a block starts there (a text
+    view's page headings: a chunk then never spans two pages, and a hit names one).
     """
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
@@ -120,6 +126,8 @@ def chunk_text(
     blocks = ["".join(lines[a:b]) for a, b in itertools.pairwise(bounds)]
     pieces, counts, origin = _refine(blocks, count_tokens, max_tokens)
 
+    cut_lines = set(cuts)
+    cut_blocks = {i for i, start in enumerate(starts) if start + 1 in cut_lines}
     ranges: list[tuple[int, int]] = []
     first, total = 0, 0
     for k, c in enumerate(counts):
@@ -131,7 +139,8 @@ def chunk_text(
                 and total * 4 >= max_tokens
                 and not (front and origin[k - 1] == 0)
             )
-            if fresh or total + c > max_tokens:
+            forced = block != origin[k - 1] and block in cut_blocks
+            if fresh or forced or total + c > max_tokens:
                 ranges.append((first, k))
                 first, total = k, 0
         total += c

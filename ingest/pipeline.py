@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
@@ -21,6 +22,7 @@ import qdrant_edge as qe
 
 from semfs.ingest.store.check import verify_document
 from semfs.ingest.store.schema import (
+    SCHEMA_VERSION,
     ChunkPoint,
     ChunkRecord,
     DirectoryRecord,
@@ -28,6 +30,7 @@ from semfs.ingest.store.schema import (
     StoreMeta,
 )
 
+from . import formats
 from .chunking import chunk_text, document_description, document_title, embedding_text
 from .embedder import (
     DEFAULT_BATCH_SIZE,
@@ -217,17 +220,24 @@ def ingest(
     touched: list[Document] = []
     seen: set[str] = set()
     for f in files:
-        doc = read_document(f, max_bytes, root)
+        old = existing.get(formats.view_path(f.path) or f.path)
+        doc = read_document(f, max_bytes, root, old)
         if isinstance(doc, Skipped):
             report.skipped.append(doc)
             continue
         seen.add(doc.path)
-        old = existing.get(doc.path)
-        same = old is not None and old.sha256 == doc.sha256
+        same = old is not None and _same(old, doc)
         damage = verify_document(store, old) if verify and same and old else None
         if damage:
             logger.warning("%s is damaged in the store (%s): re-ingesting it", doc.path, damage)
             report.repaired.append(doc.path)
+            if doc.text is None:  # the stored view is part of what is damaged: extract again
+                again = read_document(f, max_bytes, root, None)
+                if isinstance(again, Skipped):
+                    report.skipped.append(again)
+                    seen.discard(doc.path)
+                    continue
+                doc = again
         if old is not None and same and not damage:
             report.unchanged.append(doc.path)
             if (old.st_mtime_ns, old.mode, old.uid, old.gid) != (
@@ -271,10 +281,18 @@ def ingest(
         meta = replace(meta, bm25_avg_len=average)
     was_dirty = meta.dirty
     # The source is recorded with the first write: a first run that is killed keeps it.
-    meta = replace(meta, **_source_fields(claim))
+    # This run writes what SCHEMA_VERSION describes (an older readable store is stamped).
+    meta = replace(meta, schema=SCHEMA_VERSION, **_source_fields(claim))
     store.write_meta(replace(meta, generation=gen, dirty=True, documents=None, chunks=None))
     if was_dirty:
         _clean_interrupted(store)
+    # Originals first, under the new generation (invisible until their view commits), and
+    # let go of their bytes: a run over many PDFs does not hold them all until the end.
+    for p in pending:
+        original = p.doc.original
+        if original is not None and original.data:
+            store.put_blob(original.path, gen, original.data)
+            p.doc = replace(p.doc, original=replace(original, data=b""))
 
     for doc in touched:  # same content, new mtime or mode: rewrite the record, no embedding
         old_rec = store.get_document(doc.path)
@@ -286,6 +304,10 @@ def ingest(
         store, embedder, pending, gen, batch_size, bm25_model(meta), on_start, on_progress
     )
     store.delete_documents(report.deleted)
+    for path in report.deleted:  # and the stored originals of deleted views
+        gone = existing[path].original
+        if gone is not None:
+            store.delete_stale_chunks(gone, None)
     store.put_directories(put_dirs)
     store.delete_directories(gone_dirs)
     documents, chunks = _counts(store, meta, was_dirty, existing, report, paths is None)
@@ -338,21 +360,34 @@ def _directory_changes(
     return [d for p, d in sorted(new.items()) if old.get(p) != d], gone
 
 
+def _same(old: DocumentRecord, doc: Document) -> bool:
+    """Whether ``doc`` is what ``old`` stores: the same text, and for a view the same
+    original (a PDF whose metadata alone changed has the same view and new bytes)."""
+    if old.sha256 != doc.sha256:
+        return False
+    original = doc.original
+    if original is None:
+        return old.original is None
+    return (old.original_sha256, old.extractor) == (original.sha256, original.extractor)
+
+
 def _keep_old(
     skip: Skipped, existing: dict[str, DocumentRecord], seen: set[str], keep_all: bool = False
 ) -> Skipped:
     """A transient skip (any skip with ``keep_all``) keeps the ingested versions of the file
-    (or of the folder's files): they are marked seen, so not deleted, and the reason says so."""
+    (or of the folder's files): they are marked seen, so not deleted, and the reason says so.
+    A skipped original keeps its text view (the record that stores both)."""
     if not (skip.transient or keep_all):
         return skip
     prefix = skip.path + "/"
+    key = skip.path if skip.path in existing else formats.view_path(skip.path) or skip.path
     # A file needs no look for a folder's documents (a look over every record).
-    in_folder = [] if skip.path in existing else [p for p in existing if p.startswith(prefix)]
-    kept = [skip.path] if skip.path in existing else in_folder
+    in_folder = [] if key in existing else [p for p in existing if p.startswith(prefix)]
+    kept = [key] if key in existing else in_folder
     if not kept:
         return skip
     seen.update(kept)
-    what = "the ingested version" if kept == [skip.path] else f"{len(kept)} ingested documents"
+    what = "the ingested version" if kept == [key] else f"{len(kept)} ingested documents"
     return Skipped(skip.path, f"{skip.reason} (kept {what})", transient=True)
 
 
@@ -400,6 +435,7 @@ def _record(
     split_lines: bool | None,
 ) -> DocumentRecord:
     """The committed record of ``doc``: what the source says, plus where its chunks are."""
+    original = doc.original
     return DocumentRecord(
         doc.path,
         doc.size,
@@ -413,12 +449,18 @@ def _record(
         mode=doc.mode,
         uid=doc.uid,
         gid=doc.gid,
+        original=original.path if original else None,
+        original_size=original.size if original else None,
+        original_sha256=original.sha256 if original else None,
+        extractor=original.extractor if original else None,
     )
 
 
 def _clean_interrupted(store: Store) -> None:
     """Delete chunks that no committed record points to: leftovers of a killed run."""
-    committed = {d.path: d.gen for d in store.list_documents()}
+    docs = store.list_documents()
+    committed = {d.path: d.gen for d in docs}
+    committed.update((d.original, d.gen) for d in docs if d.original is not None)
     stale_paths = {path for path, gen in store.chunk_versions() if committed.get(path) != gen}
     for path in sorted(stale_paths):
         store.delete_stale_chunks(path, committed.get(path))
@@ -456,7 +498,11 @@ def bm25_model(meta: StoreMeta) -> qe.Bm25:
 def _chunk_documents(embedder: Embedder, docs: Sequence[Document], gen: int) -> list[_Pending]:
     pending: list[_Pending] = []
     for doc in docs:
-        spans = chunk_text(doc.text, doc.path, embedder.count_tokens, embedder.max_tokens)
+        assert doc.text is not None  # only unchanged views go unextracted, and are not here
+        where = _Places(doc.original.unit, doc.original.marks) if doc.original else None
+        # A page (slide, chapter) starts a chunk, so a hit cites one: sections need not.
+        cuts = where.lines if where and where.numbered else []
+        spans = chunk_text(doc.text, doc.path, embedder.count_tokens, embedder.max_tokens, cuts)
         title = document_title(doc.text, doc.path)
         description = document_description(doc.text, doc.path)
         records = [
@@ -472,11 +518,37 @@ def _chunk_documents(embedder: Embedder, docs: Sequence[Document], gen: int) -> 
                 s.heading,
                 title,
                 description,
+                where.of(s.start_line, s.end_line) if where else "",
             )
             for s in spans
         ]
         pending.append(_Pending(doc, records, [embedding_text(s, title) for s in spans]))
     return pending
+
+
+class _Places:
+    """Which page (slide, chapter) a chunk's lines are on, from a view's marks."""
+
+    def __init__(self, unit: str, marks: Sequence[tuple[int, str]]) -> None:
+        self.unit = unit
+        self.numbered = unit in ("page", "slide", "chapter")
+        self.lines = [line for line, _label in marks]
+        self.labels = [label for _line, label in marks]
+
+    def of(self, start_line: int, end_line: int) -> str:
+        """ "page 7", "pages 7-8"; for sections the one a chunk starts in: "section Setup"."""
+        if not self.unit or not self.lines:
+            return ""
+        first = bisect_right(self.lines, start_line) - 1
+        last = bisect_right(self.lines, end_line) - 1
+        if last < 0:
+            return ""
+        first = max(first, 0)
+        if self.unit == "section":
+            return f"section {self.labels[first]}"
+        if first == last:
+            return f"{self.unit} {self.labels[first]}"
+        return f"{self.unit}s {self.labels[first]}-{self.labels[last]}"
 
 
 def _embed_documents(
@@ -548,4 +620,6 @@ def _commit_finished(
             _record(doc, len(p.chunks), gen, tuple(c.start for c in p.chunks), split)
         )
         store.delete_stale_chunks(doc.path, gen)
+        if doc.original is not None:
+            store.delete_stale_chunks(doc.original.path, gen)
         open_docs.pop(0)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from semfs.ingest.store.schema import DirectoryRecord
+from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord
 
 from . import formats
 from .embedder import DEFAULT_BATCH_SIZE
@@ -59,11 +59,31 @@ class Skipped:
 
 
 @dataclass(frozen=True)
-class Document:
-    """A source file read and checked: its exact text and what the store records of it."""
+class Original:
+    """The source file behind a text view: its path, bytes (stored and served as they are)
+    and sha256, what extracted the view, and where the view's pages start (``unit``,
+    ``marks``: see :class:`semfs.ingest.formats.Extracted`)."""
 
     path: str
-    text: str
+    data: bytes  # b"" once the pipeline has stored it (``size`` stays)
+    size: int
+    sha256: str
+    extractor: str
+    unit: str = ""
+    marks: tuple[tuple[int, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Document:
+    """A source file read and checked: its exact text and what the store records of it.
+
+    ``path``, ``text``, ``size`` and ``sha256`` are those of what the mount serves at
+    ``path``: the file itself, or for a converted format (``original`` set) its text view.
+    ``text`` is None when the original is unchanged since the stored view was made: the view
+    was not extracted again (size and sha256 are the stored view's)."""
+
+    path: str
+    text: str | None
     size: int
     mtime: float
     sha256: str
@@ -71,6 +91,7 @@ class Document:
     mode: int | None = None  # permission bits (stat.S_IMODE) of the file read
     uid: int | None = None
     gid: int | None = None
+    original: Original | None = None
 
 
 def _matches(path: str, patterns: Sequence[str]) -> bool:
@@ -438,7 +459,10 @@ def _below(target: str, source: str) -> str | None:
 
 
 def read_document(
-    f: SourceFile, max_bytes: int = DEFAULT_MAX_BYTES, root: str | None = None
+    f: SourceFile,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    root: str | None = None,
+    previous: DocumentRecord | None = None,
 ) -> Document | Skipped:
     """The file's text, or why it cannot be ingested. Never raises for a bad file.
 
@@ -448,6 +472,8 @@ def read_document(
     default of ingest): a symlink is followed only to a target inside the source (a link in
     the source must not pull in ``/etc/shadow``); None (``--follow-symlinks``): a symlink
     file is followed anywhere.
+    ``previous``: the stored record of the file's text view, if any: when the original's
+    bytes and the extractor are the same, the view is not extracted again (``text`` None).
     """
     follow = "inside" if root is not None else "any"
     try:
@@ -480,19 +506,55 @@ def read_document(
         os.close(fd)
     if len(data) > max_bytes:
         return Skipped(f.path, f"too large: over the {max_bytes}-byte cap (--max-size)")
-    text = formats.extract(f.path, data)
-    if isinstance(text, formats.Unsupported):
-        return Skipped(f.path, text.reason)
+    return _document(f, st, data, previous)
+
+
+def _document(
+    f: SourceFile, st: os.stat_result, data: bytes, previous: DocumentRecord | None
+) -> Document | Skipped:
+    """What a file's ``data`` gives: itself as text, or an extracted view and the original."""
+    sha256 = hashlib.sha256(data).hexdigest()
+    view = formats.view_path(f.path)
+    if view is None:
+        extracted = formats.extract(f.path, data)
+        if isinstance(extracted, formats.Unsupported):
+            return Skipped(f.path, extracted.reason)
+        return _served(f.path, extracted.text, len(data), sha256, st)
+    if os.path.lexists(f.abspath + formats.VIEW_SUFFIX):
+        return Skipped(f.path, f"its text view would hide the file {view}: not ingested")
+    tag = formats.extractor_tag(f.path) or ""
+    if previous is not None and (previous.original_sha256, previous.extractor) == (sha256, tag):
+        # The same original, extracted by the same code: the stored view stands.
+        original = Original(f.path, data, len(data), sha256, tag)
+        return _served(view, None, previous.size, previous.sha256, st, original)
+    extracted = formats.extract(f.path, data)
+    if isinstance(extracted, formats.Unsupported):
+        return Skipped(f.path, extracted.reason)
+    encoded = extracted.text.encode("utf-8", "surrogatepass")
+    original = Original(f.path, data, len(data), sha256, tag, extracted.unit, extracted.marks)
+    digest = hashlib.sha256(encoded).hexdigest()
+    return _served(view, extracted.text, len(encoded), digest, st, original)
+
+
+def _served(
+    path: str,
+    text: str | None,
+    size: int,
+    sha256: str,
+    st: os.stat_result,
+    original: Original | None = None,
+) -> Document:
     return Document(
-        path=f.path,
+        path=path,
         text=text,
-        size=len(data),
+        size=size,
         mtime=st.st_mtime,
+        sha256=sha256,
         mtime_ns=st.st_mtime_ns,
-        sha256=hashlib.sha256(data).hexdigest(),
         mode=stat.S_IMODE(st.st_mode),
         uid=st.st_uid,
         gid=st.st_gid,
+        original=original,
     )
 
 

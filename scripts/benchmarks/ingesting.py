@@ -60,7 +60,7 @@ def chunk_texts(source: Path, embedder: Embedder) -> list[str]:
     files, _skipped = scan(source)
     for f in files:
         doc = read_document(f, DEFAULT_MAX_BYTES)
-        if isinstance(doc, Skipped):
+        if isinstance(doc, Skipped) or doc.text is None:
             continue
         spans = chunk_text(doc.text, doc.path, embedder.count_tokens, embedder.max_tokens)
         title = document_title(doc.text, doc.path)

@@ -1,0 +1,219 @@
+"""Converted documents (PDF, Word, PowerPoint, HTML, EPUB, ODT) from bytes to store: the
+extractors on real files made at test time, the bounded worker, the skip reasons, and the
+pipeline's incremental protocol for a view and its stored original. The mount is
+tests/test_documents_mount.py."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+import pytest
+from docfixtures import BAD_REASONS, FACTS, HTML_FURNITURE, make_all, make_bad, make_pdf
+from mounting import ingest_hash
+
+from semfs.ingest import formats, sources
+from semfs.ingest.formats import worker
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.check import check_store
+from semfs.ingest.store.schema import BLOB_PART
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def documents(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("documents")
+    make_all(folder)
+    return folder
+
+
+def _place_of(extracted: formats.Extracted, sentence: str) -> str:
+    """The unit (as the pipeline names it) of the line where ``sentence`` starts."""
+    lines = extracted.text.split("\n")
+    first_words = " ".join(sentence.split()[:4])
+    at = next(i for i, line in enumerate(lines, 1) if first_words in _flat(line))
+    label = [lab for line, lab in extracted.marks if line <= at][-1]
+    return f"{extracted.unit} {label}"
+
+
+@pytest.mark.parametrize(("name", "sentence", "where"), FACTS)
+def test_each_format_gives_its_text_and_the_place_of_each_sentence(
+    documents: Path, name: str, sentence: str, where: str
+) -> None:
+    extracted = formats.extract(name, (documents / name).read_bytes())  # in the worker
+    assert isinstance(extracted, formats.Extracted), extracted
+    assert extracted.view
+    assert _flat(sentence) in _flat(extracted.text)
+    assert _place_of(extracted, sentence) == where
+
+
+def test_a_pdf_keeps_two_columns_apart_and_a_table_row_together(documents: Path) -> None:
+    text = formats.extract("report.pdf", (documents / "report.pdf").read_bytes())
+    assert isinstance(text, formats.Extracted)
+    flat = _flat(text.text)
+    # Each column reads whole before the next (pdfminer.six interleaves their lines).
+    assert flat.index("Each blade is tagged.") < flat.index("Access. Visitors")
+    assert "Gasket Borealis Seals 4" in flat
+    # The marker headings are what grep -n and sed -n find.
+    assert [m.group(0) for m in formats.MARKER.finditer(text.text)] == [
+        f"## Page {n}" for n in range(1, 5)
+    ]
+
+
+def test_html_keeps_the_main_content_only(documents: Path) -> None:
+    text = formats.extract("guide.html", (documents / "guide.html").read_bytes())
+    assert isinstance(text, formats.Extracted)
+    for furniture in HTML_FURNITURE:
+        assert furniture not in text.text
+    assert "## Backups" in text.text and "- Nightly full copy" in text.text
+
+
+def test_bad_files_get_a_reason_and_the_rest_is_ingested(tmp_path: Path, store_dir: Path) -> None:
+    src = tmp_path / "src"
+    make_bad(src)
+    make_pdf(src / "good.pdf")
+    report = ingest_hash(src, store_dir)
+    reasons = {s.path: s.reason for s in report.skipped}
+    assert set(reasons) == set(BAD_REASONS)
+    for name, reason in BAD_REASONS.items():
+        assert reason in reasons[name], reasons[name]
+        assert "\n" not in reasons[name]
+    assert report.added == ["good.pdf.md"]
+
+
+def test_a_file_over_max_size_is_skipped_before_it_is_read(tmp_path: Path, store_dir: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    make_pdf(src / "big.pdf")
+    report = ingest_hash(src, store_dir, max_bytes=1000)
+    assert [s.path for s in report.skipped] == ["big.pdf"]
+    assert "--max-size" in report.skipped[0].reason
+
+
+def test_the_worker_stops_a_file_that_takes_too_long_and_goes_on(documents: Path) -> None:
+    data = (documents / "report.pdf").read_bytes()
+    slow = worker.Worker(timeout=1e-4)  # less than the child needs to load PDFium
+    try:
+        got = slow.extract("pdf", "report.pdf", data)
+        assert got == formats.Unsupported("extraction took over 0.0001 s (stopped)")
+        slow.timeout = 60
+        again = slow.extract("pdf", "report.pdf", data)  # a new child takes the next file
+        assert isinstance(again, formats.Extracted)
+    finally:
+        slow.close()
+
+
+def test_the_worker_bounds_memory_and_survives_its_child(documents: Path) -> None:
+    # 200k paragraphs (2.4 MB) parse into ~200 MB of BeautifulSoup tags: over the bound.
+    page = b"<html><body>" + b"<p>word</p>" * 200_000 + b"</body></html>"
+    small = worker.Worker(memory=96 * 1024 * 1024)
+    try:
+        got = small.extract("html", "huge.html", page)
+        assert isinstance(got, formats.Unsupported)
+        assert "MiB" in got.reason, got.reason
+        small.memory = worker.MEMORY_BYTES
+        small._stop()  # the next child gets the normal bound
+        ok = small.extract("docx", "handbook.docx", (documents / "handbook.docx").read_bytes())
+        assert isinstance(ok, formats.Extracted)
+    finally:
+        small.close()
+
+
+def test_the_worker_runs_only_the_extractors_of_the_table() -> None:
+    w = worker.Worker()
+    try:
+        got = w.extract("os", "x.pdf", b"")
+        assert got == formats.Unsupported("extraction failed (ValueError: no extractor 'os')")
+    finally:
+        w.close()
+
+
+def _blob_versions(store_dir: Path) -> set[tuple[str, int]]:
+    with open_store(store_dir) as store:
+        docs = {d.path for d in store.list_documents()}
+        return {(p, g) for p, g in store.chunk_versions() if p not in docs}
+
+
+def test_a_view_and_its_original_are_ingested_incrementally(
+    tmp_path: Path, store_dir: Path, documents: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "report.pdf").write_bytes((documents / "report.pdf").read_bytes())
+    first = ingest_hash(src, store_dir)
+    assert first.added == ["report.pdf.md"]
+    with open_store(store_dir) as store:
+        rec = store.get_document("report.pdf.md")
+        assert rec is not None and rec.original == "report.pdf"
+        data = (src / "report.pdf").read_bytes()
+        assert rec.original_size == len(data)
+        assert rec.original_sha256 == hashlib.sha256(data).hexdigest()
+        parts = store.read_blob("report.pdf", rec.gen, [0])
+        assert parts == {0: data[:BLOB_PART]}
+        chunks = store.get_chunks(rec.path, rec.gen, list(range(rec.chunks)))
+        assert {c.place for c in chunks} >= {"page 1", "page 4"}
+    assert _blob_versions(store_dir) == {("report.pdf", rec.gen)}
+
+    calls: list[str] = []
+    real = formats.extract
+    monkeypatch.setattr(sources.formats, "extract", lambda p, d: calls.append(p) or real(p, d))
+    again = ingest_hash(src, store_dir)
+    assert again.unchanged == ["report.pdf.md"] and calls == []  # not extracted again
+
+    os.utime(src / "report.pdf", ns=(10**18, 10**18))  # touched only: the record follows
+    ingest_hash(src, store_dir)
+    with open_store(store_dir) as store:
+        touched = store.get_document("report.pdf.md")
+        assert touched is not None and touched.mtime_ns == 10**18 and touched.gen == rec.gen
+
+    (src / "report.pdf").write_bytes(data.replace(b"Plant operations", b"Plant operationz"))
+    changed = ingest_hash(src, store_dir)
+    assert changed.updated == ["report.pdf.md"] and calls == ["report.pdf"]
+    with open_store(store_dir) as store:
+        new = store.get_document("report.pdf.md")
+        assert new is not None and new.gen > rec.gen
+    assert _blob_versions(store_dir) == {("report.pdf", new.gen)}  # the old parts are gone
+
+    (src / "report.pdf").unlink()
+    gone = ingest_hash(src, store_dir)
+    assert gone.deleted == ["report.pdf.md"]
+    assert _blob_versions(store_dir) == set()
+
+
+def test_check_finds_a_damaged_original(tmp_path: Path, store_dir: Path, documents: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "report.pdf").write_bytes((documents / "report.pdf").read_bytes())
+    ingest_hash(src, store_dir)
+    with open_store(store_dir) as store:
+        assert check_store(store).ok
+        rec = store.get_document("report.pdf.md")
+        assert rec is not None
+        store.put_blob("report.pdf", rec.gen, b"%PDF-1.4 not the bytes that were ingested")
+        problems = [str(p) for p in check_store(store).problems]
+    assert problems and re.search(r"report\.pdf\.md: its stored original report\.pdf", problems[0])
+    # ingest --verify repairs it: the original is stored again.
+    repaired = ingest_hash(src, store_dir, verify=True)
+    assert repaired.repaired == ["report.pdf.md"]
+    with open_store(store_dir) as store:
+        assert check_store(store).ok
+
+
+def test_a_view_never_hides_a_real_file(tmp_path: Path, store_dir: Path, documents: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "report.pdf").write_bytes((documents / "report.pdf").read_bytes())
+    (src / "report.pdf.md").write_text("# My own notes on the report\n")
+    report = ingest_hash(src, store_dir)
+    assert report.added == ["report.pdf.md"]
+    assert [(s.path, s.reason) for s in report.skipped] == [
+        ("report.pdf", "its text view would hide the file report.pdf.md: not ingested")
+    ]
+    with open_store(store_dir) as store:
+        rec = store.get_document("report.pdf.md")
+        assert rec is not None and rec.original is None
