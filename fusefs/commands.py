@@ -88,6 +88,12 @@ For a Qdrant server, give its URL instead of the store folder (or -o url=URL).
     metavar="NAME",
     help="The search folder every directory answers (listed nowhere).",
 )
+@click.option(
+    "--no-views",
+    is_flag=True,
+    help="Hide the text views of PDFs, Word, PowerPoint, HTML and EPUB files (report.pdf.md "
+    "beside report.pdf): the tree is then the source folder exactly (diff -r is empty).",
+)
 @search_options(
     k_help="Documents per search; @k=N changes it per query.",
     mode_help="Search mode; @semantic, @keyword, @hybrid change it per query.",
@@ -122,6 +128,7 @@ def mount_cmd(
     options: tuple[str, ...],
     log_file: Path | None,
     search_dir: str,
+    no_views: bool,
     k: int,
     mode: str,
     min_score: float | None,
@@ -137,10 +144,13 @@ def mount_cmd(
     """Show a collection as a read-only directory tree at MOUNTPOINT.
 
     The tree mirrors the ingested folder, file for file and byte for byte, so ls, cat,
-    grep -r, rg, find, diff -r and editors work on it. Goes to the background once the
-    mount answers. `semfs ingest` into the same collection while mounted updates the tree
-    within about a second. Each folder also answers `.search/QUESTION/` with the documents
-    that best answer QUESTION (see below). Unmount with `semfs umount MOUNTPOINT`.
+    grep -r, rg, find, diff -r and editors work on it. A PDF, Word, PowerPoint, HTML or
+    EPUB file also has its text view beside it (report.pdf.md, with "## Page N" headings);
+    diff -r SRC MNT then lists only the views (--no-views hides them). Goes to the
+    background once the mount answers. `semfs ingest` into the same collection while
+    mounted updates the tree within about a second. Each folder also answers
+    `.search/QUESTION/` with the documents that best answer QUESTION (see below).
+    Unmount with `semfs umount MOUNTPOINT`.
     With --watch DIR the daemon keeps the collection mirroring DIR while mounted (creating
     it if need be): each change shows within about a second; `semfs status` says how fresh.
 
@@ -152,6 +162,7 @@ def mount_cmd(
         semfs mount -f ~/mnt/docs --log-file /tmp/semfs.log
         semfs mount ~/mnt/docs --k 5 --mode keyword --search-dir .find
         semfs mount ~/mnt/docs --watch ./docs --exclude drafts/
+        semfs mount ~/mnt/docs --no-views; diff -r ./docs ~/mnt/docs
         semfs umount ~/mnt/docs
     """
     from .fastmount import run_mount

@@ -83,6 +83,7 @@ class MountConfig:
     search_dir: str = DEFAULT_NAME
     search: SearchOptions = field(default_factory=SearchOptions)  # defaults for queries
     watch: Path | None = None  # a source folder the daemon follows (--watch)
+    views: bool = True  # text views beside converted documents (--no-views: originals only)
     source: SourceOptions = field(default_factory=SourceOptions)  # how it is read
 
 
@@ -228,6 +229,7 @@ class MountDaemon:
                 InodeMap(),
                 Ownership(os.getuid(), os.getgid()),
                 interval=self.cfg.poll_interval,
+                views=self.cfg.views,
             )
             # Not around the store's open: a server client's own threads run meanwhile (the
             # manifest's decode pauses the collector itself).

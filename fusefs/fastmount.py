@@ -46,6 +46,7 @@ DEFAULTS: Mapping[str, Any] = {
     "batch_size": DEFAULT_BATCH_SIZE,
     "max_bytes": DEFAULT_MAX_BYTES,
     "follow_symlinks": False,
+    "no_views": False,
 }
 # Options taking a value: the parameter each sets. Only those whose value needs no
 # conversion beyond click.Path's, so a value click would refuse is never taken here.
@@ -57,7 +58,7 @@ _VALUED = {
     "--search-dir": "search_dir",
     "-o": "options",
 }
-_FLAGS = {"-f": "foreground", "--foreground": "foreground"}
+_FLAGS = {"-f": "foreground", "--foreground": "foreground", "--no-views": "no_views"}
 # Environment variables click reads for the parameters (store_options): set ones are taken
 # when not empty; QDRANT_* mean a server, which the fast path leaves to click.
 _ENV = {"SEMFS_STORE": "store_path", "SEMFS_COLLECTION": "collection"}
@@ -159,6 +160,7 @@ def run_mount(params: Mapping[str, Any], verbose: int) -> None:
             search_dir=p["search_dir"],
             search=search,
             watch=p["watch"],
+            views=not p["no_views"],
             source=SourceOptions(
                 p["model"],
                 p["include"],

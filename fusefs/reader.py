@@ -2,7 +2,8 @@
 
 A document's text is the concatenation of its chunks in index order, and its record's
 ``offsets`` say where each chunk starts (in bytes), so a range maps to chunk indexes with
-two bisections. Chunks are keyed by (path, gen, index): a key names one immutable version,
+two bisections. A text view's original (a record with ``blob``) is read the same way from
+its stored blob parts. Chunks are keyed by (path, gen, index): a key names one immutable version,
 so cached bytes never go stale; a re-ingested document has a new generation and new keys,
 and the old entries age out.
 """
@@ -184,12 +185,17 @@ class DocumentReader:
         stop = offsets[index + 1] if index + 1 < len(offsets) else doc.size
         return stop - offsets[index]
 
+    def _fetch(self, doc: DocumentRecord, missing: Sequence[int]) -> dict[int, bytes]:
+        if doc.blob:
+            return self.store.read_blob(doc.path, doc.gen, missing)
+        texts = self.store.chunk_texts(doc.path, doc.gen, missing)
+        return {index: text.encode("utf-8") for index, text in texts.items()}
+
     def _chunks(self, doc: DocumentRecord, indexes: Sequence[int]) -> list[bytes]:
         found = {i: self.chunks.get((doc.path, doc.gen, i)) for i in indexes}
         missing = [i for i, data in found.items() if data is None]
         if missing:
-            for index, text in self.store.chunk_texts(doc.path, doc.gen, missing).items():
-                data = text.encode("utf-8")
+            for index, data in self._fetch(doc, missing).items():
                 if len(data) != self._span(doc, index):
                     raise CorruptDocumentError(
                         f"{doc.path}: chunk {index} of generation {doc.gen} has "

@@ -44,11 +44,13 @@ class TreeRefresher:
         publish: Callable[[Tree], None] | None = None,
         interval: float = DEFAULT_INTERVAL,
         hidden: Callable[[], Set[str]] | None = None,
+        views: bool = True,
     ) -> None:
         self.store = store
         # Paths a tree leaves out though the store still lists them (deleted documents that
         # open handles still read: semfs.fusefs.pins).
         self.hidden = hidden
+        self.views = views  # text views beside their originals (semfs mount --no-views: not)
         self.inodes = inodes
         self.owner = owner
         self.publish = publish
@@ -80,7 +82,7 @@ class TreeRefresher:
         self.manifest = manifest
         records, folders = list(manifest.documents), list(manifest.directories)
         with self._lock:
-            tree = Tree.build(records, self.inodes, self.owner, folders)
+            tree = Tree.build(records, self.inodes, self.owner, folders, self.views)
             self._records, self._folders, self.tree = records, folders, tree
             self._seen = _meta_key(manifest.meta)
         if self.publish is not None:
@@ -106,7 +108,7 @@ class TreeRefresher:
             self._seen = key
             if records == self._records and folders == self._folders:
                 return False
-            tree = Tree.build(records, self.inodes, self.owner, folders)
+            tree = Tree.build(records, self.inodes, self.owner, folders, self.views)
             if self._records is not None:
                 logger.info(
                     "store changed (generation %s): now %d documents, %d bytes",

@@ -221,10 +221,11 @@ class QueryResult:
         return self._positions.get(name)
 
 
-def link_names(hits: tuple[Hit, ...], k: int) -> tuple[str, ...]:
-    """``01-fonts.mdx``, ...: the rank keeps names unique and makes ``ls`` order rank order."""
+def link_names(hits: tuple[Hit, ...], k: int, shown: Callable[[str], str] = str) -> tuple[str, ...]:
+    """``01-fonts.mdx``, ...: the rank keeps names unique and makes ``ls`` order rank order.
+    ``shown``: where the tree shows a hit's document (a hidden view's original)."""
     width = max(2, len(str(k)))
-    return tuple(_fit(f"{h.rank:0{width}d}-", h.path.rpartition("/")[2]) for h in hits)
+    return tuple(_fit(f"{h.rank:0{width}d}-", shown(h.path).rpartition("/")[2]) for h in hits)
 
 
 def results_name(k: int) -> str:
@@ -328,7 +329,7 @@ def _render(sp: SearchPath, text: str, hits: tuple[Hit, ...], names: tuple[str, 
             continue
         if not hit.excerpts:
             continue
-        lines.append(f"## {hit.rank}. {hit.path}")
+        lines.append(f"## {hit.rank}. {hit.path}" + (f" ({hit.place})" if hit.place else ""))
         shown = None
         for ex in hit.excerpts:
             # Each line carries its number, so a label is needed only where the section
@@ -563,7 +564,8 @@ class SearchDirectories:
         started = time.perf_counter()
 
         def committed(path: str, gen: int) -> bool:
-            node = tree.lookup(path)
+            # A text view the tree hides (--no-views) is shown as its original, same gen.
+            node = tree.lookup(tree.shown(path))
             return node is not None and node.doc is not None and node.doc.gen == gen
 
         opts = sp.options
@@ -581,7 +583,7 @@ class SearchDirectories:
             if text
             else ()
         )
-        names = link_names(hits, opts.k)
+        names = link_names(hits, opts.k, tree.shown)
         logger.debug(
             "search %r in %r (%s): %d documents in %.1f ms",
             text,
@@ -679,7 +681,7 @@ class SearchDirectories:
         index = result.position(name)
         if index is None:
             return None
-        target = "../" * sp.depth + result.hits[index].path
+        target = "../" * sp.depth + tree.shown(result.hits[index].path)
         ino = virtual_ino(SYMLINK, path)
         size = len(target.encode("utf-8", "surrogateescape"))
         return Node(

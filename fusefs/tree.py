@@ -2,8 +2,12 @@
 
 A :class:`Tree` is built from :meth:`semfs.ingest.store.Store.list_documents` alone (one scroll,
 no chunks read), so mounting and refreshing stay cheap. Directories are inferred from the
-document paths. A refresh builds a whole new tree and swaps it in with one assignment, so a
-callback sees either the old tree or the new one, never a mix.
+document paths. A text view's record (a PDF's ``report.pdf.md``) shows two files: the view,
+and the original at its own path, served from its stored bytes
+(:meth:`DocumentRecord.original_record`); a tree built with ``views=False`` shows the
+originals only, as the source folder has them. A refresh builds a whole new tree and swaps
+it in with one assignment, so a callback sees either the old tree or the new one, never a
+mix.
 
 Inode numbers come from an :class:`InodeMap` that outlives the trees: a path keeps its
 number across refreshes for the life of the mount.
@@ -141,6 +145,7 @@ class Tree:
         newest: Mapping[str, float],
         recorded: Mapping[str, DirectoryRecord],
         guarded: frozenset[str] = frozenset(),
+        originals: Mapping[str, str] | None = None,
     ) -> None:
         self._docs = docs
         self._dirs = dirs  # folder -> its children's paths
@@ -153,6 +158,13 @@ class Tree:
         self.owner = owner
         # Directories with something below them that other users may not read.
         self._guarded = guarded
+        # Hidden text view -> its original (views=False): what a search hit points to.
+        self._originals: Mapping[str, str] = originals or {}
+
+    def shown(self, path: str) -> str:
+        """Where this tree shows the document ``path`` (a store path): itself, or for a text
+        view the tree hides, its original."""
+        return self._originals.get(path, path)
 
     def readable_by_all(self, path: str) -> bool:
         """Whether any user may read everything at and below the directory ``path``
@@ -217,13 +229,16 @@ class Tree:
         inodes: InodeMap,
         owner: Ownership,
         folders: Iterable[DirectoryRecord] = (),
+        views: bool = True,
     ) -> Tree:
         """The tree of ``records``, plus the recorded ``folders`` (empty ones included).
 
         A file or folder with a recorded mode is served with that mode minus write (and
         minus set-id bits) and its recorded owner; without one, 0444/0555 and ``owner``.
+        A text view's original is shown beside it; ``views=False`` hides the views.
         """
-        docs = _usable(records)
+        hidden: dict[str, str] = {}
+        docs = _usable(_with_originals(records, views, hidden))
         dirs: dict[str, list[str]] = {"": []}
         # Each folder's newest document mtime: per direct parent first (one step a document),
         # then up each folder's ancestors (one step a folder, not one per document and depth).
@@ -258,7 +273,26 @@ class Tree:
             if path:
                 dirs[path.rpartition("/")[0]].append(path)
         inodes.assign([(FILE, p) for p in docs] + [(DIR, p) for p in folder_order])
-        return cls(docs, dirs, inodes, owner, newest, recorded, _guarded(docs, recorded))
+        guarded = _guarded(docs, recorded)
+        return cls(docs, dirs, inodes, owner, newest, recorded, guarded, hidden)
+
+
+def _with_originals(
+    records: Iterable[DocumentRecord], views: bool, hidden: dict[str, str]
+) -> Iterator[DocumentRecord]:
+    """``records`` and the record of each text view's original; without ``views`` the
+    originals only (``hidden`` gets view -> original for each view left out)."""
+    for rec in records:
+        if rec.original is None:
+            yield rec
+            continue
+        original = rec.original_record()
+        if original is not None:
+            yield original
+        if views:
+            yield rec
+        elif original is not None:
+            hidden[rec.path] = original.path
 
 
 class _Children(Mapping[str, Node]):

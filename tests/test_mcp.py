@@ -36,7 +36,7 @@ pytestmark = pytest.mark.mount
 T = TypeVar("T")
 TOOLS = {
     "search": ["query", "path", "k", "mode"],
-    "read": ["path", "start_line", "end_line"],
+    "read": ["path", "start_line", "end_line", "pages"],
     "grep": ["pattern", "path", "regex", "ignore_case", "max_results"],
     "list": ["path", "recursive", "pattern"],
     "status": [],

@@ -1,7 +1,8 @@
 """``semfs mcp``: the collection as MCP tools, for agents that cannot mount anything.
 
 Five tools with fixed names and parameters (clients and tests rely on them):
-``search(query, path="", k=5, mode="hybrid")``, ``read(path, start_line=1, end_line=None)``,
+``search(query, path="", k=5, mode="hybrid")``,
+``read(path, start_line=1, end_line=None, pages="")``,
 ``grep(pattern, path="", regex=False, ignore_case=False, max_results=100)``,
 ``list(path="", recursive=False, pattern=None)`` and ``status()``. The work is
 :class:`semfs.fusefs.agent.toolbox.Toolbox`'s; this module only describes the tools for an agent,
@@ -121,8 +122,15 @@ def build_server(box: Toolbox, host: str = "127.0.0.1", port: int = 8765) -> Any
         end_line: Annotated[
             int | None, Field(description="Last line to show; default: to the end.")
         ] = None,
+        pages: Annotated[
+            str,
+            Field(
+                description="Pages (slides, chapters) of a PDF's, PowerPoint's or EPUB's text "
+                "view (report.pdf.md) to show instead of lines: N or N-M."
+            ),
+        ] = "",
     ) -> ToolOutput:
-        return box.read(path, start_line, end_line)
+        return box.read(path, start_line, end_line, pages)
 
     @_tool
     def grep(

@@ -32,11 +32,13 @@ from semfs.fusefs.reader import DocumentReader
 from semfs.fusefs.refresh import TreeRefresher
 from semfs.fusefs.searchdir import SearchOptions, SearchPath, link_names, render_results
 from semfs.fusefs.tree import DIR, FILE, InodeMap, Node, Ownership, Tree
+from semfs.ingest import formats
 from semfs.ingest.errors import SemfsError, StoreNotFoundError
 from semfs.ingest.search import MAX_K, Searcher
 from semfs.ingest.store import MODES, Store
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
+from semfs.ingest.store.schema import DocumentRecord
 
 from .grep import (
     DEFAULT_MAX_RESULTS,
@@ -156,10 +158,17 @@ class Toolbox:
         body, _ = cap(rendered, self.budget, "ask for fewer documents (k) or a narrower path")
         return ToolOutput(body, {"results": [h.to_json() for h in hits]})
 
-    def read(self, path: str, start_line: int = 1, end_line: int | None = None) -> ToolOutput:
+    def read(
+        self, path: str, start_line: int = 1, end_line: int | None = None, pages: str = ""
+    ) -> ToolOutput:
         node = resolve(self.tree, path)
         if node.kind != FILE or node.doc is None:
             raise ToolInputError(f"{node.path or '/'!r} is a directory: use list to see it")
+        if node.doc.blob:
+            view = node.doc.path + formats.VIEW_SUFFIX
+            raise ToolInputError(f"{node.path!r} is a binary original: read its text {view!r}")
+        if pages:
+            start_line, end_line = self._page_lines(node.doc, pages)
         if start_line < 1:
             raise ToolInputError(f"start_line must be 1 or more, not {start_line}")
         if end_line is not None and end_line < start_line:
@@ -199,6 +208,38 @@ class Toolbox:
             "more": shown_last < wanted_last,
         }
         return ToolOutput("".join(out), data)
+
+    def _page_lines(self, doc: DocumentRecord, pages: str) -> tuple[int, int]:
+        """The lines of a text view holding ``pages`` ("7", "3-5"; slides or chapters alike),
+        from its marker headings (``## Page 7``)."""
+        if doc.original is None:
+            raise ToolInputError(
+                f"{doc.path!r} has no pages (only the text views of PDF, PowerPoint and EPUB "
+                "files do): use start_line and end_line"
+            )
+        first_s, _, last_s = pages.strip().partition("-")
+        try:
+            first, last = int(first_s), int(last_s or first_s)
+        except ValueError:
+            raise ToolInputError(f"pages must be N or N-M, not {pages!r}") from None
+        if not 1 <= first <= last:
+            raise ToolInputError(
+                f"pages {pages!r}: the first must be 1 or more, and not after the last"
+            )
+        rec = self.reader.document(doc)
+        if rec is None:
+            raise PathError(f"{doc.path!r} was deleted from the collection")
+        lines = document_lines(self.reader.read(rec, 0, rec.size))
+        starts: dict[int, int] = {}
+        for number, line in enumerate(lines, 1):
+            found = formats.MARKER.match(line)
+            if found:
+                starts.setdefault(int(found.group(2)), number)
+        if first not in starts:
+            have = f"{min(starts)}-{max(starts)}" if starts else "none"
+            raise ToolInputError(f"{doc.path!r} has no page {first} (it has {have})")
+        after = [n for p, n in starts.items() if p > last]
+        return starts[first], (min(after) - 1 if after else len(lines))
 
     def grep(
         self,

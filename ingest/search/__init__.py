@@ -7,6 +7,7 @@ generations no committed record points to (a re-ingest in flight) are dropped.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -76,6 +77,9 @@ class Hit:
     description: str = ""
     strength: float = 0.0
     excerpts: tuple[Excerpt, ...] = ()
+    # Where the best chunk is in a converted document's original: "page 7", "slides 2-3"
+    # ("" for a text document). to_json also gives it as a number ("page": 7).
+    place: str = ""
 
     @property
     def strength_label(self) -> str:
@@ -86,8 +90,39 @@ class Hit:
         d["score"] = round(self.score, 6)
         d["strength"] = round(self.strength, 3)
         d["match"] = self.strength_label
-        d["excerpts"] = [e.to_json() for e in self.excerpts]
+        d.update(place_fields(self.place))
+        if "section" in d and self.excerpts and self.excerpts[0].heading:
+            # The best lines' own section: a chunk of a short document spans several.
+            d["section"] = self.excerpts[0].heading.rpartition(" > ")[2]
+        d["excerpts"] = []
+        for e in self.excerpts:
+            ex = e.to_json()
+            # A view's pages are headings ("## Page 7"): the excerpt's innermost one is its page.
+            found = _UNIT_HEADING.match(e.heading.rpartition(" > ")[2])
+            if found:
+                ex[found.group(1).lower()] = int(found.group(2))
+            d["excerpts"].append(ex)
         return d
+
+
+_PLACE = re.compile(r"^(page|slide|chapter)s? (\d+)(?:-(\d+))?$")
+_SECTION = "section "
+_UNIT_HEADING = re.compile(r"^(Page|Slide|Chapter) (\d+)\b")
+
+
+def place_fields(place: str) -> dict[str, int | str]:
+    """``"page 7"`` -> ``{"page": 7}``; ``"pages 7-8"`` -> ``{"page": 7, "page_end": 8}``;
+    ``"section Setup"`` -> ``{"section": "Setup"}``."""
+    if place.startswith(_SECTION):
+        return {"section": place[len(_SECTION) :]}
+    found = _PLACE.match(place)
+    if not found:
+        return {}
+    unit, first, last = found.group(1), int(found.group(2)), found.group(3)
+    out: dict[str, int | str] = {unit: first}
+    if last is not None:
+        out[f"{unit}_end"] = int(last)
+    return out
 
 
 def normalize_under(under: str | None) -> str | None:
@@ -196,6 +231,7 @@ class Searcher:
                     best.description,
                     match_strength(doc[0].score, mode),
                     tuple(ex),
+                    best.place,
                 )
             )
         return hits
