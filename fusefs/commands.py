@@ -30,6 +30,7 @@ so ls -a, find, grep -r and diff -r see only your documents:
     cat ~/mnt/docs/.search/"rotate api key"/00-results.md     # ranked list + answering lines
     cat ~/mnt/docs/.search/"rotate api key"/01-*              # the best document, whole
     ls -U ~/mnt/docs/.search/                                 # recent queries, newest first
+    cat ~/mnt/docs/.search/README.md                          # this syntax, in the mount
 
 \b
 A query folder holds 00-results.md, then one symlink per document, best first
@@ -40,6 +41,8 @@ Per-query options are parameter folders before the question, in any order:
     @min=X                       drop hits whose match strength (0-1) is below X
     @full                        whole passages in 00-results.md instead of excerpts
     e.g. ls ~/mnt/docs/.search/@keyword/@k=3/"nginx subpath"/
+A parameter folder that is none of these (@k=500, @min=x, @bogus) is not found;
+the mount's log says why. 00-results.md keeps its name whatever k.
 The question is one file name: type '/' as U+2215 or U+FF0F, at most 255 bytes. Names starting with
 '.' are not queries (.DS_Store, .git probes); '@' starts a parameter; for a question
 that starts with either, begin the name with a space. Results are cached per question

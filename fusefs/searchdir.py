@@ -3,7 +3,8 @@
 The paths below any directory ``D`` of the tree (the folder name ``.search`` is the default;
 ``semfs mount --search-dir NAME`` changes it)::
 
-    D/.search/                      recent queries run here, most recent first
+    D/.search/                      README.md (the syntax), then recent queries run here,
+                                    most recent first
     D/.search/@keyword/@k=3/        parameter folders: options for the queries below them
     D/.search/[@PARAM/...]QUESTION/ a query directory: its name is the query text
         00-results.md               a ranked list (match strength, path, title, description),
@@ -22,9 +23,11 @@ Rules a caller may rely on:
   the same name in the source wins (choose another ``--search-dir`` then).
 * A search under ``D`` returns only documents inside ``D``.
 * A name starting with ``.`` is never a query (shells and file managers probe ``.DS_Store``,
-  ``._x``, ``.git``): not found. A name starting with ``@`` is a parameter; an unknown one is
-  not found. To search for text starting with either, start the name with a space (query
-  text is stripped).
+  ``._x``, ``.git``): not found. A name starting with ``@`` is a parameter; an invalid one
+  (unknown, or a bad value) is not found, and logged once with why (a warning). To search
+  for text starting with either, start the name with a space (query text is stripped).
+* Every search and parameter folder holds ``README.md``, the syntax (so a query named
+  ``README.md`` is that file). The results file is ``00-results.md`` whatever ``k``.
 * A search folder lists the recent queries of the user listing it only (:class:`RecentQueries`
   by uid): in a folder shared with ``allow_other``, nobody sees what another user asked.
 * A query is one path component, so it cannot hold ``/`` and is at most 255 bytes (NAME_MAX:
@@ -85,6 +88,11 @@ DEFAULT_CACHE_ENTRIES = 256
 # Queries remembered for listing search folders: a few dozen bytes each.
 DEFAULT_RECENT_ENTRIES = 100
 RESULTS_STEM = "-results.md"
+RESULTS_NAME = "00" + RESULTS_STEM
+# The syntax, listed in every search and parameter folder (a query of that name is shadowed).
+README_NAME = "README.md"
+# Bad parameter folder names logged, each once: a shell's completion asks again and again.
+LOGGED_BAD_PARAMETERS = 256
 PARAMETER_PREFIX = "@"
 FULL = "full"  # @full: whole passages in the results file instead of excerpts
 # Virtual nodes take inode numbers from a hash of their path, in a range the tree's counter
@@ -145,6 +153,18 @@ class SearchOptions:
         except (SemfsError, ValueError):
             return None
         return None
+
+    def parameter_problem(self, name: str) -> str:
+        """Why ``name`` (which :meth:`with_parameter` refused) is not a parameter folder."""
+        key, sep, value = name.removeprefix(PARAMETER_PREFIX).partition("=")
+        if key == "k" and sep:
+            return f"k must be a whole number from 1 to {MAX_K}, not {value!r}"
+        if key == "min" and sep:
+            return f"min must be a number (a match strength, 0-1), not {value!r}"
+        if key in (*MODES, FULL, "k", "min"):
+            return f"@{key} takes no value" if sep else f"@{key} needs a value: @{key}=N"
+        known = ", ".join(f"@{m}" for m in (*MODES, FULL)) + ", @k=N, @min=X"
+        return f"unknown parameter {name!r}: use one of {known}"
 
     def describe(self) -> str:
         floor = "none" if self.min_score is None else f"{self.min_score:g}"
@@ -229,8 +249,44 @@ def link_names(hits: tuple[Hit, ...], k: int, shown: Callable[[str], str] = str)
 
 
 def results_name(k: int) -> str:
-    """``00-results.md``: zeros as wide as the ranks, so it sorts before them."""
-    return "0" * max(2, len(str(k))) + RESULTS_STEM
+    """``00-results.md`` whatever ``k`` (the README and the guide name it so): it sorts
+    before every link, ``001-`` included, as ``-`` sorts before digits."""
+    return RESULTS_NAME
+
+
+def search_readme(folder: str, defaults: SearchOptions) -> bytes:
+    """The ``README.md`` of every search folder: the syntax, and why a folder is not found."""
+    floor = "none" if defaults.min_score is None else f"{defaults.min_score:g}"
+    text = f"""\
+# {folder}: search by naming a question
+
+    ls  "{folder}/how do I rotate an api key/"
+    cat "{folder}/how do I rotate an api key/{RESULTS_NAME}"
+
+A question folder holds {RESULTS_NAME} (the ranked documents, then the lines that answer)
+and links 01-NAME, 02-NAME, ... to the documents, best first. Only documents inside the
+folder that holds this {folder} are searched. There is no need to mkdir a question: it
+exists as soon as it is named (mkdir -p works; plain mkdir says "File exists").
+
+Options are folders before the question, in any order (a later one wins):
+
+    @hybrid @semantic @keyword   the mode (this mount's default: {defaults.mode})
+    @k=N                         N documents, 1-{MAX_K} (default {defaults.k})
+    @min=X                       drop hits whose match (0-1) is below X (default {floor})
+    @full                        whole passages in {RESULTS_NAME} instead of excerpts
+
+    e.g. cat "{folder}/@keyword/@k=3/ERR_TOO_MANY_REDIRECTS/{RESULTS_NAME}"
+
+A folder that is none of these does not exist (No such file or directory): @k=500 (k is
+1-{MAX_K}), @min=x (not a number), @bogus (no such option). The mount's log names the folder
+and why.
+
+A question is one file name, at most 255 bytes: write "/" as "\u2215" (U+2215). Names
+starting with "." are not questions; to search text starting with "." or "@", start the
+name with a space. This folder lists the questions asked here lately, newest first, and
+this file (a question named {README_NAME} is this file).
+"""
+    return text.encode()
 
 
 def _fit(prefix: str, name: str) -> str:
@@ -510,6 +566,9 @@ class SearchDirectories:
         # The uid of the user whose request is running (the mount asks libfuse): recent
         # queries are kept per user, so a shared folder does not list others' questions.
         self.caller: Callable[[], int | None] = lambda: None
+        self.readme = search_readme(self.folder, self.defaults)
+        self._bad_logged: OrderedDict[str, None] = OrderedDict()
+        self._bad_lock = threading.Lock()
 
     # -- paths ----------------------------------------------------------------------------
 
@@ -534,6 +593,7 @@ class SearchDirectories:
         while rest and rest[0].startswith(PARAMETER_PREFIX):
             changed = options.with_parameter(rest[0])
             if changed is None:
+                self._log_bad_parameter(rest[0], options)
                 return None
             options = changed
             params.append(rest.pop(0))
@@ -545,6 +605,23 @@ class SearchDirectories:
         if len(rest) == 2 and not _ENTRY.match(rest[1]):
             return None  # no entry is named so: answer without searching
         return replace(sp, query=rest[0], entry=rest[1] if len(rest) == 2 else None)
+
+    def _log_bad_parameter(self, name: str, options: SearchOptions) -> None:
+        """One log line per bad parameter folder name: the kernel only hears ENOENT."""
+        with self._bad_lock:
+            if name in self._bad_logged:
+                return
+            self._bad_logged[name] = None
+            while len(self._bad_logged) > LOGGED_BAD_PARAMETERS:
+                self._bad_logged.popitem(last=False)
+        logger.warning(
+            "%s/%s: not found: %s (see %s/%s)",
+            self.folder,
+            name,
+            options.parameter_problem(name),
+            self.folder,
+            README_NAME,
+        )
 
     # -- searching ------------------------------------------------------------------------
 
@@ -615,6 +692,8 @@ class SearchDirectories:
             return None
         if sp.query is None:
             return self._folder_node(tree, sp)
+        if sp.query == README_NAME:
+            return self._readme_node(tree, sp) if sp.entry is None else None
         if sp.entry is None:
             return self._query_node(tree, sp)
         return self._entry_node(tree, sp, self.results(tree, sp), sp.entry)
@@ -651,9 +730,18 @@ class SearchDirectories:
 
         def build() -> Mapping[str, Node]:
             names = self.recent.names(sp.scope, sp.params, who)
-            return {n: self._query_node(tree, replace(sp, query=n)) for n in names}
+            queries = {n: self._query_node(tree, replace(sp, query=n)) for n in names}
+            return {README_NAME: self._readme_node(tree, sp), **queries}
 
         return self._dir_node(tree, sp, sp.dir_path, _LazyChildren(build))
+
+    def _readme_node(self, tree: Tree, sp: SearchPath) -> Node:
+        path = sp._join(*sp.params, README_NAME)
+        ino = virtual_ino(FILE, path)
+        data = self.readme
+        return Node(
+            FILE, path, ino, self._attrs(tree, sp.scope, ino, FILE_MODE, len(data)), data=data
+        )
 
     def _query_node(self, tree: Tree, sp: SearchPath) -> Node:
         def build() -> Mapping[str, Node]:

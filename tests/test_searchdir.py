@@ -385,8 +385,9 @@ def test_long_file_names_are_cut_to_name_max() -> None:
     assert len(set(names)) == 2
     wide = link_names((Hit(7, "a.md", 1.0, 1, 1, ""),), 100)
     assert wide == ("007-a.md",)
-    assert results_name(100) == "000-results.md"
-    assert sorted([wide[0], results_name(100)])[0] == results_name(100)
+    # 00-results.md whatever k (the README and the guide say so); it still sorts first.
+    assert results_name(100) == "00-results.md"
+    assert sorted([wide[0], "001-b.md", results_name(100)])[0] == results_name(100)
     assert results_name(10) == "00-results.md"
 
 
@@ -505,7 +506,7 @@ def test_cache_is_bounded(tree: Tree) -> None:
 def test_search_folders_list_recent_queries_most_recent_first(
     dirs: SearchDirectories, spy: CountingSearch, tree: Tree
 ) -> None:
-    assert listing(resolve(dirs, tree, ".search")) == []
+    assert listing(resolve(dirs, tree, ".search")) == ["README.md"]
     for q in ("tabs", "cards", "steps"):
         listing(resolve(dirs, tree, f".search/{q}"))
     listing(resolve(dirs, tree, ".search/tabs"))
@@ -513,12 +514,45 @@ def test_search_folders_list_recent_queries_most_recent_first(
     listing(resolve(dirs, tree, ".search/@keyword/callouts"))
     calls = len(spy.calls)
     folder = resolve(dirs, tree, ".search")
-    assert listing(folder) == ["tabs", "steps", "cards"]
-    assert all(c.kind == DIR for c in folder.children.values())
-    assert listing(resolve(dirs, tree, "deploy/.search")) == ["vercel"]
-    assert listing(resolve(dirs, tree, ".search/@keyword")) == ["callouts"]
+    assert listing(folder) == ["README.md", "tabs", "steps", "cards"]
+    assert all(c.kind == DIR for n, c in folder.children.items() if n != "README.md")
+    assert listing(resolve(dirs, tree, "deploy/.search")) == ["README.md", "vercel"]
+    assert listing(resolve(dirs, tree, ".search/@keyword")) == ["README.md", "callouts"]
     assert len(spy.calls) == calls, "listing a search folder must not search"
     assert resolve(dirs, tree, ".search/@keyword").attrs["st_nlink"] == 2
+
+
+def test_every_search_folder_explains_itself(
+    spy: CountingSearch, tree: Tree, caplog: pytest.LogCaptureFixture
+) -> None:
+    dirs = SearchDirectories(spy, folder=".find", defaults=SearchOptions("keyword", 7, None))
+    for folder in (".find", "deploy/.find", ".find/@semantic/@k=2"):
+        readme = resolve(dirs, tree, f"{folder}/README.md")
+        assert readme.kind == FILE and readme.attrs["st_size"] == len(readme.data or b"")
+        assert listing(resolve(dirs, tree, folder))[0] == "README.md"
+    text = (readme.data or b"").decode()
+    assert text.startswith("# .find: search by naming a question")
+    assert ".find/how do I rotate an api key/00-results.md" in text
+    assert "default: keyword" in text and "(default 7)" in text and "@k=500" in text
+    assert dirs.resolve(tree, ".find/README.md/00-results.md") is None
+    assert spy.calls == [], "the README is not a search"
+    caplog.set_level(logging.WARNING, logger="semfs.fusefs.searchdir")
+    reasons = {
+        "@k=500": "k must be a whole number from 1 to 100, not '500'",
+        "@min=x": "min must be a number",
+        "@bogus": "unknown parameter '@bogus'",
+        "@k": "@k needs a value",
+        "@full=1": "@full takes no value",
+    }
+    for name in reasons:
+        for _ in range(3):  # the kernel asks again; one line each
+            assert dirs.resolve(tree, f".find/{name}/gitlab") is None
+            assert dirs.resolve(tree, f".find/@keyword/{name}") is None
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == len(reasons), lines
+    for line, (name, why) in zip(lines, reasons.items(), strict=True):
+        assert line.startswith(f".find/{name}: not found: ") and why in line, line
+        assert line.endswith("(see .find/README.md)")
 
 
 def test_recent_queries_are_bounded() -> None:

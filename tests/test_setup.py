@@ -27,6 +27,7 @@ ESSENTIAL = {
     "grep",
     "head",
     "ls",
+    "mkdir",
     "setpriv",
     "sh",
     "tail",
