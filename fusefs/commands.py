@@ -8,6 +8,7 @@ never the reverse.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from pathlib import Path
 from types import FrameType
@@ -264,17 +265,41 @@ def _stop_on_sigterm() -> None:
 
 
 @cli.command(name="guide")
-@click.argument("mountpoint", required=False)
-def guide_cmd(mountpoint: str | None) -> None:
+@click.argument("mountpoint", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--search-dir",
+    metavar="NAME",
+    help="The search folder's name [default: what the mount at MOUNTPOINT answers, else "
+    f"{DEFAULT_NAME}].",
+)
+@handle_errors
+def guide_cmd(mountpoint: Path | None, search_dir: str | None) -> None:
     """Print the agent guide: what to put in an agent's system prompt to use a mount well.
 
-    MOUNTPOINT, if given, replaces DOCS in the text.
+    MOUNTPOINT, if given, must be a semfs mount; its path replaces DOCS in the text, and its
+    search folder (semfs mount --search-dir) replaces .search.
 
     \b
     Example:
         semfs guide ~/mnt/docs >> AGENTS.md
+        semfs guide --search-dir .find
     """
-    click.echo(guide(mountpoint), nl=False)
+    from .daemon import FSTYPE, mount_fstype, mount_search_dir
+    from .searchdir import check_folder_name
+
+    if mountpoint is not None:
+        with contextlib.suppress(FileNotFoundError):  # no mountinfo (macOS): not checked
+            fstype = mount_fstype(mountpoint)
+            if fstype != FSTYPE:
+                what = "nothing is mounted there" if fstype is None else f"it is a {fstype} mount"
+                raise click.ClickException(
+                    f"{mountpoint} is not a semfs mount ({what}): mount it first "
+                    f"(semfs mount {mountpoint}), or run `semfs guide` without a path"
+                )
+        search_dir = search_dir or mount_search_dir(mountpoint)
+    folder = check_folder_name(search_dir or DEFAULT_NAME)
+    where = str(mountpoint) if mountpoint is not None else None
+    click.echo(guide(where, folder), nl=False)
 
 
 def main() -> None:

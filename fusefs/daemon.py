@@ -257,6 +257,8 @@ class MountDaemon:
             searches.caller = _caller_uid
             # ops.tree is read per call: a search always runs against the tree shown now.
             ops.resolvers.append(lambda rel: searches.resolve(ops.tree, rel))
+            # `semfs guide MOUNTPOINT` names the search folder this mount answers.
+            ops.root_xattrs.append(lambda: {"search_dir": searches.folder})
             refresher.publish = ops.set_tree
             if self.cfg.watch is not None:
                 # Its deletions wait for open files too.
@@ -630,6 +632,18 @@ def daemon_pid(mountpoint: Path) -> int | None:
     try:
         return int(getxattr(mountpoint, XATTR_PREFIX + "pid"))
     except (OSError, ValueError):
+        return None
+
+
+def mount_search_dir(mountpoint: Path) -> str | None:
+    """The search folder the semfs mount at ``mountpoint`` answers, as its root xattr says
+    (None from a mount that does not say: an older daemon, or no xattrs here)."""
+    getxattr = getattr(os, "getxattr", None)  # Linux only
+    if getxattr is None:
+        return None
+    try:
+        return getxattr(mountpoint, XATTR_PREFIX + "search_dir").decode()
+    except (OSError, UnicodeDecodeError):
         return None
 
 

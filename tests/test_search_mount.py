@@ -294,11 +294,13 @@ def test_slash_look_alikes_search_for_a_slash(tmp_path: Path, hash_store: Path) 
         assert "serve docs at example.com\u2215docs" in names  # listed as typed
 
 
-def test_guide_names_the_mountpoint() -> None:
-    out = semfs("guide", "/mnt/docs/").stdout
-    assert '"/mnt/docs/.search/how do I rotate an api key/00-results.md"' in out
+def test_guide_without_a_mount() -> None:
+    out = semfs("guide").stdout
+    assert '"DOCS/.search/how do I rotate an api key/00-results.md"' in out
     assert "sed -n" in out and "@keyword" in out and "U+2215" in out
-    assert "DOCS" in semfs("guide").stdout
+    # A path must be a semfs mount (the guide for one that is not would mislead an agent).
+    r = semfs("guide", "/mnt/docs/", check=False)
+    assert r.returncode == 1 and "not a semfs mount" in r.stderr and r.stdout == ""
 
 
 def test_mount_options_set_folder_name_and_defaults(tmp_path: Path, hash_store: Path) -> None:

@@ -32,6 +32,11 @@ sed and find work). Search it first, then read:
 """
 
 
-def guide(mountpoint: str | None = None) -> str:
-    """The guide, with ``mountpoint`` (default: a placeholder) where the mount is."""
-    return GUIDE.replace(PLACEHOLDER, mountpoint.rstrip("/") or "/") if mountpoint else GUIDE
+SEARCH_DIR = ".search"
+
+
+def guide(mountpoint: str | None = None, search_dir: str = SEARCH_DIR) -> str:
+    """The guide, with ``mountpoint`` (default: a placeholder) where the mount is and
+    ``search_dir`` as the search folder's name (``semfs mount --search-dir``)."""
+    text = GUIDE.replace(SEARCH_DIR, search_dir)
+    return text.replace(PLACEHOLDER, mountpoint.rstrip("/") or "/") if mountpoint else text
