@@ -314,7 +314,12 @@ LABEL_LEVEL_CHARS = 40
 
 
 def render_results(
-    sp: SearchPath, text: str, hits: tuple[Hit, ...], names: tuple[str, ...]
+    sp: SearchPath,
+    text: str,
+    hits: tuple[Hit, ...],
+    names: tuple[str, ...],
+    *,
+    tools: bool = False,
 ) -> bytes:
     """The results file: a header with the query and options; a ranked list (rank, match
     strength, path, title, description); then per hit the lines that best answer the query,
@@ -323,13 +328,13 @@ def render_results(
 
     Without ``@full`` the file is kept within ``RESULTS_BYTES`` where only excerpts make it
     longer: excerpt lines are dropped from the last hits first (the top hit keeps one)."""
-    data = _render(sp, text, hits, names)
+    data = _render(sp, text, hits, names, tools)
     while not sp.options.full and len(data) > RESULTS_BYTES:
         trimmed = _drop_one_line(hits)
         if trimmed is None:
             break
         hits = trimmed
-        data = _render(sp, text, hits, names)
+        data = _render(sp, text, hits, names, tools)
     return data
 
 
@@ -350,7 +355,18 @@ def _drop_one_line(hits: tuple[Hit, ...]) -> tuple[Hit, ...] | None:
     return None
 
 
-def _render(sp: SearchPath, text: str, hits: tuple[Hit, ...], names: tuple[str, ...]) -> bytes:
+# The hints of a results file that name mount paths, and what an MCP client reads instead
+# (``tools``: the same text from the search tool, which has no folders or links).
+_EMPTY_HINT = {False: "Name the folder after a question.", True: "Give a question as query."}
+_HOW_TO_READ = {
+    False: "Links: NN-name. Lines: sed -n 'A,Bp' PATH.",
+    True: "Lines: read(path, start_line, end_line).",
+}
+
+
+def _render(
+    sp: SearchPath, text: str, hits: tuple[Hit, ...], names: tuple[str, ...], tools: bool
+) -> bytes:
     where = f"{sp.scope}/" if sp.scope else "the whole collection"
     lines = [
         f"# Search: {text}" if text else "# Search: (empty query)",
@@ -360,13 +376,13 @@ def _render(sp: SearchPath, text: str, hits: tuple[Hit, ...], names: tuple[str, 
         "",
     ]
     if not hits:
-        lines.append("No documents match." if text else "Name the folder after a question.")
+        lines.append("No documents match." if text else _EMPTY_HINT[tools])
         if text and sp.options.min_score is not None:
             lines.append(f"Every hit scored below the floor {sp.options.min_score:g} (@min).")
         return ("\n".join(lines) + "\n").encode()
     lines += [
-        "match 0-1: strong ≥ 0.5, fair ≥ 0.2. Links: NN-name. Lines: sed -n 'A,Bp' PATH."
-        + ("" if sp.options.full else " Whole passages: @full/."),
+        f"match 0-1: strong ≥ 0.5, fair ≥ 0.2. {_HOW_TO_READ[tools]}"
+        + ("" if sp.options.full or tools else " Whole passages: @full/."),
         "",
     ]
     for hit in hits:

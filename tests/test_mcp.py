@@ -367,3 +367,29 @@ def test_client_gone_mid_call_leaves_nothing(tmp_path: Path, corpus: Path) -> No
     assert not (store / "docs" / "daemon.sock").exists()
     with open_store(store) as s:  # neither locked nor served by a leftover process
         assert type(s).__name__ == "EdgeStore"
+
+
+def test_the_server_is_semfs_and_its_search_text_has_no_mount_hints(
+    tmp_path: Path, corpus: Path
+) -> None:
+    """It reported the MCP SDK's version (1.30.0) as its own, and its search text told
+    clients to follow links (NN-name) and name folders, which a tool client has none of."""
+    from semfs.ingest import __version__
+
+    store = tmp_path / "store"
+    ingest_hash(corpus, store)
+
+    async def session() -> tuple[Any, str, str]:
+        params = stdio("--store", str(store))
+        async with stdio_client(params) as streams, ClientSession(streams[0], streams[1]) as c:
+            init = await c.initialize()
+            found = await c.call_tool("search", {"query": "error message"})
+            empty = await c.call_tool("search", {"query": "   "})
+            return attr(init, "server_info"), found.content[0].text, empty.content[0].text
+
+    info, found, empty = run(session)
+    assert info.name == "semfs" and info.version == __version__
+    assert "Lines: read(path, start_line, end_line)." in found
+    for mount_only in ("NN-name", "sed -n", "@full", "Name the folder"):
+        assert mount_only not in found and mount_only not in empty
+    assert "Give a question as query." in empty

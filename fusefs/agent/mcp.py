@@ -100,6 +100,10 @@ def build_server(box: Toolbox, host: str = "127.0.0.1", port: int = 8765) -> Any
     options: dict[str, Any] = {"instructions": GUIDE, "log_level": "WARNING"}
     options.update({"version": __version__} if MCP2 else {"host": host, "port": port})
     server = _Server("semfs", **options)
+    if not MCP2:
+        # mcp 1's FastMCP takes no version and reports the SDK's own (1.30.0) to clients;
+        # its low-level server, which answers initialize, does take one.
+        server._mcp_server.version = __version__
     read_only = ToolAnnotations.model_validate(
         {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}
     )

@@ -152,7 +152,7 @@ class Toolbox:
         )
         options = SearchOptions(mode=mode, k=k)
         sp = SearchPath(node.path, ".search", (), options, text)
-        rendered = render_results(sp, text, hits, link_names(hits, k)).decode(
+        rendered = render_results(sp, text, hits, link_names(hits, k), tools=True).decode(
             "utf-8", "surrogateescape"
         )
         body, _ = cap(rendered, self.budget, "ask for fewer documents (k) or a narrower path")
