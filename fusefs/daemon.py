@@ -776,9 +776,15 @@ def default_log_file(cfg_store: Path | None, url: str | None, collection: str) -
     return folder / MOUNT_LOG if folder.is_dir() else None
 
 
-def configure_logging(log_file: Path | None, verbose: int) -> None:
-    """Send the log to ``log_file`` only (INFO by default there), else leave it on stderr."""
+def configure_logging(log_file: Path | None, verbose: int, foreground: bool = False) -> None:
+    """Send the log to ``log_file`` only (INFO by default there), else leave it on stderr,
+    where a foreground mount (-f) shows semfs's own INFO lines too (mounted, unmounted, a
+    bad search parameter): its help promises a log there, and -f printed nothing without -v.
+    """
     if log_file is None:
+        if foreground and verbose <= 0:
+            # semfs's loggers only: libraries' INFO (an HTTP line per request) stays out.
+            logging.getLogger("semfs").setLevel(logging.INFO)
         return
     root = logging.getLogger()
     for handler in root.handlers[:]:

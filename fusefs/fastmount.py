@@ -145,7 +145,7 @@ def run_mount(params: Mapping[str, Any], verbose: int) -> None:
     if p["log_file"] is None and not p["foreground"]:
         # A background mount has no terminal: keep its log where `semfs status` says.
         p["log_file"] = default_log_file(p["store_path"], p["url"], p["collection"])
-    configure_logging(p["log_file"], verbose)
+    configure_logging(p["log_file"], verbose, p["foreground"])
     mount(
         MountConfig(
             mountpoint=p["mountpoint"],

@@ -639,3 +639,30 @@ def _nothing_left_mounted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     yield
     base = str(tmp_path_factory.getbasetemp())
     assert [line for line in fuse_mounts() if base in line] == []
+
+
+def test_a_foreground_mount_logs_to_stderr(tmp_path: Path) -> None:
+    """`semfs mount -f` says it logs to stderr: without -v it printed nothing at all."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.md").write_text("# A\n\nalpha\n")
+    ingest_hash(src, tmp_path / "store")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    err = tmp_path / "stderr"
+    with open(err, "wb") as out:
+        proc = subprocess.Popen(
+            [SEMFS, "mount", "-f", str(mnt), "--store", str(tmp_path / "store")],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+        )
+    try:
+        wait_mounted(mnt, proc, err)
+        wait_until(lambda: "mounted " in err.read_text(), 20, "the mounted line")
+    finally:
+        force_unmount(mnt)
+        stop_process(proc, grace=20)
+    text = err.read_text()
+    assert f" at {mnt} in " in text and f"unmounted {mnt}" in text
+    assert "Traceback" not in text and "HTTP Request" not in text
