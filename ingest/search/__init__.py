@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import qdrant_edge as qe
@@ -46,6 +46,14 @@ STRENGTH_FIT = {"hybrid": (-10.42, 4.77), "semantic": (-11.58, 9.99), "keyword":
 # 33-35% of "fair" ones, 3-4% of "weak" ones.
 STRONG = 0.5
 FAIR = 0.2
+# DBSF measures a score against the other candidates' (mean +- 3 standard deviations), so a
+# keyword query whose words only a few documents hold has nothing to measure against: a word
+# found in one file scored 0.5 whatever the match, rated 0.002 "weak". Where the keyword
+# candidates come from at most RARE_DOCS documents, a hit is rated by the share of the
+# query's words (BM25 tokens) its best chunk holds, times RARE_STRENGTH: "strong" with every
+# word, less with fewer. A rule, not a fit (scripts/strength_fit.py has no such queries).
+RARE_DOCS = 3
+RARE_STRENGTH = 0.6
 
 
 def match_strength(score: float, mode: str) -> float:
@@ -193,13 +201,15 @@ class Searcher:
         # A document appears once, at the rank of its best chunk; its other chunks that
         # ranked feed its excerpts.
         by_doc: dict[str, list[ScoredChunk]] = {}
+        rare = mode == "keyword" and len({sc.record.path for sc in chunks}) <= RARE_DOCS
+        floor = None if rare else min_score  # rare words: the floor applies to the new rating
         for sc in chunks:
             rec = sc.record
             if rec.path in by_doc:
                 if rec.gen == by_doc[rec.path][0].record.gen:
                     by_doc[rec.path].append(sc)
             elif committed(rec.path, rec.gen):
-                if min_score is not None and match_strength(sc.score, mode) < min_score:
+                if floor is not None and match_strength(sc.score, mode) < floor:
                     break  # scores come sorted: nothing after this passes the floor either
                 if len(by_doc) == k:
                     continue  # only more chunks of the documents already found
@@ -234,7 +244,24 @@ class Searcher:
                     best.place,
                 )
             )
+        if rare:
+            hits = self._rare_word_strengths(hits, set(sv.indices))
+            if min_score is not None:  # strengths fall with the rank: the ranks stay 1..n
+                hits = [h for h in hits if h.strength >= min_score]
         return hits
+
+    def _rare_word_strengths(self, hits: list[Hit], terms: set[int]) -> list[Hit]:
+        """Hits of rare keywords rated by the share of the query's words they hold (see
+        RARE_DOCS), never above the hit ranked before them: strength follows the rank."""
+        out: list[Hit] = []
+        ceiling = 1.0
+        for hit in hits:
+            held = set(self._bm25.embed_document(hit.text).indices) & terms
+            share = len(held) / len(terms) if terms else 0.0
+            strength = min(ceiling, max(hit.strength, RARE_STRENGTH * share))
+            ceiling = strength
+            out.append(replace(hit, strength=strength))
+        return out
 
     def _store_committed(self) -> Callable[[str, int], bool]:
         cache: dict[str, int | None] = {}
