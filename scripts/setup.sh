@@ -15,6 +15,12 @@ ldconfig -p 2>/dev/null | grep -q 'libfuse.so.2' || missing+=(libfuse2)
 # libfuse 3's library: the mount prefers it (kernel cache invalidation; see fusefs/bindings.py).
 ldconfig -p 2>/dev/null | grep -q 'libfuse3.so.3' || missing+=(libfuse3-3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+# Commands the README and docs/ tell you to run, as command:apt-package (tests/test_setup.py
+# checks the docs against this list): getfattr reads a mount's freshness attributes.
+DOC_TOOLS="getfattr:attr"
+for pair in $DOC_TOOLS; do
+  command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
+done
 # Commands the tests run, as command:apt-package (tests/test_setup.py checks this list against
 # the tests). coreutils, diffutils, findutils, grep and dash are Essential on Debian.
 TEST_TOOLS="rg:ripgrep mount:mount umount:mount"

@@ -72,3 +72,25 @@ def test_this_machine_has_them() -> None:
     """What the suite needs is here: a failure names the tool instead of a FileNotFoundError."""
     absent = sorted(c for c in commands_the_tests_run() - SETUP_ALWAYS if shutil.which(c) is None)
     assert not absent, f"missing {absent}: run scripts/setup.sh test"
+
+
+# Commands the docs show that are neither Essential nor installed with FUSE or semfs: each
+# must be in setup.sh's DOC_TOOLS (the README told readers to run getfattr, which setup did
+# not install).
+NON_ESSENTIAL_DOC_COMMANDS = {"getfattr", "setfattr", "xattr", "attr", "rg", "jq", "tree", "strace"}
+
+
+def test_setup_installs_the_commands_the_docs_show() -> None:
+    text = (REPO / "scripts" / "setup.sh").read_text()
+    match = re.search(r'^DOC_TOOLS="([^"]*)"', text, re.M)
+    assert match, "scripts/setup.sh has no DOC_TOOLS line"
+    installed = {pair.split(":")[0] for pair in match.group(1).split()} | setup_tools()
+    docs = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    shown = set()
+    for doc in docs:
+        for span in re.findall(r"`([^`\n]+)`", doc.read_text()):
+            first = span.split()[0] if span.split() else ""
+            if first in NON_ESSENTIAL_DOC_COMMANDS:
+                shown.add((first, doc.name))
+    missing = sorted(f"{cmd} (in {name})" for cmd, name in shown if cmd not in installed)
+    assert not missing, f"the docs show commands setup.sh does not install: {missing}"
