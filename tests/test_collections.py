@@ -236,3 +236,14 @@ def test_display_formats() -> None:
     assert display.ago(5) == "5 s ago" and display.ago(3 * 86400) == "3 days ago"
     assert display.when(None) == "never"
     assert display.when(1000.0, now=1130.0).endswith("(2 min ago)")
+
+
+def test_search_under_a_folder_that_is_not_one_is_an_error(
+    two: tuple[Path, Path], where: list[str]
+) -> None:
+    """It printed "no matches" and exited 0 (after loading the model); MCP said why."""
+    for under, why in (("nonexistent", "no such folder"), ("one.md", "that is a file")):
+        code, out, err = _run("search", "alpha", "--under", under, *where)
+        assert code == 1 and out == "" and f"--under {under}: {why}" in err
+    code, out, _ = _run("search", "beta", "--under", "sub/", "--json", *where)
+    assert code == 0 and [h["path"] for h in json.loads(out)] == ["sub/two.md"]
