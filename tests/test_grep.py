@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from conftest import SAMPLE_CORPUS
 from grepcorpus import PATTERNS, boundary_pattern, build, gnu_grep
 from mounting import ingest_hash
 
@@ -22,6 +23,7 @@ from semfs.fusefs.agent.grep import (
     required_literals,
     walk,
 )
+from semfs.fusefs.agent.patterns import SlowPatternError, line_matcher, re2_source
 from semfs.fusefs.reader import DocumentReader
 from semfs.fusefs.tree import InodeMap, Ownership, Tree
 from semfs.ingest.pipeline import ingest
@@ -236,3 +238,43 @@ def test_split_lines_flag_and_older_records(tmp_path: Path) -> None:
         grep, tree = engine(store)
         assert all(n.doc is None or n.doc.split_lines is None for n in walk(tree.root))
         assert grep.run(tree, pattern).lines == want
+
+
+def test_regexes_run_on_re2_with_pythons_meaning() -> None:
+    """RE2 where it can say the same (Unicode classes rewritten), else the deadline engine."""
+    lines = ["München 42", "naïve café", "x\u00a0y", "٣ digits", "tab\there", "plain ascii", ""]
+    for pattern, engine in [
+        (r"\w+ \d+", "re2"),
+        (r"[\w]+é", "re2"),
+        (r"x\sy", "re2"),
+        (r"^\d", "re2"),
+        (r"\S+\s\S+", "re2"),
+        (r"(?i)MÜNCHEN", "re2"),
+        (r"\bcafé\b", "regex"),  # RE2's \b is ASCII
+        (r"(a)\1", "regex"),
+        (r"a{,2}", "regex"),
+        (r"\<naïve\>", "regex"),
+    ]:
+        compiled = compile_pattern(pattern, True, False)
+        matcher = line_matcher(compiled, True)
+        assert matcher.engine == engine, pattern
+        assert [bool(matcher.search(s)) for s in lines] == [
+            bool(compiled.search(s)) for s in lines
+        ], pattern
+    assert re2_source(r"[\W]") is None and re2_source(r"(?:a)\Z") == r"(?:a)\z"
+
+
+def test_a_backtracking_regex_stops_at_its_deadline(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    (src / "deploy").mkdir(parents=True)
+    page = "deploy/reverse-proxy.mdx"  # of the Mintlify sample: a Markdown table of dashes
+    (src / page).write_bytes((SAMPLE_CORPUS / page).read_bytes())
+    with open_store(tmp_path / "store") as s:
+        ingest(src, s, model="hash")
+        tree = Tree.build(s.list_documents(), InodeMap(), Ownership(0, 0))
+        engine = Grep(s, DocumentReader(s), regex_seconds=0.5)
+        # Linear on RE2: the pattern that hung the server answers.
+        found = engine.run(tree, "(-+)+$", page, regex=True)
+        assert found.lines == [f"{page}:1:---", f"{page}:5:---"]
+        with pytest.raises(SlowPatternError, match="pattern too slow, narrow it"):
+            engine.run(tree, r"(-|--)+\b$", page, regex=True)

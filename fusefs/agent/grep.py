@@ -12,8 +12,10 @@ Rules a caller may rely on:
   ``grep -rnF``; ``regex=True`` is ``grep -rnE``; ``ignore_case`` adds ``-i``. When ``path``
   names a single file its name is printed too (grep needs ``-H`` for that).
 * Regular expressions are POSIX extended syntax with GNU's ``\\w \\W \\s \\S \\b \\B \\< \\>``
-  and the bracket classes ``[[:digit:]]`` and friends (ASCII only); they run on Python's
-  ``re``, so constructs outside ERE take Python's meaning.
+  and the bracket classes ``[[:digit:]]`` and friends (ASCII only); they are read as Python's
+  ``re`` reads them, so constructs outside ERE take Python's meaning, and run in linear time
+  on RE2 where RE2 can say the same, else with a deadline (:mod:`semfs.fusefs.agent.patterns`):
+  no pattern runs unbounded.
 * Nothing is missed by the prefilter: a line that matches lies inside one chunk (and that
   chunk passes the filter) unless a chunk boundary cuts the line, and every document with
   such a boundary is always read (its record's ``split_lines``; for records older than that
@@ -41,6 +43,8 @@ from semfs.fusefs.reader import DocumentReader
 from semfs.fusefs.tree import DIR, FILE, Node, Tree
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store import Store
+
+from .patterns import FALLBACK_SECONDS, LineMatcher, line_matcher
 
 if sys.version_info >= (3, 11):
     import re._constants as sre_constants
@@ -269,11 +273,16 @@ class Grep:
     """
 
     def __init__(
-        self, store: Store, reader: DocumentReader, scan_bytes: int = DEFAULT_SCAN_BYTES
+        self,
+        store: Store,
+        reader: DocumentReader,
+        scan_bytes: int = DEFAULT_SCAN_BYTES,
+        regex_seconds: float = FALLBACK_SECONDS,
     ) -> None:
         self.store = store
         self.reader = reader
         self.scan_bytes = scan_bytes
+        self.regex_seconds = regex_seconds
         self._split: tuple[Tree, frozenset[str]] | None = None
 
     def split_paths(self, tree: Tree) -> frozenset[str]:
@@ -318,6 +327,7 @@ class Grep:
         compiled = compile_pattern(pattern, regex, ignore_case)
         p = plan(compiled)
         wanted = self.candidates(tree, node, p)
+        matcher = line_matcher(compiled, regex, self.regex_seconds)
         result = GrepResult([], pushed_down=wanted is not None, plan=p)
         for doc_node in walk(node):
             result.documents_in_scope += 1
@@ -328,11 +338,11 @@ class Grep:
             if wanted is None and result.bytes_read >= self.scan_bytes:
                 result.scan_stopped_at = doc_node.path
                 continue
-            self._match(doc_node, compiled, result, max_results)
+            self._match(doc_node, matcher, result, max_results)
         return result
 
     def _match(
-        self, node: Node, compiled: re.Pattern[str], result: GrepResult, max_results: int
+        self, node: Node, matcher: LineMatcher, result: GrepResult, max_results: int
     ) -> None:
         shown = node.doc
         assert shown is not None
@@ -342,7 +352,7 @@ class Grep:
         data = self.reader.read(rec, 0, rec.size)
         result.documents_read += 1
         result.bytes_read += len(data)
-        search = compiled.search
+        search = matcher.search
         for number, line in enumerate(document_lines(data), 1):
             if search(line):
                 if len(result.lines) == max_results:
