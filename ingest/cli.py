@@ -11,6 +11,8 @@ import dataclasses
 import functools
 import json
 import logging
+import os
+import select
 import signal
 import sys
 import time
@@ -82,6 +84,11 @@ def translate_errors(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any
         return func(*args, **kwargs)
     except (click.ClickException, click.exceptions.Exit, click.Abort):
         raise
+    except BrokenPipeError:
+        if not _stdout_gone():
+            raise click.ClickException("the connection closed (BrokenPipeError)") from None
+        _end_as_sigpipe()
+        raise  # not reached
     except SemfsError as exc:
         raise click.ClickException(_one_line(str(exc))) from exc
     except Exception as exc:
@@ -97,6 +104,26 @@ def translate_errors(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any
         raise click.ClickException(
             _one_line(f"the store engine failed: {exc}; run `semfs check` on the store")
         ) from exc
+
+
+def _stdout_gone() -> bool:
+    """Whether our stdout is a pipe whose reader went away (``semfs search ... | head -1``)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(event & select.POLLERR for _, event in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _end_as_sigpipe() -> None:
+    """End the way cat or grep end when their reader leaves: silently, by SIGPIPE (the shell
+    sees 141). Python ignores the signal, so it is restored and sent to ourselves."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing left to flush into the dead pipe
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGPIPE)
 
 
 def store_options(func: F) -> F:
