@@ -206,15 +206,36 @@ def umount_cmd(mountpoint: Path, lazy: bool, force: bool) -> None:
 @click.option(
     "--http",
     metavar="HOST:PORT",
-    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio "
-    "(keep HOST a loopback address unless the network may read the collection).",
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio; every request "
+    "needs a bearer token (see --token-file and `semfs token`).",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The owner token for --http: read from this file (owner-only), made there if "
+    "missing [default: mcp.token in the collection's folder].",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="A Host name clients may use for --http besides loopback, the bound address and "
+    "this machine's name (DNS-rebinding check); repeatable.",
+)
+@click.option(
+    "--session-timeout",
+    default=600.0,
+    show_default=True,
+    type=click.FloatRange(1),
+    help="Close an HTTP session after this many seconds without a request.",
 )
 @click.option(
     "--budget",
     default=30_000,
     show_default=True,
     type=click.IntRange(1000),
-    help="Bytes of text per tool result; longer results are cut with a note.",
+    help="Bytes per tool result (text and structured content); longer results are cut with a note.",
 )
 @click.pass_context
 @handle_errors
@@ -225,6 +246,9 @@ def mcp_cmd(
     api_key: str | None,
     collection: str,
     http: str | None,
+    token_file: Path | None,
+    allow_hosts: tuple[str, ...],
+    session_timeout: float,
     budget: int,
 ) -> None:
     """Serve a collection to AI agents as MCP tools: search, read, grep, list, status.
@@ -232,15 +256,22 @@ def mcp_cmd(
     Speaks MCP on stdin/stdout (what Claude Code, Cursor, Codex and smolagents launch),
     or streamable HTTP with --http. grep answers like `grep -rn` over a mount, with the
     text filtered in Qdrant first. Runs beside a mount of the same store, or on its own.
+    Over HTTP every request needs `Authorization: Bearer TOKEN`: the owner token (made on
+    first use, owner-only; the start-up line says where) sees everything, a scoped token
+    (`semfs token create`) only its folders. stdio needs none: it runs as you.
 
     \b
     Example:
         semfs mcp
         semfs mcp --store ~/.local/share/semfs -c docs
         semfs mcp --http 127.0.0.1:8765
+        semfs mcp --http 0.0.0.0:8765 --allow-host docs.example.lan
         claude mcp add docs -- semfs mcp -c docs
+        claude mcp add --transport http docs http://127.0.0.1:8765/mcp \\
+            --header "Authorization: Bearer $(cat ~/.local/share/semfs/docs/mcp.token)"
     """
     from semfs.fusefs.agent.mcp import parse_http_address
+    from semfs.fusefs.agent.tokens import token_folder
     from semfs.fusefs.agent.toolbox import open_toolbox
 
     if http is not None:
@@ -249,7 +280,109 @@ def mcp_cmd(
     with open_toolbox(store_path, url, api_key, collection, budget) as box:
         from semfs.fusefs.agent.mcp import serve
 
-        serve(box, http)
+        serve(
+            box,
+            http,
+            token_file=token_file,
+            tokens_folder=token_folder(store_path, url, collection),
+            allowed_hosts=allow_hosts,
+            session_timeout=session_timeout,
+        )
+
+
+@cli.group(name="token")
+def token_group() -> None:
+    """Scoped tokens for `semfs mcp --http`: each sees only the folders it was made for.
+
+    Tokens belong to one collection (--store/--url and -c pick it) and take effect without
+    a restart. The owner token (mcp.token, made by the first `semfs mcp --http`) sees
+    everything and is not listed here.
+
+    \b
+    Example:
+        semfs token create ci --under deploy --under api-reference > ci.token
+        semfs token list
+        semfs token revoke ci
+    """
+
+
+@token_group.command(name="create")
+@click.argument("name")
+@click.option(
+    "--under",
+    "under",
+    multiple=True,
+    required=True,
+    metavar="DIR",
+    help="A folder of the collection the token may see (relative to its root); repeatable.",
+)
+@store_options
+@handle_errors
+def token_create(
+    name: str,
+    under: tuple[str, ...],
+    store_path: Path | None,
+    url: str | None,
+    api_key: str | None,
+    collection: str,
+) -> None:
+    """Make a token NAME that sees only the folders given with --under; print it once.
+
+    Only its SHA-256 is kept: save what is printed, it cannot be shown again.
+
+    \b
+    Example:
+        semfs token create ci --under deploy > ci.token
+        semfs token create support --under guides --under faq -c docs
+    """
+    from semfs.fusefs.agent.tokens import ScopedTokens, token_folder
+
+    token = ScopedTokens(token_folder(store_path, url, collection)).create(name, under)
+    click.echo(token)
+    click.echo(f"token {name!r} sees {', '.join(sorted(set(under)))} only", err=True)
+
+
+@token_group.command(name="list")
+@store_options
+@handle_errors
+def token_list(
+    store_path: Path | None, url: str | None, api_key: str | None, collection: str
+) -> None:
+    """List the scoped tokens: name, when made, and the folders each sees.
+
+    \b
+    Example:
+        semfs token list -c docs
+    """
+    from semfs.fusefs.agent.tokens import ScopedTokens, token_folder
+
+    tokens = ScopedTokens(token_folder(store_path, url, collection)).list()
+    if not tokens:
+        click.echo("no scoped tokens (the owner token in mcp.token sees everything)", err=True)
+    for t in tokens:
+        click.echo(f"{t['name']}\t{t['created']}\t{' '.join(t['under'])}")
+
+
+@token_group.command(name="revoke")
+@click.argument("name")
+@store_options
+@handle_errors
+def token_revoke(
+    name: str, store_path: Path | None, url: str | None, api_key: str | None, collection: str
+) -> None:
+    """Revoke the scoped token NAME: the next request with it is refused (401).
+
+    To change the owner token, delete mcp.token and restart `semfs mcp --http`.
+
+    \b
+    Example:
+        semfs token revoke ci
+    """
+    from semfs.fusefs.agent.tokens import ScopedTokens, TokenError, token_folder
+
+    if not ScopedTokens(token_folder(store_path, url, collection)).revoke(name):
+        raise TokenError(f"no token named {name!r}: `semfs token list` shows them")
+    click.echo(f"revoked {name!r}", err=True)
 
 
 def _stop_on_sigterm() -> None:

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,6 +22,7 @@ from grepcorpus import LONG_PATH, PATTERNS, boundary_pattern, build, gnu_grep
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
+from mcphttp import http_server
 from mounting import ingest_hash, mounted, semfs, stop_process
 
 from semfs.ingest.store.backends import open_store
@@ -56,11 +56,21 @@ def run(fn: Callable[[], Awaitable[T]]) -> T:
 
 
 @asynccontextmanager
-async def connect(server: StdioServerParameters | str) -> AsyncIterator[ClientSession]:
-    """A session with the server: a command over stdio, or a streamable HTTP URL."""
-    transport = (
-        stdio_client(server) if isinstance(server, StdioServerParameters) else http_client(server)
-    )
+async def connect(
+    server: StdioServerParameters | str, token: str | None = None
+) -> AsyncIterator[ClientSession]:
+    """A session with the server: a command over stdio, or a streamable HTTP URL (with a
+    bearer ``token``)."""
+    if isinstance(server, StdioServerParameters):
+        transport = stdio_client(server)
+    else:
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        try:  # mcp 2 takes an httpx client; mcp 1 the headers
+            transport = http_client(server, headers=headers)
+        except TypeError:  # pragma: no cover - mcp 2
+            import httpx
+
+            transport = http_client(server, http_client=httpx.AsyncClient(headers=headers))
     async with transport as streams, ClientSession(streams[0], streams[1]) as session:
         await session.initialize()
         yield session
@@ -211,43 +221,16 @@ def test_stdio_through_a_mounted_daemon(tmp_path: Path, corpus: Path) -> None:
         assert out["search"] == semfs_search("--store", str(store))
 
 
-@contextmanager
-def http_server(*args: str) -> Iterator[str]:
-    with socket.socket() as sock:  # a free loopback port
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        [SEMFS, "mcp", "--http", f"127.0.0.1:{port}", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"semfs mcp --http exited {proc.returncode}: {proc.stderr.read()!r}")
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if time.monotonic() > deadline:
-                pytest.fail("semfs mcp --http did not listen within 60 s")
-            time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop_process(proc)  # type: ignore[arg-type]
-
-
 def test_http_on_a_server_store(tmp_path: Path, corpus: Path) -> None:
     """qdrant-client local mode standing in for a server, over streamable HTTP."""
     url = f"file://{tmp_path / 'qdrant'}"
     ingest_hash(corpus, url=url)
     with open_store(url=url) as s:
         boundary = boundary_pattern(s)
-    with http_server("--url", url, *BIG) as address:
+    with http_server("--url", url, *BIG) as server:
 
         async def session() -> dict[str, Any]:
-            async with connect(address) as client:
+            async with connect(server.url, server.token) as client:
                 return await tool_calls(client, boundary)
 
         out = run(session)

@@ -17,12 +17,24 @@ same socket so that ``semfs ingest`` and further ``semfs mcp`` processes can use
 
 from __future__ import annotations
 
+import errno
 import functools
 import importlib
+import inspect
 import logging
-from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+import os
+import re
+import socket
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any
 
+import anyio
+import uvicorn
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
@@ -30,10 +42,17 @@ from semfs.ingest import __version__
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store import DEFAULT_K
 
-from .toolbox import Toolbox, ToolOutput
+from .tokens import OWNER_TOKEN, ScopedTokens, TokenVerifier, grant_of, owner_token
+from .toolbox import Scope, Toolbox, ToolOutput
 
 logger = logging.getLogger(__name__)
-F = TypeVar("F", bound=Callable[..., ToolOutput])
+WILDCARDS = ("0.0.0.0", "::", "")
+# HTTP sessions: one costs ~50 KB (its streams and task group) until it ends, and a client
+# that goes away without DELETE never ends it. So a session idle this long (seconds without a
+# request) is closed (a client that comes back gets 404 and, as the spec says, starts a new
+# one), and at most MAX_SESSIONS are open at once (~13 MB; the next gets 503 until one ends).
+SESSION_TIMEOUT = 600.0
+MAX_SESSIONS = 256
 
 
 def _sdk() -> tuple[Any, type[Exception], bool]:
@@ -71,14 +90,30 @@ How to work:
 Every result is cut at a size budget and then says how to narrow the call."""
 
 
-def _tool(fn: F) -> Callable[..., CallToolResult]:
-    """A Toolbox method as a tool body: text for the agent, data as structured content,
-    library errors as one-line tool errors."""
+def _tool(fn: Callable[..., ToolOutput], authenticated: bool) -> Callable[..., Any]:
+    """A Toolbox call as a tool body: run off the event loop (so that one slow call does not
+    hold up the others), within the caller's scope, returning text for the agent and data as
+    structured content; library errors become one-line tool errors.
+
+    ``fn`` takes the tool's parameters and then ``scope``; the tool's schema shows only the
+    parameters. With ``authenticated`` (HTTP) the scope is the bearer token's, and a call
+    without one is refused (the SDK's middleware lets none through: this is a second lock).
+    """
+    params = list(inspect.signature(fn).parameters.values())
+    assert params[-1].name == "scope"
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> CallToolResult:
+    async def wrapper(*args: Any, **kwargs: Any) -> CallToolResult:
+        scope: Scope = ()
+        if authenticated:
+            grant = grant_of(get_access_token())
+            if grant is None:
+                raise ToolError("not authenticated: send Authorization: Bearer TOKEN")
+            scope = grant.under
         try:
-            out = fn(*args, **kwargs)
+            out = await anyio.to_thread.run_sync(
+                functools.partial(fn, *args, scope=scope, **kwargs)
+            )
         except SemfsError as exc:
             raise ToolError(str(exc)) from exc
         except Exception as exc:
@@ -91,14 +126,41 @@ def _tool(fn: F) -> Callable[..., CallToolResult]:
             {"content": [{"type": "text", "text": out.text}], "structuredContent": out.data}
         )
 
+    wrapper.__signature__ = inspect.signature(fn).replace(parameters=params[:-1])  # type: ignore[attr-defined]
     return wrapper
 
 
-def build_server(box: Toolbox, host: str = "127.0.0.1", port: int = 8765) -> Any:
+def build_server(
+    box: Toolbox,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    verifier: TokenVerifier | None = None,
+    allowed_hosts: Sequence[str] = (),
+    session_timeout: float = SESSION_TIMEOUT,
+) -> Any:
     """An MCP server (the SDK's MCPServer or FastMCP) whose five tools call ``box``.
-    ``host`` and ``port`` are for streamable HTTP (mcp 1 takes them here)."""
+
+    ``host`` and ``port`` are for streamable HTTP (mcp 1 takes them here). With a
+    ``verifier`` every HTTP request needs a bearer token it accepts (the SDK's auth
+    middleware), and each call sees the token's folders only; ``allowed_hosts`` are the Host
+    names (beside the loopback ones) the SDK's DNS-rebinding check lets through.
+    """
     options: dict[str, Any] = {"instructions": GUIDE, "log_level": "WARNING"}
-    options.update({"version": __version__} if MCP2 else {"host": host, "port": port})
+    if MCP2:
+        options["version"] = __version__
+    else:
+        options.update(
+            host=host,
+            port=port,
+            transport_security=transport_security(host, allowed_hosts),
+            session_idle_timeout=session_timeout,
+            max_sessions=MAX_SESSIONS,
+        )
+    if verifier is not None:
+        # A resource server only: no OAuth routes; the issuer is never contacted.
+        here = f"http://{_url_host(host)}:{port}"
+        options["token_verifier"] = verifier
+        options["auth"] = AuthSettings(issuer_url=here, resource_server_url=None)  # type: ignore[arg-type]
     server = _Server("semfs", **options)
     if not MCP2:
         # mcp 1's FastMCP takes no version and reports the SDK's own (1.30.0) to clients;
@@ -108,7 +170,6 @@ def build_server(box: Toolbox, host: str = "127.0.0.1", port: int = 8765) -> Any
         {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}
     )
 
-    @_tool
     def search(
         query: Annotated[str, Field(description="A question or topic, in words.")],
         path: Annotated[str, Field(description="Search only inside this directory.")] = "",
@@ -116,10 +177,10 @@ def build_server(box: Toolbox, host: str = "127.0.0.1", port: int = 8765) -> Any
         mode: Annotated[
             str, Field(description="hybrid (default), semantic (meaning) or keyword (BM25).")
         ] = "hybrid",
+        scope: Scope = (),
     ) -> ToolOutput:
-        return box.search(query, path, k, mode)
+        return box.search(query, path, k, mode, scope=scope)
 
-    @_tool
     def read(
         path: Annotated[str, Field(description="A file, as search, grep or list show it.")],
         start_line: Annotated[int, Field(description="First line to show (1-based).")] = 1,
@@ -133,10 +194,10 @@ def build_server(box: Toolbox, host: str = "127.0.0.1", port: int = 8765) -> Any
                 "view (report.pdf.md) to show instead of lines: N or N-M."
             ),
         ] = "",
+        scope: Scope = (),
     ) -> ToolOutput:
-        return box.read(path, start_line, end_line, pages)
+        return box.read(path, start_line, end_line, pages, scope=scope)
 
-    @_tool
     def grep(
         pattern: Annotated[str, Field(description="Text to find in lines.")],
         path: Annotated[str, Field(description="A directory or file to search in.")] = "",
@@ -145,10 +206,10 @@ def build_server(box: Toolbox, host: str = "127.0.0.1", port: int = 8765) -> Any
         ] = False,
         ignore_case: Annotated[bool, Field(description="Ignore case (grep -i).")] = False,
         max_results: Annotated[int, Field(description="Stop after this many lines.")] = 100,
+        scope: Scope = (),
     ) -> ToolOutput:
-        return box.grep(pattern, path, regex, ignore_case, max_results)
+        return box.grep(pattern, path, regex, ignore_case, max_results, scope=scope)
 
-    @_tool
     def list_(
         path: Annotated[str, Field(description="The directory to list; default: root.")] = "",
         recursive: Annotated[bool, Field(description="Include everything below.")] = False,
@@ -156,14 +217,14 @@ def build_server(box: Toolbox, host: str = "127.0.0.1", port: int = 8765) -> Any
             str | None,
             Field(description="Glob on file names ('*.md'), or on paths if it has a '/'."),
         ] = None,
+        scope: Scope = (),
     ) -> ToolOutput:
-        return box.list(path, recursive, pattern)
+        return box.list(path, recursive, pattern, scope=scope)
 
-    @_tool
-    def status() -> ToolOutput:
-        return box.status()
+    def status(scope: Scope = ()) -> ToolOutput:
+        return box.status(scope=scope)
 
-    descriptions = {
+    descriptions: dict[str, tuple[Callable[..., ToolOutput], str]] = {
         "search": (
             search,
             "Find the documents that answer a question, best first: the same ranking as "
@@ -201,7 +262,7 @@ def build_server(box: Toolbox, host: str = "127.0.0.1", port: int = 8765) -> Any
     }
     for name, (fn, description) in descriptions.items():
         server.add_tool(
-            fn,
+            _tool(fn, authenticated=verifier is not None),
             name=name,
             description=description,
             annotations=read_only,
@@ -218,18 +279,110 @@ def parse_http_address(value: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def serve(box: Toolbox, http: str | None = None) -> None:
-    """Serve ``box`` on stdio, or on streamable HTTP at ``http`` (HOST:PORT), until stopped."""
+def transport_security(host: str, allowed_hosts: Sequence[str] = ()) -> Any:
+    """The SDK's DNS-rebinding check for a server bound to ``host``: the Host header must name
+    a loopback address, the bound address, this machine's name or an ``allowed_hosts`` entry
+    (``NAME`` or ``NAME:PORT``), and an Origin, when sent, the same names over http(s)."""
+    names = ["127.0.0.1", "localhost", "[::1]"]
+    if host not in WILDCARDS:
+        names.append(_url_host(host))
+    else:
+        names.append(socket.gethostname())
+    hosts: list[str] = []
+    for name in [*names, *allowed_hosts]:
+        hosts.append(name if _has_port(name) else f"{name}:*")
+    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(dict.fromkeys(hosts)),
+        allowed_origins=list(dict.fromkeys(origins)),
+    )
+
+
+def _has_port(name: str) -> bool:
+    return bool(re.search(r":\d+$", name)) and not (name.count(":") > 1 and "]" not in name)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``, or one line saying why there is none (a port in
+    use included), before any server starts."""
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except (OSError, socket.gaierror) as exc:
+        raise SemfsError(
+            f"cannot listen on {_url_host(host)}:{port}: {exc.strerror or exc}"
+        ) from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # not past a live listener
+        if family == socket.AF_INET6 and host in WILDCARDS:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(addr)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        why = "the port is in use" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
+        raise SemfsError(f"cannot listen on {_url_host(host)}:{port}: {why}") from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(
+    box: Toolbox,
+    http: str | None = None,
+    token_file: Path | None = None,
+    tokens_folder: Path | None = None,
+    allowed_hosts: Sequence[str] = (),
+    session_timeout: float = SESSION_TIMEOUT,
+) -> None:
+    """Serve ``box`` on stdio, or on streamable HTTP at ``http`` (HOST:PORT), until stopped.
+
+    HTTP always needs a bearer token: the owner's, in ``token_file`` (made on first use), or a
+    scoped one from ``tokens_folder``'s ``mcp-tokens.json``. stdio needs none: it runs as the
+    user who started it, for that user.
+    """
     if http is None:
         build_server(box).run("stdio")
         return
     host, port = parse_http_address(http)
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        logger.warning(
-            "serving %s on %s: anyone who can reach it can read it", box.store.location, http
+    folder = tokens_folder if tokens_folder is not None else Path(".")
+    path = Path(os.path.abspath(token_file if token_file is not None else folder / OWNER_TOKEN))
+    owner, made = owner_token(path)
+    scoped = ScopedTokens(folder)
+    scoped.list()  # an unsafe or damaged tokens file stops the start, not the first request
+    verifier = TokenVerifier(owner, scoped)
+    sock = listen(host, port)
+    server = build_server(box, host, port, verifier, allowed_hosts, session_timeout)
+    app = (
+        server.streamable_http_app()
+        if not MCP2
+        else server.streamable_http_app(
+            transport_security=transport_security(host, allowed_hosts), host=host
         )
-    server = build_server(box, host, port)
-    if MCP2:
-        server.run("streamable-http", host=host, port=port)
-    else:
-        server.run("streamable-http")
+    )
+    url = f"http://{_url_host(host)}:{port}/mcp"
+    print(
+        f"semfs mcp: serving {box.store.collection!r} at {url}; "
+        f"{'new token' if made else 'token'} in {path} "
+        f"(clients send Authorization: Bearer <its text>)",
+        file=sys.stderr,
+        flush=True,
+    )
+    if host in WILDCARDS:
+        print(
+            "semfs mcp: on all interfaces: anyone on the network with a token can read what "
+            "it grants; Host names other than this machine's need --allow-host NAME",
+            file=sys.stderr,
+            flush=True,
+        )
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
+    try:
+        anyio.run(uvicorn.Server(config).serve, [sock])
+    finally:
+        sock.close()

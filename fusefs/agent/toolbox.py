@@ -10,14 +10,21 @@ Rules a caller may rely on:
 
 * Paths are relative to the collection root (``""`` is the root; a leading ``/`` or ``./``
   is ignored); ``..`` is refused.
-* Every text is cut to the output budget (bytes, default 30 KB) at a line boundary, and a
-  cut text ends with a line saying so and how to narrow the call.
+* A result's text and its data (structured content, as JSON) together stay within the output
+  budget (bytes, default 30 KB): the data takes at most half (its longest list is cut, and
+  ``data["cut"]`` says so), the text the rest, cut at a line end (a line longer than that is
+  cut inside), ending with a line saying so and how to narrow the call.
+* Every tool takes a ``scope`` (folders, ``()``: everything): what lies outside it is pruned
+  from the tree before the tool looks, so no answer, count or error tells it apart from a
+  path that does not exist.
 * Bad input raises :class:`~semfs.ingest.errors.SemfsError` with one line saying what to change.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
+import json
 import logging
 import os
 import threading
@@ -34,7 +41,7 @@ from semfs.fusefs.searchdir import SearchOptions, SearchPath, link_names, render
 from semfs.fusefs.tree import DIR, FILE, InodeMap, Node, Ownership, Tree
 from semfs.ingest import formats
 from semfs.ingest.errors import SemfsError, StoreNotFoundError
-from semfs.ingest.search import MAX_K, Searcher
+from semfs.ingest.search import MAX_K, Hit, Searcher
 from semfs.ingest.store import MODES, Store
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
@@ -47,11 +54,15 @@ from .grep import (
     PathError,
     document_lines,
     resolve,
+    walk,
 )
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_BUDGET = 30_000  # bytes of text per tool result, as Mintlify's MCP filesystem cuts
+DEFAULT_BUDGET = 30_000  # bytes per tool result, as Mintlify's MCP filesystem cuts
+# Scoped views of the tree kept at once (one per token folder set in use); each is rebuilt
+# when the collection changes, and costs what its part of the tree costs.
+SCOPED_VIEWS = 16
 # Lines one read returns at most (the budget may cut earlier): a screenful of a long file.
 READ_LINES = 2000
 
@@ -60,10 +71,48 @@ class ToolInputError(SemfsError):
     """A tool was called with an argument it cannot use."""
 
 
+Scope = tuple[str, ...]  # collection-relative folders a caller may see; () is everything
+
+
 @dataclass(frozen=True)
 class ToolOutput:
     text: str
     data: dict[str, Any]
+
+
+def _json_size(data: dict[str, Any]) -> int:
+    return len(json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogateescape"))
+
+
+def fit(text: str, data: dict[str, Any], budget: int, hint: str) -> ToolOutput:
+    """``text`` and ``data`` within ``budget`` bytes together (see the module's rules)."""
+    data = _fit_data(data, budget // 2, hint)
+    body, _ = cap(text, budget - _json_size(data), hint)
+    return ToolOutput(body, data)
+
+
+def _fit_data(data: dict[str, Any], limit: int, hint: str) -> dict[str, Any]:
+    if _json_size(data) <= limit:
+        return data
+    lists = [k for k, v in data.items() if isinstance(v, list) and v]
+    if not lists:
+        return data
+    key = max(lists, key=lambda k: _json_size({k: data[k]}))
+    items = data[key]
+    # Bisect for the longest prefix that fits, the note included.
+    lo, hi = 0, len(items)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        trial = {**data, key: items[:mid], "cut": _cut_note(key, mid, len(items), hint)}
+        if _json_size(trial) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return {**data, key: items[:lo], "cut": _cut_note(key, lo, len(items), hint)}
+
+
+def _cut_note(key: str, kept: int, total: int, hint: str) -> str:
+    return f"{key}: {kept} of {total} kept within the output budget; {hint}"
 
 
 def cap(text: str, budget: int, hint: str) -> tuple[str, bool]:
@@ -72,7 +121,8 @@ def cap(text: str, budget: int, hint: str) -> tuple[str, bool]:
     raw = text.encode("utf-8", "surrogateescape")
     if len(raw) <= budget:
         return text, False
-    head = raw[:budget]
+    note = f"[output cut at {budget:,} of {len(raw):,} bytes: {hint}]"
+    head = raw[: max(0, budget - len(note) - 2)]  # room for the note itself
     cut = head.rfind(b"\n")
     head = head[: cut + 1] if cut > 0 else head
     kept = head.decode("utf-8", "ignore")
@@ -104,6 +154,8 @@ class Toolbox:
         self.grep_engine = Grep(store, self.reader)
         self._searcher = searcher
         self._searcher_lock = threading.Lock()
+        self._views: dict[Scope, tuple[Tree, Tree]] = {}
+        self._views_lock = threading.Lock()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -128,40 +180,96 @@ class Toolbox:
                 self._searcher = Searcher(self.store)
             return self._searcher
 
+    # -- scopes -------------------------------------------------------------------------------
+
+    def view(self, scope: Scope = ()) -> Tree:
+        """The tree as ``scope`` may see it: only the documents under its folders (and the
+        folders leading to them). The whole tree for ``()``; cached per scope and tree."""
+        tree = self.tree
+        if not scope:
+            return tree
+        with self._views_lock:
+            cached = self._views.get(scope)
+            if cached is not None and cached[0] is tree:
+                return cached[1]
+        records: list[DocumentRecord] = []
+        for folder in scope:
+            node = tree.lookup(folder)
+            if node is not None:
+                records.extend(n.doc for n in walk(node) if n.doc is not None)
+        pruned = Tree.build(records, InodeMap(), tree.owner)
+        with self._views_lock:
+            self._views.pop(scope, None)
+            self._views[scope] = (tree, pruned)
+            while len(self._views) > SCOPED_VIEWS:
+                self._views.pop(next(iter(self._views)))
+        return pruned
+
     # -- tools --------------------------------------------------------------------------------
 
-    def search(self, query: str, path: str = "", k: int = 10, mode: str = "hybrid") -> ToolOutput:
+    def search(
+        self, query: str, path: str = "", k: int = 10, mode: str = "hybrid", scope: Scope = ()
+    ) -> ToolOutput:
         if mode not in MODES:
             raise ToolInputError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
         if not 1 <= k <= MAX_K:
             raise ToolInputError(f"k must be between 1 and {MAX_K}, not {k}")
-        tree = self.tree
+        tree = self.view(scope)
         node = resolve(tree, path)
         if node.kind != DIR:
             raise ToolInputError(f"{node.path!r} is a file: search takes a directory as path")
 
         def committed(doc_path: str, gen: int) -> bool:
-            shown = tree.lookup(doc_path)
+            shown = tree.lookup(doc_path)  # outside the scope: not in this tree
             return shown is not None and shown.doc is not None and shown.doc.gen == gen
 
         text = " ".join(query.split())
-        hits = tuple(
-            self.searcher.search(text, k=k, mode=mode, under=node.path or None, committed=committed)
-            if text
-            else ()
-        )
+        hits = self._search(text, k, mode, node.path, scope, committed) if text else ()
         options = SearchOptions(mode=mode, k=k)
         sp = SearchPath(node.path, ".search", (), options, text)
         rendered = render_results(sp, text, hits, link_names(hits, k), tools=True).decode(
             "utf-8", "surrogateescape"
         )
-        body, _ = cap(rendered, self.budget, "ask for fewer documents (k) or a narrower path")
-        return ToolOutput(body, {"results": [h.to_json() for h in hits]})
+        return self._fit(
+            rendered,
+            {"results": [h.to_json() for h in hits]},
+            "ask for fewer documents (k) or a narrower path",
+        )
+
+    def _search(
+        self,
+        text: str,
+        k: int,
+        mode: str,
+        under: str,
+        scope: Scope,
+        committed: Callable[[str, int], bool],
+    ) -> tuple[Hit, ...]:
+        """The ``k`` best hits under ``under`` within ``scope``: one search per scope folder
+        below ``under`` when ``under`` holds several, merged by score."""
+        inside = [f for f in scope if under == f or under.startswith(f + "/")]
+        if not scope or inside:
+            wheres = [under]
+        else:
+            wheres = [f for f in scope if not under or f.startswith(under + "/")]
+        found: list[Hit] = []
+        for where in wheres:
+            found += self.searcher.search(
+                text, k=k, mode=mode, under=where or None, committed=committed
+            )
+        if len(wheres) > 1:
+            found.sort(key=lambda h: (-h.score, h.path))
+        return tuple(dataclasses.replace(h, rank=i) for i, h in enumerate(found[:k], 1))
 
     def read(
-        self, path: str, start_line: int = 1, end_line: int | None = None, pages: str = ""
+        self,
+        path: str,
+        start_line: int = 1,
+        end_line: int | None = None,
+        pages: str = "",
+        scope: Scope = (),
     ) -> ToolOutput:
-        node = resolve(self.tree, path)
+        node = resolve(self.view(scope), path)
         if node.kind != FILE or node.doc is None:
             raise ToolInputError(f"{node.path or '/'!r} is a directory: use list to see it")
         if node.doc.blob:
@@ -184,18 +292,37 @@ class Toolbox:
             )
         last = min(total, end_line if end_line is not None else total, start_line - 1 + READ_LINES)
         width = len(str(last))
+        # Room for the data and the closing note: what is left is the lines'.
+        room = self.budget - 600
         out: list[str] = []
         size = 0
         shown_last = start_line - 1
+        long_line: int | None = None
         for number in range(start_line, last + 1):
             line = f"{number:>{width}}\t{lines[number - 1]}\n"
-            size += len(line.encode("utf-8", "surrogateescape"))
-            if size > self.budget - 200 and out:
+            line_size = len(line.encode("utf-8", "surrogateescape"))
+            if size + line_size > room:
+                if not out:  # one line longer than the budget: its start, cut
+                    head = line.encode("utf-8", "surrogateescape")[:room]
+                    out.append(head.decode("utf-8", "ignore") + "\n")
+                    long_line, shown_last = number, number
                 break
+            size += line_size
             out.append(line)
             shown_last = number
         wanted_last = min(total, end_line) if end_line is not None else total
-        if shown_last < wanted_last:
+        if long_line is not None:
+            full = len(lines[long_line - 1].encode("utf-8", "surrogateescape"))
+            out.append(
+                f"[line {long_line} cut at {room:,} of {full:,} bytes: grep a pattern to see "
+                "the part of it you need"
+                + (
+                    f"; the next line: read(path={node.path!r}, start_line={long_line + 1})]\n"
+                    if long_line < wanted_last
+                    else "]\n"
+                )
+            )
+        elif shown_last < wanted_last:
             out.append(
                 f"[lines {start_line}-{shown_last} of {total} shown: continue with "
                 f"read(path={node.path!r}, start_line={shown_last + 1})]\n"
@@ -206,8 +333,9 @@ class Toolbox:
             "end_line": shown_last,
             "total_lines": total,
             "more": shown_last < wanted_last,
+            "line_cut": long_line,
         }
-        return ToolOutput("".join(out), data)
+        return self._fit("".join(out), data, "read fewer lines (end_line)")
 
     def _page_lines(self, doc: DocumentRecord, pages: str) -> tuple[int, int]:
         """The lines of a text view holding ``pages`` ("7", "3-5"; slides or chapters alike),
@@ -248,32 +376,38 @@ class Toolbox:
         regex: bool = False,
         ignore_case: bool = False,
         max_results: int = DEFAULT_MAX_RESULTS,
+        scope: Scope = (),
     ) -> ToolOutput:
-        res = self.grep_engine.run(self.tree, pattern, path, regex, ignore_case, max_results)
+        res = self.grep_engine.run(self.view(scope), pattern, path, regex, ignore_case, max_results)
         text = "".join(line + "\n" for line in res.lines)
-        text, cut = cap(text, self.budget, "use a narrower path or a more specific pattern")
-        # The first `shown` lines of the text are grep's; notes in brackets follow.
-        shown = text.count("\n") - (1 if cut else 0)
-        notes = _grep_notes(res, max_results)
-        if not res.lines:
-            notes.insert(0, "no matches")
-        if notes and not cut:
-            text += "".join(f"[{n}]\n" for n in notes)
+        hint = "use a narrower path or a more specific pattern"
         data = {
             "matches": len(res.lines),
-            "shown": shown,
+            "shown": 0,
             "more": res.limited,
             "pushed_down": res.pushed_down,
             "documents_in_scope": res.documents_in_scope,
             "documents_read": res.documents_read,
             "scan_stopped_at": res.scan_stopped_at,
         }
-        return ToolOutput(text, data)
+        text, cut = cap(text, self.budget - _json_size(data) - 20, hint)
+        # The first `shown` lines of the text are grep's; notes in brackets follow.
+        data["shown"] = text.count("\n") - (1 if cut else 0)
+        notes = _grep_notes(res, max_results)
+        if not res.lines:
+            notes.insert(0, "no matches")
+        if notes and not cut:
+            text += "".join(f"[{n}]\n" for n in notes)
+        return self._fit(text, data, hint)
 
     def list(
-        self, path: str = "", recursive: bool = False, pattern: str | None = None
+        self,
+        path: str = "",
+        recursive: bool = False,
+        pattern: str | None = None,
+        scope: Scope = (),
     ) -> ToolOutput:
-        node = resolve(self.tree, path)
+        node = resolve(self.view(scope), path)
         if pattern is not None and not pattern:
             raise ToolInputError("pattern is empty: give a glob such as '*.md', or leave it out")
         entries = list(_entries(node, recursive or pattern is not None))
@@ -292,15 +426,14 @@ class Toolbox:
         ]
         if not lines:
             lines = ["(no entries)" if pattern is None else f"(no files match {pattern!r})"]
-        text, _ = cap(
+        return self._fit(
             "\n".join(lines) + "\n",
-            self.budget,
+            {"entries": rows},
             "list a subdirectory, drop recursive, or give a narrower pattern",
         )
-        return ToolOutput(text, {"entries": rows})
 
-    def status(self) -> ToolOutput:
-        tree = self.tree
+    def status(self, scope: Scope = ()) -> ToolOutput:
+        tree = self.view(scope)
         meta = self.store.read_meta()
         info: dict[str, Any] = {
             "collection": self.store.collection,
@@ -308,7 +441,12 @@ class Toolbox:
             "location": self.store.location,
             "documents": tree.files,
             "bytes": tree.total_bytes,
-            "chunks": self.store.count_chunks(),
+            # A scope counts its own documents' chunks (the store counts them all).
+            "chunks": (
+                sum(n.doc.chunks for n in walk(tree.root) if n.doc is not None)
+                if scope
+                else self.store.count_chunks()
+            ),
             "model": meta.model if meta else None,
             "dimension": meta.dimension if meta else None,
             "generation": meta.generation if meta else None,
@@ -316,8 +454,13 @@ class Toolbox:
             "tree_as_of": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._tree_since)),
             "refresh_interval_s": self.refresher.interval,
         }
+        if scope:
+            info["scope"] = list(scope)
         text = "".join(f"{k}: {v}\n" for k, v in info.items() if v is not None)
-        return ToolOutput(text, info)
+        return self._fit(text, info, "")
+
+    def _fit(self, text: str, data: dict[str, Any], hint: str) -> ToolOutput:
+        return fit(text, data, self.budget, hint)
 
 
 @contextmanager

@@ -1,0 +1,266 @@
+"""Who may use ``semfs mcp --http``: bearer tokens, and the folders each one may see.
+
+Files, in the collection's folder (``STORE/COLLECTION/``; for a Qdrant server, a folder of its
+own under the default store), all owner-only (0600, the folder 0700):
+
+* ``mcp.token``: the owner's token, made on first use; it sees the whole collection. Another
+  file can stand in for it (``--token-file``). Its text is the token, so that a client can be
+  given it with ``Authorization: Bearer $(cat mcp.token)``.
+* ``mcp-tokens.json``: the scoped tokens (``semfs token create NAME --under DIR``): a name, the
+  folders it may see and the SHA-256 of the token, never the token itself; the token is
+  printed once, when made.
+
+Rules a caller may rely on:
+
+* A token file that another user may read or that is not ours is refused, as ssh refuses such
+  a key: a token anyone can read protects nothing.
+* :meth:`TokenVerifier.verify_token` is the MCP SDK's ``TokenVerifier`` protocol: it compares
+  in constant time and reads ``mcp-tokens.json`` again when it changed, so ``semfs token
+  revoke`` takes effect on the next request without a restart.
+* A grant's ``under`` is a tuple of collection-relative folders; ``()`` is everything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import stat
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcp.server.auth.provider import AccessToken
+
+from semfs.ingest.errors import SemfsError
+from semfs.ingest.store import default_store_path
+
+from .grep import normalize_path
+
+OWNER_TOKEN = "mcp.token"
+SCOPED_TOKENS = "mcp-tokens.json"
+OWNER = "owner"  # the owner token's name in grants and listings
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+class TokenError(SemfsError):
+    """A token file cannot be used, or a token command was given something it cannot use."""
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What one token may see: ``under`` folders (``()``: the whole collection)."""
+
+    name: str
+    under: tuple[str, ...] = ()
+
+    @property
+    def everything(self) -> bool:
+        return not self.under
+
+
+def token_folder(store_path: Path | None, url: str | None, collection: str) -> Path:
+    """Where a collection's token files live: beside its shard, or for a server collection
+    in ``STORE/servers/HOST_PORT_COLLECTION`` (there is no folder of the collection here)."""
+    if url is None:
+        return (store_path or default_store_path()) / collection
+    parts = urlsplit(url)
+    where = re.sub(r"[^A-Za-z0-9.-]+", "_", parts.netloc or parts.path).strip("_") or "local"
+    return (store_path or default_store_path()) / "servers" / f"{where}_{collection}"
+
+
+def _private_folder(folder: Path) -> None:
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def check_private(path: Path) -> os.stat_result:
+    """``path``'s stat, or :class:`TokenError` when others may read it or it is not ours."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise TokenError(f"token file {path} is not a regular file")
+    if st.st_uid != os.getuid():
+        raise TokenError(f"token file {path} belongs to uid {st.st_uid}, not to you")
+    if st.st_mode & 0o077:
+        raise TokenError(
+            f"token file {path} can be read by others (mode {stat.S_IMODE(st.st_mode):04o}): "
+            f"chmod 600 {path}"
+        )
+    return st
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text``, owner-only from the first byte (temp file, rename)."""
+    _private_folder(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def new_token() -> str:
+    return "semfs_" + secrets.token_urlsafe(32)
+
+
+def owner_token(path: Path) -> tuple[str, bool]:
+    """The token in ``path``, made (owner-only) when there is none; and whether it was made."""
+    try:
+        check_private(path)
+    except FileNotFoundError:
+        token = new_token()
+        _private_folder(path.parent)
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:  # another server made it first: use that one
+            return owner_token(path)
+        with os.fdopen(fd, "w") as f:
+            f.write(token + "\n")
+        return token, True
+    token = path.read_text().strip()
+    if len(token) < 16:
+        raise TokenError(f"token file {path} holds no token (16 characters at least)")
+    return token, False
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class ScopedTokens:
+    """The scoped tokens of one collection (``mcp-tokens.json``). Thread-safe."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / SCOPED_TOKENS
+        self._lock = threading.Lock()
+        self._seen: tuple[int, int, int] | None = None
+        self._by_digest: dict[str, Grant] = {}
+
+    def _read(self) -> list[dict[str, Any]]:
+        try:
+            check_private(self.path)
+            data = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return []
+        except (ValueError, OSError) as exc:
+            raise TokenError(f"cannot read {self.path}: {exc}") from exc
+        tokens = data.get("tokens") if isinstance(data, dict) else None
+        if not isinstance(tokens, list):
+            raise TokenError(f"{self.path} is damaged: remove it and create the tokens again")
+        return tokens
+
+    def _write(self, tokens: list[dict[str, Any]]) -> None:
+        _write_private(self.path, json.dumps({"tokens": tokens}, indent=2) + "\n")
+
+    def create(self, name: str, under: tuple[str, ...]) -> str:
+        """A new token for ``name`` that sees ``under`` only; returns the token (shown once)."""
+        if not _NAME.fullmatch(name) or name == OWNER:
+            raise TokenError(
+                f"token name {name!r}: use letters, digits, '.', '_' or '-' (at most 64), "
+                f"not {OWNER!r}"
+            )
+        if not under:
+            raise TokenError("give the folders the token may see: --under DIR (repeatable)")
+        folders = tuple(sorted({normalize_path(u) for u in under}))
+        if "" in folders:
+            raise TokenError("--under / is the whole collection: use the owner token for that")
+        with self._lock:
+            tokens = self._read()
+            if any(t.get("name") == name for t in tokens):
+                raise TokenError(f"a token named {name!r} exists: revoke it first")
+            token = new_token()
+            tokens.append(
+                {
+                    "name": name,
+                    "under": list(folders),
+                    "sha256": _digest(token),
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                }
+            )
+            self._write(tokens)
+        return token
+
+    def list(self) -> list[dict[str, Any]]:
+        """Name, folders and creation time of each token (no digests)."""
+        with self._lock:
+            return [
+                {"name": t["name"], "under": list(t["under"]), "created": t.get("created", "")}
+                for t in self._read()
+            ]
+
+    def revoke(self, name: str) -> bool:
+        with self._lock:
+            tokens = self._read()
+            kept = [t for t in tokens if t.get("name") != name]
+            if len(kept) == len(tokens):
+                return False
+            self._write(kept)
+            return True
+
+    def grant(self, token: str) -> Grant | None:
+        """The grant of ``token``, read from the file again when it changed."""
+        with self._lock:
+            try:
+                st = os.stat(self.path)
+                seen = (st.st_ino, st.st_mtime_ns, st.st_size)
+            except FileNotFoundError:
+                seen = None
+            if seen != self._seen:
+                self._by_digest = {
+                    t["sha256"]: Grant(t["name"], tuple(t["under"]))
+                    for t in (self._read() if seen is not None else [])
+                }
+                self._seen = seen
+            by_digest = self._by_digest
+        wanted = _digest(token)
+        for digest, grant in by_digest.items():
+            if hmac.compare_digest(digest, wanted):
+                return grant
+        return None
+
+
+class TokenVerifier:
+    """The MCP SDK's ``TokenVerifier``: the owner token, or a scoped one, or None."""
+
+    def __init__(self, owner: str, scoped: ScopedTokens) -> None:
+        self._owner = owner
+        self.scoped = scoped
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if hmac.compare_digest(token.encode(), self._owner.encode()):
+            grant = Grant(OWNER)
+        else:
+            try:
+                found = self.scoped.grant(token)
+            except TokenError:
+                return None  # a damaged or unsafe file grants nothing (the start-up checked it)
+            if found is None:
+                return None
+            grant = found
+        # client_id/subject: the SDK ties a session to the token that opened it.
+        return AccessToken(
+            token=token,
+            client_id=grant.name,
+            subject=grant.name,
+            scopes=[],
+            claims={"under": list(grant.under)},
+        )
+
+
+def grant_of(token: AccessToken | None) -> Grant | None:
+    """The grant an authenticated request carries (None: not an HTTP request with a token)."""
+    if token is None:
+        return None
+    under = (token.claims or {}).get("under") or []
+    return Grant(token.client_id, tuple(under))
