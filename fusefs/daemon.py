@@ -217,9 +217,12 @@ class MountDaemon:
             embedder = None
             if self.cfg.watch is not None:
                 from semfs.ingest.embedder import load_embedder
+                from semfs.ingest.origin import claim_source
                 from semfs.ingest.pipeline import resolve_model
 
                 model = resolve_model(store, self.cfg.source.model)  # another model: fail now
+                # Another folder than the collection's: fail now, not once per batch.
+                claim_source(store.read_meta(), self.cfg.watch, self.cfg.collection)
                 if not store.exists():
                     # The first pass creates the collection: mount (empty) at once, without
                     # waiting for the model to say its dimension.

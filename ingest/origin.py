@@ -26,9 +26,11 @@ per folder, each with its own mount, gives the same with nothing new to learn.
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from semfs.ingest.store import DEFAULT_COLLECTION
 from semfs.ingest.store.schema import StoreMeta
 
 from .errors import SourceMismatchError
@@ -92,10 +94,12 @@ def claim_source(
         return Claim(here, note=f"the collection was empty: now mirroring {here.path}")
     if replace:
         return Claim(here, note=f"replacing the source {old} with {here.path}", replaced=True)
+    pick = "" if collection == DEFAULT_COLLECTION else f" -c {collection}"
+    command = f"semfs ingest {shlex.quote(here.path)}{pick} --replace"
     raise SourceMismatchError(
-        f"collection {collection!r} mirrors {old}, not {here.path}: add --replace to mirror "
-        f"{here.path} instead (deleting what is not in it), or -c NAME to ingest it into "
-        "another collection"
+        f"collection {collection!r} mirrors {old}, not {here.path}: to mirror {here.path} "
+        f"instead (deleting what is not in it), run `{command}`; or use -c NAME for another "
+        "collection"
     )
 
 

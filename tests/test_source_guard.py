@@ -47,8 +47,12 @@ def test_ingest_of_another_folder_deletes_nothing_and_fails(
     line = second.stderr.strip()
     assert line.count("\n") == 0 and "Traceback" not in line
     assert "'docs'" in line and str(a) in line and str(b) in line
-    assert "--replace" in line and "-c NAME" in line
+    assert f"`semfs ingest {b} --replace`" in line and "-c NAME" in line
     assert "deleted" not in second.stdout
+    other = _semfs("ingest", str(a), "--model", "hash", "-c", "acme")
+    assert other.returncode == 0, other.stderr
+    refused = _semfs("ingest", str(b), "-c", "acme")
+    assert refused.returncode == 1 and f"`semfs ingest {b} -c acme --replace`" in refused.stderr
 
 
 def test_replace_mirrors_the_new_folder(tmp_path: Path, store_dir: Path) -> None:
@@ -160,3 +164,14 @@ def test_check_prune_keeps_the_source_record(tmp_path: Path, store_dir: Path) ->
     assert before is not None and after is not None and before.bm25_avg_len is not None
     assert after.source == str(src) and after.bm25_avg_len == before.bm25_avg_len
     assert after.documents == 1 and after.generation == before.generation + 1
+
+
+def test_mount_watch_of_another_folder_fails_at_once(tmp_path: Path, store_dir: Path) -> None:
+    a = _tree(tmp_path / "a", {"one.md": "one\n"})
+    b = _tree(tmp_path / "b", {"two.md": "two\n"})
+    assert _semfs("ingest", str(a), "--model", "hash").returncode == 0
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    r = _semfs("mount", str(mnt), "--watch", str(b))
+    assert r.returncode == 1 and "--replace" in r.stderr and str(a) in r.stderr, r.stderr
+    assert not os.path.ismount(mnt) and _paths(store_dir) == ["one.md"]
