@@ -213,7 +213,9 @@ def ingest(
         scope = {p.strip("/") for p in paths}
         dirs = []
         files, report.skipped = scan_paths(source, scope, include, exclude, dirs)
-        existing = {d.path: d for d in store.list_documents() if in_scope(d.path, scope)}
+        # A converted file's record is its view's: report.pdf in scope covers report.pdf.md.
+        stored = scope | {v for v in map(formats.view_path, scope) if v is not None}
+        existing = {d.path: d for d in store.list_documents() if in_scope(d.path, stored)}
     root = None if follow_symlinks else os.path.realpath(source)
 
     changed: list[Document] = []

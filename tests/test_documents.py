@@ -217,3 +217,25 @@ def test_a_view_never_hides_a_real_file(tmp_path: Path, store_dir: Path, documen
     with open_store(store_dir) as store:
         rec = store.get_document("report.pdf.md")
         assert rec is not None and rec.original is None
+
+
+def test_a_run_over_some_paths_updates_and_deletes_a_view_by_its_original(
+    tmp_path: Path, store_dir: Path, documents: Path
+) -> None:
+    # What a watcher does: the event names report.pdf, whose record is report.pdf.md.
+    src = tmp_path / "src"
+    src.mkdir()
+    data = (documents / "report.pdf").read_bytes()
+    (src / "report.pdf").write_bytes(data)
+    ingest_hash(src, store_dir)
+    (src / "report.pdf").write_bytes(data.replace(b"Plant operations", b"Plant operationz"))
+    changed = ingest_hash(src, store_dir, paths=["report.pdf"])
+    assert (changed.added, changed.updated) == ([], ["report.pdf.md"])
+    (src / "report.pdf").unlink()
+    gone = ingest_hash(src, store_dir, paths=["report.pdf"])
+    assert gone.deleted == ["report.pdf.md"]
+    with open_store(store_dir) as store:
+        assert store.list_documents() == []
+        meta = store.read_meta()
+        assert meta is not None and (meta.documents, meta.chunks) == (0, 0)
+    assert _blob_versions(store_dir) == set()
