@@ -99,9 +99,6 @@ class Hit:
         d["strength"] = round(self.strength, 3)
         d["match"] = self.strength_label
         d.update(place_fields(self.place))
-        if "section" in d and self.excerpts and self.excerpts[0].heading:
-            # The best lines' own section: a chunk of a short document spans several.
-            d["section"] = self.excerpts[0].heading.rpartition(" > ")[2]
         d["excerpts"] = []
         for e in self.excerpts:
             ex = e.to_json()
@@ -228,6 +225,10 @@ class Searcher:
         hits: list[Hit] = []
         for rank, (doc, ex) in enumerate(zip(docs, excerpts, strict=True), 1):
             best = doc[0].record
+            place = best.place
+            if place.startswith(_SECTION) and ex and ex[0].heading:
+                # The best lines' own section: a chunk of a short document spans several.
+                place = _SECTION + ex[0].heading.rpartition(" > ")[2]
             hits.append(
                 Hit(
                     rank,
@@ -241,7 +242,7 @@ class Searcher:
                     best.description,
                     match_strength(doc[0].score, mode),
                     tuple(ex),
-                    best.place,
+                    place,
                 )
             )
         if rare:
