@@ -220,6 +220,7 @@ BAD_REASONS = {
     "broken.docx": "corrupt Word document",
     "bomb.docx": "zip bomb",
     "crowded.epub": "zip bomb",
+    "laughs.odt": "limit on input amplification factor",  # expat refuses entity expansion
 }
 
 
@@ -253,6 +254,18 @@ def make_bad(folder: Path) -> None:
     with zipfile.ZipFile(folder / "crowded.epub", "w") as z:
         for i in range(10_001):
             z.writestr(f"x/{i}", b"")
+    # "Billion laughs": nine levels of entities, each ten of the one below (10^9 "lol"s).
+    levels = "".join(
+        f'<!ENTITY l{i} "{f"&l{i - 1};" * 10}">' if i else '<!ENTITY l0 "lol">' for i in range(10)
+    )
+    laughs = (
+        f'<?xml version="1.0"?><!DOCTYPE d [{levels}]><office:document-content '
+        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:text>'
+        "<text:p>&l9;</text:p></office:text></office:body></office:document-content>"
+    )
+    with zipfile.ZipFile(folder / "laughs.odt", "w") as z:
+        z.writestr("content.xml", laughs)
 
 
 def _claims_huge(name: bytes, data: bytes) -> bytes:
