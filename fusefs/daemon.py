@@ -190,10 +190,11 @@ class MountDaemon:
         self._began = time.monotonic()
         self._watcher: SourceWatcher | None = None
 
-    def _follow(self, store: Store, searcher: Searcher, refresher: TreeRefresher) -> SourceWatcher:
-        """The watcher of ``--watch``: it writes into the daemon's own store, shares the
-        search model (loaded only when something must be embedded) and shows each batch
-        at once by waking the refresher. It starts in init(), after the fork."""
+    def _follow(self, store: Store, embedder: Embedder, refresher: TreeRefresher) -> SourceWatcher:
+        """The watcher of ``--watch``: it writes into the daemon's own store with the store's
+        document model (torch for a torch store, loaded only when something must be embedded;
+        queries may run on ONNX Runtime) and shows each batch at once by waking the
+        refresher. It starts in init(), after the fork."""
         from semfs.ingest.syncstate import state_file
         from semfs.ingest.watch import SourceWatcher
 
@@ -202,7 +203,7 @@ class MountDaemon:
             self.cfg.watch,
             store,
             self.cfg.source,
-            embedder=searcher.embedder,
+            embedder=embedder,
             state_file=state_file(self.cfg.store_path, self.cfg.url, self.cfg.collection),
             on_batch=lambda _report, _state: refresher.wake(),
         )
@@ -214,7 +215,7 @@ class MountDaemon:
         self._services.append(owner.close)
         store = owner.store
         try:
-            embedder = None
+            embedder = documents = None
             if self.cfg.watch is not None:
                 from semfs.ingest.embedder import load_embedder
                 from semfs.ingest.origin import claim_source
@@ -223,10 +224,11 @@ class MountDaemon:
                 model = resolve_model(store, self.cfg.source.model)  # another model: fail now
                 # Another folder than the collection's: fail now, not once per batch.
                 claim_source(store.read_meta(), self.cfg.watch, self.cfg.collection)
+                documents = load_embedder(model)
                 if not store.exists():
                     # The first pass creates the collection: mount (empty) at once, without
                     # waiting for the model to say its dimension.
-                    embedder = load_embedder(model)
+                    embedder = documents
             refresher = TreeRefresher(
                 store,
                 InodeMap(),
@@ -265,7 +267,8 @@ class MountDaemon:
             refresher.publish = ops.set_tree
             if self.cfg.watch is not None:
                 # Its deletions wait for open files too.
-                self._watcher = self._follow(pins.guard(), searcher.get(), refresher)
+                assert documents is not None
+                self._watcher = self._follow(pins.guard(), documents, refresher)
                 ops.root_xattrs.append(self._watcher.state.xattrs)
                 searches.status_line = self._watcher.state.freshness_line
             logger.debug(

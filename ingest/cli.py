@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from semfs.ingest.store.catalog import Catalog
     from semfs.ingest.store.schema import StoreMeta
 
+    from .embedder import Embedder
     from .pipeline import IngestReport
     from .sources import SourceOptions
     from .syncstate import SyncState
@@ -363,12 +364,19 @@ def ingest_cmd(
         if bar is not None:
             bar.update(n)
 
+    from .embedder import load_embedder
+    from .pipeline import resolve_model
+
     with opened(store_path, url, api_key, collection) as store:
+        # Made here, so that once the documents are in, its torch model (if it loaded) can
+        # prepare the store's queries.
+        embedder = load_embedder(resolve_model(store, model))
         try:
             report = ingest(
                 source,
                 store,
                 model=model,
+                embedder=embedder,
                 include=include,
                 exclude=exclude,
                 batch_size=batch_size,
@@ -383,10 +391,29 @@ def ingest_cmd(
             if bar is not None:
                 bar.__exit__(None, None, None)
         location = store.location
+    _prepare_queries(embedder, quiet=as_json)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
         _print_report(report, source, collection, location)
+
+
+def _prepare_queries(embedder: Embedder, quiet: bool) -> None:
+    """Once per model, where torch has just embedded documents: export it for searches."""
+    from .embedder import prepare_query_embedding
+
+    def say() -> None:
+        if not quiet:
+            click.echo("Preparing searches without torch (once per model) ...", err=True)
+
+    agreement = prepare_query_embedding(embedder, on_start=say)
+    if agreement is not None and not quiet:
+        verdict = "agrees" if agreement.agrees else "DISAGREES: searches keep torch"
+        click.echo(
+            f"  ONNX fp32 export {verdict} with torch (lowest cosine {agreement.min_cosine:.6f}"
+            f" on {agreement.texts} texts), {agreement.seconds:.1f} s",
+            err=True,
+        )
 
 
 def _follow(

@@ -4,6 +4,11 @@ Importing torch costs ~6 s, so nothing here imports it until a text must be embe
 tokenized: an unchanged re-ingest, ``semfs status`` and a mount never pay for it. The int8
 ONNX Runtime backend (``MODEL@onnx-int8``, an option) needs torch only for its one-off
 export; once that is cached, embedding a query imports neither torch nor transformers.
+
+Documents and queries: :func:`load_embedder` is what embeds a store's documents (torch for a
+torch store). :func:`load_query_embedder` is what embeds its queries: for a torch store the
+same weights in fp32 on ONNX Runtime once an ingest has exported them and checked that they
+agree (:func:`prepare_query_embedding`), so a search neither imports torch nor exports.
 """
 
 from __future__ import annotations
@@ -14,8 +19,13 @@ import math
 import os
 import re
 import threading
-from collections.abc import Sequence
-from typing import Any, Protocol
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .onnx_embedder import Agreement
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +40,11 @@ HASH_MODEL = "hash"
 # Room left in the model window for the context line (title > heading) added before a chunk.
 CONTEXT_RESERVE_TOKENS = 32
 DEFAULT_BATCH_SIZE = 32
+# What embeds a torch store's queries, as `semfs status` says it.
+ONNX_QUERIES = "onnxruntime fp32"
+TORCH_QUERIES = "torch fp32"
+# Told when a model starts loading (seconds None) and when it is loaded (seconds taken).
+OnLoad = Callable[[str, "float | None"], None]
 
 
 class Embedder(Protocol):
@@ -101,6 +116,7 @@ class SentenceTransformerEmbedder:
     def __init__(self, name: str, threads: int | None = None) -> None:
         self.name = name
         self.threads = threads
+        self.on_load: OnLoad | None = None
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -121,6 +137,9 @@ class SentenceTransformerEmbedder:
                 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
                 logger.info("loading embedding model %s", self.name)
+                started = time.perf_counter()
+                if self.on_load is not None:
+                    self.on_load(self.name, None)
                 from sentence_transformers import SentenceTransformer
 
                 if self.threads is not None:
@@ -129,6 +148,8 @@ class SentenceTransformerEmbedder:
                     torch.set_num_threads(self.threads)
 
                 self._model = SentenceTransformer(self._location(), device="cpu")
+                if self.on_load is not None:
+                    self.on_load(self.name, time.perf_counter() - started)
         return self._model
 
     @property
@@ -166,6 +187,145 @@ class SentenceTransformerEmbedder:
         tokenizer = self.load().tokenizer
         ids = tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
         return [len(i) for i in ids]
+
+
+def load_query_embedder(name: str, threads: int | None = None) -> Embedder:
+    """What embeds the queries of a store whose documents ``name`` embedded; loads on first use.
+
+    A torch store's queries: the same model in fp32 on ONNX Runtime when an ingest has
+    exported it and measured it against torch (:func:`prepare_query_embedding`), else torch,
+    with a log line saying why. Any other model (``@onnx``, ``@onnx-int8``, ``hash``): the
+    one that embedded the documents. Its ``query_backend`` says which (``semfs status``)."""
+    canonical = canonical_model_name(name)
+    if canonical == HASH_MODEL or canonical.startswith(HASH_MODEL + ":"):
+        return load_embedder(canonical, threads)
+    from .onnx_embedder import split_backend
+
+    if split_backend(canonical)[1] is not None:
+        return load_embedder(canonical, threads)
+    return QueryEmbedder(canonical, threads)
+
+
+def query_backend(embedder: Embedder) -> str:
+    """What runs ``embedder`` for queries, in words: ``onnxruntime fp32`` or ``torch fp32``
+    (a store's own ONNX backend, ``hash``: its model name's backend)."""
+    backend = getattr(embedder, "query_backend", None)
+    if isinstance(backend, str):
+        return backend
+    from .onnx_embedder import split_backend
+
+    if isinstance(embedder, HashEmbedder):
+        return "hash (test stand-in)"
+    kind = split_backend(embedder.name)[1]
+    return TORCH_QUERIES if kind is None else f"onnxruntime {kind.removeprefix('onnx-') or 'fp32'}"
+
+
+class QueryEmbedder:
+    """A torch store's query embedder: its verified fp32 ONNX export, else torch.
+
+    Which one is decided when it is made (two small files are read; nothing loads), and again
+    on load: an export that cannot load (onnxruntime missing, a damaged file) falls back to
+    torch with a warning. Thread-safe."""
+
+    def __init__(self, name: str, threads: int | None = None) -> None:
+        self.name = name
+        self.threads = threads
+        self._lock = threading.Lock()
+        self._inner: Embedder | None = None
+        self.why_torch = ""
+        self._onnx: Any = None
+        location = Path(model_location(name))
+        if not location.is_dir():
+            self.why_torch = f"{name} is not a local model folder"
+        else:
+            from .onnx_embedder import OnnxEmbedder, verified_query_export
+
+            path, self.why_torch = verified_query_export(location)
+            if path is not None:
+                self._onnx = OnnxEmbedder(
+                    name, str(location), "onnx", CONTEXT_RESERVE_TOKENS, threads, export=False
+                )
+        if self._onnx is None:
+            logger.info(
+                "queries of %s embed with torch: %s (the next `semfs ingest` that embeds "
+                "documents prepares ONNX Runtime for them)",
+                name,
+                self.why_torch,
+            )
+
+    @property
+    def query_backend(self) -> str:
+        return ONNX_QUERIES if self._onnx is not None else TORCH_QUERIES
+
+    @property
+    def loaded(self) -> bool:
+        return self._inner is not None and bool(getattr(self._inner, "loaded", True))
+
+    def _embedder(self) -> Embedder:
+        with self._lock:
+            if self._inner is None:
+                if self._onnx is not None:
+                    try:
+                        self._onnx.load()
+                        self._inner = self._onnx
+                    except Exception as exc:  # any failure to load: torch still answers
+                        logger.warning(
+                            "cannot load the ONNX export of %s (%s): queries embed with torch",
+                            self.name,
+                            exc,
+                        )
+                        self.why_torch = f"its ONNX export failed to load: {exc}"
+                        self._onnx = None
+                if self._inner is None:
+                    self._inner = SentenceTransformerEmbedder(self.name, self.threads)
+            return self._inner
+
+    def load(self) -> None:
+        inner = self._embedder()
+        load = getattr(inner, "load", None)
+        if load is not None:
+            load()
+
+    @property
+    def dimension(self) -> int:
+        return self._embedder().dimension
+
+    @property
+    def max_tokens(self) -> int:
+        return self._embedder().max_tokens
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
+        return self._embedder().encode(texts, batch_size)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self._embedder().count_tokens(texts)
+
+
+def prepare_query_embedding(
+    embedder: Embedder, on_start: Callable[[], None] | None = None
+) -> Agreement | None:
+    """Where torch has embedded documents in this process: export its model to fp32 ONNX
+    (once, into the model cache) and check the export against it, so that searches embed
+    queries without torch. None when there is nothing to do: not torch, not loaded (nothing
+    was embedded), already checked, or it cannot be done (logged). ``on_start`` is called
+    before the work (seconds of it) starts."""
+    if not isinstance(embedder, SentenceTransformerEmbedder) or not embedder.loaded:
+        return None
+    location = Path(model_location(embedder.name))
+    if not location.is_dir():
+        return None
+    from .errors import ModelUnavailableError
+    from .onnx_embedder import prepare_query_export, verified_query_export
+
+    if verified_query_export(location)[0] is not None:
+        return None
+    if on_start is not None:
+        on_start()
+    try:
+        return prepare_query_export(embedder, location, CONTEXT_RESERVE_TOKENS)
+    except (ModelUnavailableError, OSError) as exc:
+        logger.warning("queries of %s keep embedding with torch: %s", embedder.name, exc)
+        return None
 
 
 _WORD = re.compile(r"\w+")

@@ -19,10 +19,13 @@ from conftest import REPO, SAMPLE_CORPUS, SEMFS
 
 from semfs.ingest.embedder import (
     DEFAULT_MODEL,
+    ONNX_QUERIES,
     PACKAGED_MODEL,
+    TORCH_QUERIES,
     SentenceTransformerEmbedder,
     canonical_model_name,
     load_embedder,
+    query_backend,
 )
 from semfs.ingest.errors import ModelMismatchError, ModelUnavailableError
 from semfs.ingest.onnx_embedder import OnnxEmbedder, split_backend
@@ -62,7 +65,9 @@ def test_a_new_store_defaults_to_torch_and_each_store_keeps_its_backend(store_di
         assert resolve_model(store, "all-MiniLM-L6-v2") == TORCH
         with pytest.raises(ModelMismatchError, match="onnx-int8"):
             resolve_model(store, INT8)
-        assert isinstance(Searcher(store).embedder, SentenceTransformerEmbedder)
+        # Its queries: torch's weights, on ONNX Runtime once an ingest has checked the export
+        # (tests/test_query_embedding.py), else on torch.
+        assert query_backend(Searcher(store).embedder) in (ONNX_QUERIES, TORCH_QUERIES)
     with open_store(store_dir / "int8") as store:
         store.create(384)
         store.write_meta(StoreMeta(model=INT8, dimension=384))

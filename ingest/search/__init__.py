@@ -14,7 +14,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from semfs.ingest.embedder import Embedder, load_embedder
+from semfs.ingest.embedder import Embedder, load_query_embedder
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store import DEFAULT_K, MAX_K, MODES, SparseQuery, Store
 from semfs.ingest.store.schema import ScoredChunk
@@ -153,7 +153,7 @@ class Searcher:
             meta = store.read_meta()
             if meta is None:
                 raise SemfsError(f"{store.location} is empty: run `semfs ingest DIR` first")
-            embedder = load_embedder(model or meta.model, threads=threads)
+            embedder = load_query_embedder(model or meta.model, threads=threads)
         self.embedder = embedder
         self._bm25 = qe.Bm25()
 
