@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.sources import SourceOptions, check_source
-from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, Store, default_store_path
+from semfs.ingest.store import (
+    DEFAULT_COLLECTION,
+    DEFAULT_K,
+    QueryService,
+    Store,
+    default_store_path,
+)
 from semfs.ingest.store.catalog import mount_source
 from semfs.ingest.store.check import require_counts
 from semfs.ingest.store.manifest import collector_paused
@@ -172,6 +178,12 @@ def open_mount_store(cfg: MountConfig) -> StoreOwner:
                 f"collection {cfg.collection!r} at {cfg.store_path} is already mounted by "
                 f"{exc.holder}: `semfs umount` it first"
             ) from None
+        if exc.by_watcher:  # one process follows and mounts: `semfs mount --watch`
+            raise MountError(
+                f"collection {cfg.collection!r} at {cfg.store_path} is followed by `semfs "
+                f"ingest --watch` (pid {exc.pid}): stop it (Ctrl-C, or kill {exc.pid}), then "
+                "`semfs mount MOUNTPOINT --watch SOURCE` follows the folder and mounts it"
+            ) from None
         raise MountError(
             f"collection {cfg.collection!r} at {cfg.store_path} is held by {exc.holder}, "
             "which serves it to readers but not to a mount: stop it first"
@@ -304,7 +316,8 @@ class MountDaemon:
             refresher.start()
             self._services.append(refresher.stop)
             # The ingest's deletions wait for the handles still reading what they delete.
-            owner.serve(on_change=refresher.wake, served=pins.guard())
+            # A `semfs search` beside the mount embeds its query with our warm model.
+            owner.serve(on_change=refresher.wake, served=pins.guard(), queries=searcher.queries())
             self._services.append(owner.stop_serving)
         except Exception as exc:
             self.error = f"cannot serve {store.location} to `semfs ingest`: {exc}"
@@ -417,6 +430,15 @@ class _OnDemandSearcher:
 
                 self._searcher = Searcher(self._store, embedder=self._embedder)
             return self._searcher
+
+    def queries(self) -> QueryService:
+        """Other processes' queries, embedded with this searcher's model (made on the first)."""
+        from semfs.ingest.embedder import query_backend
+
+        return QueryService(
+            embed=lambda text: self.get().embedder.encode([text])[0],
+            backend=lambda: query_backend(self.get().embedder),
+        )
 
     def search(
         self,

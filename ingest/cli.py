@@ -15,6 +15,7 @@ import os
 import select
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -54,6 +55,7 @@ logger = logging.getLogger(__name__)
 # Failed files listed by `semfs status` (all of them with --json).
 STATUS_FAILED_SHOWN = 20
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 def _one_line(message: str) -> str:
@@ -427,16 +429,29 @@ def _follow(
     as_json: bool,
     replace: bool = False,
 ) -> None:
-    """`semfs ingest --watch`: a full pass, then a batch per burst of changes, until Ctrl-C."""
+    """`semfs ingest --watch`: a full pass, then a batch per burst of changes, until Ctrl-C.
+
+    It owns the store as a mount does: `semfs search`, `semfs status`, `semfs mcp` and a
+    plain `semfs ingest` reach it through its socket (searches embedded with its model). When
+    a mount owns the store already, it writes through the mount's socket instead."""
+    from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
+
+    from .embedder import load_embedder
     from .origin import claim_source
     from .pipeline import ingest, resolve_model
+    from .search import Searcher, query_service
     from .sources import check_source
     from .syncstate import state_file
     from .watch import SourceWatcher
 
     check_source(source)
 
+    prepared = threading.Event()
+
     def on_batch(report: IngestReport, state: Any) -> None:
+        if not prepared.is_set() and getattr(embedder, "loaded", False):
+            prepared.set()  # once torch has embedded something here
+            _prepare_queries(embedder, quiet=as_json)
         if as_json:
             click.echo(json.dumps(report.to_json(), separators=(",", ":")))
             return
@@ -448,8 +463,18 @@ def _follow(
             f"{len(state.failed)} ({report.seconds:.1f} s)"
         )
 
-    with opened(store_path, url, api_key, collection) as store:
-        resolve_model(store, options.model)  # another model: fail now, not per batch
+    owner: StoreOwner | None = None
+    try:
+        owner = StoreOwner.open(
+            store_path, url=url, collection=collection, api_key=api_key, must_exist=False
+        )
+        store = owner.store
+    except StoreOwnedError:  # a mount owns it: write through its socket, as `semfs ingest` does
+        store = open_store(store_path, url=url, collection=collection, api_key=api_key)
+    try:
+        # Another model: fail now, not per batch. The documents' model stays loaded between
+        # batches (it loads on the first change to embed).
+        embedder = load_embedder(resolve_model(store, options.model))
         # Another folder: refuse now, not per batch. With --replace the first pass takes it.
         claim = claim_source(store.read_meta(), source, collection, replace=replace)
         if claim.replaced:
@@ -458,6 +483,7 @@ def _follow(
                 source,
                 store,
                 model=o.model,
+                embedder=embedder,
                 include=o.include,
                 exclude=o.exclude,
                 batch_size=o.batch_size,
@@ -469,17 +495,49 @@ def _follow(
             source,
             store,
             options,
+            embedder=embedder,
             state_file=state_file(store_path, url, collection),
             on_batch=on_batch,
         )
+        if owner is not None:
+            searcher = _once(lambda: Searcher(store))
+            owner.serve(queries=query_service(searcher))
+            if store.read_meta() is not None:  # the first search finds the model warm
+                threading.Thread(target=_warm_up, args=(searcher,), daemon=True).start()
         if not as_json:
             click.echo(f"Following {source} into collection {collection!r}; Ctrl-C stops.")
         # SIGTERM stops as Ctrl-C does: the batch under way finishes, the state says so.
         signal.signal(signal.SIGTERM, _interrupt)
         with contextlib.suppress(KeyboardInterrupt):
             watcher.run()  # stops the watcher on its way out
+    finally:
+        if owner is not None:
+            owner.close()
+        else:
+            store.close()
     if not as_json:
         click.echo("Stopped following " + str(source))
+
+
+def _warm_up(searcher: Callable[[], Any]) -> None:
+    try:
+        searcher().warm_up()
+    except Exception as exc:  # each search then says why, or embeds its query itself
+        logger.warning("cannot prepare searches: %s", exc)
+
+
+def _once(make: Callable[[], T]) -> Callable[[], T]:
+    """``make()`` on the first call, the same object on every later one; thread-safe."""
+    lock = threading.Lock()
+    made: list[T] = []
+
+    def get() -> T:
+        with lock:
+            if not made:
+                made.append(make())
+            return made[0]
+
+    return get
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -750,13 +808,17 @@ def _status_lines(info: dict[str, Any], raw_bytes: bool) -> Iterator[tuple[str, 
         yield "on disk", _size(info["disk_bytes"], raw_bytes)  # None: a server keeps its own
     if info.get("model") is not None:
         yield "model", f"{info['model']} (dimension {info.get('dimension')})"
+    if info.get("queries") is not None:
+        yield "queries", str(info["queries"])  # what embeds them: ONNX Runtime, torch, the owner
     if "ingested_at" in info:
         last = display.when(info["ingested_at"])
         if info.get("ingest_seconds") is not None:
             last += f", took {display.duration(info['ingest_seconds'])}"
         yield "last ingest", last
     for key, value in info.items():
-        if key in shown or key in order or key in ("model", "ingested_at") or value is None:
+        if key in shown or key in order or key in ("model", "queries", "ingested_at"):
+            continue
+        if value is None:
             continue
         yield key, display.yes_no(value) if isinstance(value, bool) else str(value)
 
@@ -800,6 +862,7 @@ def _collection_info(store: Store, meta: StoreMeta, collection: str) -> dict[str
         "chunks": chunks,
         "bytes": sum(d.size for d in docs),
         "model": meta.model,
+        "queries": _queries_backend(store, meta.model),
         "dimension": meta.dimension,
         "generation": meta.generation,
         "interrupted": meta.dirty,
@@ -807,6 +870,23 @@ def _collection_info(store: Store, meta: StoreMeta, collection: str) -> dict[str
         "ingested_at": meta.ingested_at,
         "ingest_seconds": meta.ingest_seconds,
     }
+
+
+def _queries_backend(store: Store, model: str) -> str:
+    """What embeds this store's search queries (`semfs status`), loading nothing: the owner's
+    model over its socket, ONNX Runtime, or torch and why."""
+    from semfs.ingest.store.ipc import owner_embedder
+
+    from .embedder import QueryEmbedder, load_query_embedder, query_backend
+
+    served = owner_embedder(store, model, lambda: None)
+    if served is not None:
+        return served.query_backend
+    embedder = load_query_embedder(model)
+    backend = query_backend(embedder)
+    if isinstance(embedder, QueryEmbedder) and embedder.why_torch:
+        return f"{backend} ({embedder.why_torch}; the next `semfs ingest` that embeds fixes it)"
+    return backend
 
 
 def _print_watch(watch: SyncState) -> None:

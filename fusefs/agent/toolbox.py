@@ -41,7 +41,7 @@ from semfs.fusefs.searchdir import SearchOptions, SearchPath, link_names, render
 from semfs.fusefs.tree import DIR, FILE, InodeMap, Node, Ownership, Tree
 from semfs.ingest import formats
 from semfs.ingest.errors import SemfsError, StoreNotFoundError
-from semfs.ingest.search import MAX_K, Hit, Searcher
+from semfs.ingest.search import MAX_K, Hit, Searcher, query_service
 from semfs.ingest.store import MODES, Store
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
@@ -492,7 +492,8 @@ def open_toolbox(
         box = Toolbox(store, budget=budget)
         stops.append(box.close)
         if owner is not None:
-            owner.serve(on_change=box.refresher.wake)
+            # A `semfs search` beside us embeds its query with our model.
+            owner.serve(on_change=box.refresher.wake, queries=query_service(lambda: box.searcher))
             stops.append(owner.stop_serving)
         box.start()
         yield box

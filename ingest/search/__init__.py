@@ -14,9 +14,10 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from semfs.ingest.embedder import Embedder, load_query_embedder
+from semfs.ingest.embedder import Embedder, load_query_embedder, query_backend
 from semfs.ingest.errors import SemfsError
-from semfs.ingest.store import DEFAULT_K, MAX_K, MODES, SparseQuery, Store
+from semfs.ingest.store import DEFAULT_K, MAX_K, MODES, QueryService, SparseQuery, Store
+from semfs.ingest.store.ipc import owner_embedder
 from semfs.ingest.store.schema import ScoredChunk
 
 from .excerpts import Excerpt, ExcerptPicker
@@ -153,7 +154,12 @@ class Searcher:
             meta = store.read_meta()
             if meta is None:
                 raise SemfsError(f"{store.location} is empty: run `semfs ingest DIR` first")
-            embedder = load_query_embedder(model or meta.model, threads=threads)
+            name = model or meta.model
+            # The store's owner (a mount, semfs mcp, a watcher) embeds with its warm model;
+            # else this process does: ONNX Runtime for a torch store once an ingest prepared it.
+            embedder = owner_embedder(
+                store, name, lambda: load_query_embedder(name, threads=threads)
+            ) or load_query_embedder(name, threads=threads)
         self.embedder = embedder
         self._bm25 = qe.Bm25()
 
@@ -274,3 +280,12 @@ class Searcher:
             return cache[path] == gen
 
         return committed
+
+
+def query_service(searcher: Callable[[], Searcher]) -> QueryService:
+    """What an owner serves other processes' queries with: ``searcher()``'s embedder (made on
+    first need, then warm), the one its own searches use."""
+    return QueryService(
+        embed=lambda text: searcher().embedder.encode([text])[0],
+        backend=lambda: query_backend(searcher().embedder),
+    )

@@ -18,6 +18,7 @@ import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from semfs.ingest.errors import SemfsError
@@ -80,6 +81,17 @@ def similarity(query: Sequence[float], vectors: object, name: str) -> float | No
     dot = sum(x * float(y) for x, y in zip(query, vec, strict=True))
     norm = math.sqrt(sum(x * x for x in query) * sum(float(y) * float(y) for y in vec))
     return dot / norm if norm else 0.0
+
+
+@dataclass(frozen=True)
+class QueryService:
+    """How the process that owns a store embeds other processes' search queries: with its own
+    model, already warm (:meth:`Store.serve_writers`). ``embed`` turns one query text into its
+    dense vector; ``backend`` says what runs the model (``onnxruntime fp32``) without loading it.
+    """
+
+    embed: Callable[[str], list[float]]
+    backend: Callable[[], str]
 
 
 class Store(ABC):
@@ -232,11 +244,15 @@ class Store(ABC):
         return None
 
     def serve_writers(
-        self, on_change: Callable[[], None] | None = None, served: Store | None = None
+        self,
+        on_change: Callable[[], None] | None = None,
+        served: Store | None = None,
+        queries: QueryService | None = None,
     ) -> Callable[[], None] | None:
         """Let other processes write through this one, when this process owns the store
         exclusively (an embedded shard); returns the function that stops serving.
-        Their calls reach ``served`` (a view of this store), default this store.
+        Their calls reach ``served`` (a view of this store), default this store;
+        ``queries``, when given, embeds their search queries with this process's model.
 
         ``on_change`` runs after another process commits a change (write_meta,
         delete_documents). None when there is nothing to serve: a server takes every writer
@@ -380,9 +396,12 @@ class DelegatingStore(Store):
         return self.inner.served_by()
 
     def serve_writers(
-        self, on_change: Callable[[], None] | None = None, served: Store | None = None
+        self,
+        on_change: Callable[[], None] | None = None,
+        served: Store | None = None,
+        queries: QueryService | None = None,
     ) -> Callable[[], None] | None:
-        return self.inner.serve_writers(on_change, served or self)
+        return self.inner.serve_writers(on_change, served or self, queries)
 
     def compact(self) -> bool:
         return self.inner.compact()

@@ -45,6 +45,7 @@ from semfs.ingest.errors import (
 from . import (
     FUSION_CANDIDATES,
     LineSpan,
+    QueryService,
     SparseQuery,
     Store,
     check_collection_name,
@@ -773,12 +774,15 @@ class EdgeStore(Store):
         return changed
 
     def serve_writers(
-        self, on_change: Callable[[], None] | None = None, served: Store | None = None
+        self,
+        on_change: Callable[[], None] | None = None,
+        served: Store | None = None,
+        queries: QueryService | None = None,
     ) -> Callable[[], None] | None:
         """Serve this shard on ``COLLECTION/daemon.sock``: we hold its lock, so others cannot."""
         from .ipc import StoreServer  # in a daemon's init(), not on its way up
 
-        server = StoreServer(served or self, self.dir, on_change=on_change)
+        server = StoreServer(served or self, self.dir, on_change=on_change, queries=queries)
         server.start()
         return server.close
 

@@ -12,6 +12,13 @@ pickled: a peer can send data, not code. Only the Store methods named in ``_READ
 can be called; ``tests/test_ipc_coverage.py`` checks that they and :class:`RemoteStore` cover every
 abstract Store method.
 
+Searches: an owner that embeds queries (a mount, ``semfs mcp``, ``semfs ingest --watch``: a
+:class:`~semfs.ingest.store.QueryService`) says so in its hello reply (``"queries"``: what runs
+its model) and answers ``embed_query`` with the query's vector from its warm model; the client's
+:class:`OwnerEmbedder` asks it, then ranks through the same store calls as a local search, so
+the rankings are a local search's. The request is not a Store method, and only a string of at
+most :data:`MAX_QUERY_CHARS` is embedded.
+
 Owner only: the socket is mode 0600; a client must first send the random token kept in the
 0600 file ``daemon.token`` beside it; on Linux the peer's uid (SO_PEERCRED) must also be ours
 or root. Any number of connections may read; one at a time may write.
@@ -27,6 +34,7 @@ import os
 import secrets
 import socket
 import struct
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -35,7 +43,7 @@ from typing import Any
 from semfs.ingest import errors
 from semfs.ingest.errors import SemfsError, StoreLockedError, StoreUnavailableError
 
-from . import Store
+from . import QueryService, Store
 from .manifest import Manifest
 from .schema import (
     ChunkPoint,
@@ -60,6 +68,11 @@ REPLY_TIMEOUT = 300.0
 # Until a peer is authenticated it may send one small hello: garbage cannot make us allocate.
 MAX_HELLO = 4096
 MAX_MESSAGE = 1 << 30
+# Longer texts are refused: a query is a line, and the model reads 256 tokens at most anyway.
+MAX_QUERY_CHARS = 10_000
+EMBED_QUERY = "embed_query"
+# Who we are, for a client that must say what owns the store ("semfs ingest ./docs --watch").
+_COMMAND = " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]])[:200]
 # How often the accept loop looks at the stop flag; close() waits about this long.
 ACCEPT_POLL = 0.5
 # sun_path holds 108 bytes on Linux and 104 on macOS, the final NUL included.
@@ -227,9 +240,14 @@ class StoreServer:
     """
 
     def __init__(
-        self, store: Store, coll_dir: Path, on_change: Callable[[], None] | None = None
+        self,
+        store: Store,
+        coll_dir: Path,
+        on_change: Callable[[], None] | None = None,
+        queries: QueryService | None = None,
     ) -> None:
         self.store = store
+        self.queries = queries
         self.coll_dir = Path(coll_dir)
         self.socket_path = self.coll_dir / SOCKET_NAME
         self.token_path = self.coll_dir / TOKEN_NAME
@@ -340,7 +358,8 @@ class StoreServer:
                 return
             pid = hello
             conn.settimeout(None)  # an ingest may embed for minutes between two calls
-            _send(conn, {"ok": {"pid": os.getpid()}})
+            queries = self._query_backend()
+            _send(conn, {"ok": {"pid": os.getpid(), "queries": queries, "command": _COMMAND}})
             logger.info("process %d connected to %s", pid, self.socket_path)
             while (frame := _recv_frame(conn, MAX_MESSAGE)) is not None:
                 if self._handle(conn, pid, frame) and self._on_change is not None:
@@ -380,12 +399,29 @@ class StoreServer:
         pid = hello.get("pid") if isinstance(hello, dict) else None
         return pid if isinstance(pid, int) else -1
 
+    def _query_backend(self) -> str | None:
+        """What embeds queries here, for a client's hello; None when we do not embed them."""
+        if self.queries is None:
+            return None
+        try:
+            return self.queries.backend()
+        except Exception as exc:  # the client then embeds its queries itself
+            logger.warning("cannot embed queries for other processes: %s", exc)
+            return None
+
+    def _embed_query(self, args: list[Any]) -> list[float]:
+        if self.queries is None:
+            raise SemfsError("this process does not embed queries for others")
+        if len(args) != 1 or not isinstance(args[0], str) or len(args[0]) > MAX_QUERY_CHARS:
+            raise SemfsError(f"embed_query takes one text of at most {MAX_QUERY_CHARS} characters")
+        return self.queries.embed(args[0])
+
     def _handle(self, conn: socket.socket, pid: int, frame: bytes) -> bool:
         """Answer one request; True when it changed what the daemon shows."""
         try:
             request = json.loads(frame)
             method = request["method"]
-            if not isinstance(method, str) or method not in _METHODS:
+            if not isinstance(method, str) or method not in _METHODS | {EMBED_QUERY}:
                 raise ValueError(f"no method {method!r}")
             args = decode(list(request.get("args", [])))
             kwargs = {str(k): decode(v) for k, v in dict(request.get("kwargs", {})).items()}
@@ -396,8 +432,14 @@ class StoreServer:
         try:
             if method in _WRITES:
                 self._claim_writer(conn, pid)
-            # The served store belongs to the daemon: a client's close only ends its connection.
-            result = None if method == "close" else getattr(self.store, method)(*args, **kwargs)
+            if method == EMBED_QUERY:
+                result: Any = Vector(self._embed_query(args))  # float32, exactly
+            elif method == "close":
+                # The served store belongs to the daemon: a client's close only ends its
+                # connection.
+                result = None
+            else:
+                result = getattr(self.store, method)(*args, **kwargs)
             reply = {"ok": encode(result)}
         except SemfsError as exc:
             reply = _error(exc)
@@ -447,6 +489,8 @@ def connect_daemon(coll_dir: Path, collection: str) -> RemoteStore | None:
         frame = _recv_frame(sock, MAX_HELLO)
         reply = json.loads(frame) if frame is not None else None
         daemon_pid = int(reply["ok"]["pid"]) if isinstance(reply, dict) else None
+        queries = reply["ok"].get("queries") if isinstance(reply, dict) else None
+        command = reply["ok"].get("command") if isinstance(reply, dict) else None
     except (OSError, _ProtocolError, ValueError, KeyError, TypeError) as exc:
         sock.close()
         raise StoreLockedError(f"{refused}: {exc}") from exc
@@ -457,7 +501,10 @@ def connect_daemon(coll_dir: Path, collection: str) -> RemoteStore | None:
         sock.close()
         raise StoreLockedError(f"{refused}: the token in {coll_dir / TOKEN_NAME} is not its own")
     sock.settimeout(REPLY_TIMEOUT)
-    return RemoteStore(sock, coll_dir, collection, daemon_pid)
+    remote = RemoteStore(sock, coll_dir, collection, daemon_pid)
+    remote.query_backend = queries if isinstance(queries, str) else None
+    remote.owner_command = command if isinstance(command, str) else ""
+    return remote
 
 
 class RemoteStore(Store):
@@ -471,12 +518,23 @@ class RemoteStore(Store):
         self.collection = collection
         self.coll_dir = coll_dir
         self.daemon_pid = daemon_pid
+        # What embeds queries in the owner (its hello said), or None when it does not.
+        self.query_backend: str | None = None
+        self.owner_command = ""  # the owner's command line, as it told us
         self._sock: socket.socket | None = sock
         self._lock = threading.Lock()
 
     @property
     def location(self) -> str:
-        return f"{self.coll_dir} (through the mounted daemon, pid {self.daemon_pid})"
+        words = self.owner_command.split()
+        owner = (
+            "watcher (semfs ingest --watch)"
+            if "ingest" in words and ("--watch" in words or "-w" in words)
+            else "semfs mcp server"
+            if "mcp" in words
+            else "mounted daemon"
+        )
+        return f"{self.coll_dir} (through the {owner}, pid {self.daemon_pid})"
 
     def served_by(self) -> int | None:
         return self.daemon_pid
@@ -598,9 +656,78 @@ class RemoteStore(Store):
     def flush(self) -> None:
         self._call("flush")
 
+    def embed_query(self, text: str) -> list[float]:
+        """``text``'s dense vector, embedded by the owner's model (see ``query_backend``)."""
+        vector = self._call(EMBED_QUERY, text)
+        if not isinstance(vector, list):
+            raise StoreUnavailableError(f"{self.location}: embed_query answered {vector!r:.80}")
+        return [float(x) for x in vector]
+
     def close(self) -> None:
         """Close the connection (releasing the writer slot); the daemon's store stays open."""
         with self._lock:
             if self._sock is not None:
                 self._sock.close()
                 self._sock = None
+
+
+class OwnerEmbedder:
+    """Embeds queries with the model of the process that owns the store (over its socket),
+    for a :class:`~semfs.ingest.search.Searcher` whose store is that owner's
+    (:func:`owner_embedder`). Should the owner fail to answer, ``fallback()`` makes a local
+    query embedder, used from then on (logged once). Documents are never embedded here."""
+
+    def __init__(self, store: RemoteStore, name: str, fallback: Callable[[], Any]) -> None:
+        self.name = name
+        self.store = store
+        self._fallback = fallback
+        self._local: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def query_backend(self) -> str:
+        if self._local is not None:
+            return str(getattr(self._local, "query_backend", "this process's model"))
+        return f"{self.store.query_backend}, in the owner (pid {self.store.daemon_pid})"
+
+    @property
+    def loaded(self) -> bool:
+        return True  # the owner's model is warm, or loads there
+
+    def _local_embedder(self) -> Any:
+        with self._lock:
+            if self._local is None:
+                self._local = self._fallback()
+            return self._local
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
+        if self._local is None:
+            try:
+                return [self.store.embed_query(t) for t in texts]
+            except SemfsError as exc:
+                logger.warning(
+                    "the owner of %s cannot embed queries (%s): embedding them here",
+                    self.store.coll_dir,
+                    exc,
+                )
+        result: list[list[float]] = self._local_embedder().encode(texts, batch_size)
+        return result
+
+    @property
+    def dimension(self) -> int:
+        return int(self._local_embedder().dimension)
+
+    @property
+    def max_tokens(self) -> int:
+        return int(self._local_embedder().max_tokens)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        counts: list[int] = self._local_embedder().count_tokens(texts)
+        return counts
+
+
+def owner_embedder(store: Store, name: str, fallback: Callable[[], Any]) -> OwnerEmbedder | None:
+    """An :class:`OwnerEmbedder` when ``store`` is an owner's that embeds queries, else None."""
+    if isinstance(store, RemoteStore) and store.query_backend is not None:
+        return OwnerEmbedder(store, name, fallback)
+    return None

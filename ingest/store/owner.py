@@ -36,7 +36,7 @@ from pathlib import Path
 
 from semfs.ingest.errors import StoreLockedError
 
-from . import DEFAULT_COLLECTION, Store
+from . import DEFAULT_COLLECTION, QueryService, Store
 from .backends import missing_collection, open_store
 
 logger = logging.getLogger(__name__)
@@ -52,6 +52,12 @@ class StoreOwnedError(StoreLockedError):
         self.pid = pid
         self.holder = holder or f"pid {pid}"
         self.is_mount = is_mount
+
+    @property
+    def by_watcher(self) -> bool:
+        """Whether the owner is `semfs ingest --watch` (not a mount, not `semfs mcp`)."""
+        words = self.holder.split()
+        return "ingest" in words and any(w.rstrip(")") in ("--watch", "-w") for w in words)
 
 
 def _holder(store: Store, pid: int) -> tuple[str, bool]:
@@ -112,15 +118,20 @@ class StoreOwner:
         return self._stop is not None
 
     def serve(
-        self, on_change: Callable[[], None] | None = None, served: Store | None = None
+        self,
+        on_change: Callable[[], None] | None = None,
+        served: Store | None = None,
+        queries: QueryService | None = None,
     ) -> None:
         """Start serving writers (embedded store); raises SemfsError when it cannot.
 
         ``served`` is what their calls reach, a view of ``store`` (default: the store itself;
-        the mount passes one that defers deletions an open file still needs).
+        the mount passes one that defers deletions an open file still needs). ``queries``:
+        embed other processes' search queries with this process's model (a `semfs search`
+        then needs no model of its own).
         """
         if self._stop is None and not self._closed:
-            self._stop = self.store.serve_writers(on_change, served)
+            self._stop = self.store.serve_writers(on_change, served, queries)
 
     def stop_serving(self) -> None:
         """Stop taking writes from other processes (waits for calls under way); keep the store."""
