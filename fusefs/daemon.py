@@ -260,7 +260,13 @@ class MountDaemon:
             require_counts(store, tree.files, chunks)
             # The store's model (or --watch's, for a new collection); loads nothing yet.
             searcher = _OnDemandSearcher(store, embedder)
-            pins = GenerationPins(store, on_change=lambda: refresher.wake(force=True))
+            compactor = _Compactor(store)
+            self._services.append(compactor.close)
+            pins = GenerationPins(
+                store,
+                on_change=lambda: refresher.wake(force=True),
+                on_settled=compactor.request,
+            )
             refresher.hidden = pins.deleted
             self._services.append(pins.close)
             ops = SemfsOperations(
@@ -372,6 +378,49 @@ class MountDaemon:
                 stop()
             except Exception as exc:
                 logger.error("shutting down: %s", exc, exc_info=logger.isEnabledFor(logging.DEBUG))
+
+
+class _Compactor:
+    """Compacts the store in a background thread when asked (never in a FUSE callback: a
+    compaction rewrites segments), one at a time; requests during a run make one more."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+        self._again = False
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+
+    def request(self) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            if self._thread is not None:
+                self._again = True
+                return
+            self._thread = threading.Thread(target=self._run, name="semfs-compact", daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        """No more compactions; wait for one under way (before the store closes)."""
+        with self._lock:
+            self._stopped = True
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                if self.store.compact():
+                    logger.info("compacted %s: versions closed files read", self.store.location)
+            except Exception as exc:  # disk full, say: the next ingest compacts
+                logger.info("not compacting %s now: %s", self.store.location, exc)
+            with self._lock:
+                if not self._again or self._stopped:
+                    self._thread = None
+                    return
+                self._again = False
 
 
 def _caller_uid() -> int | None:

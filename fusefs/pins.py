@@ -15,6 +15,8 @@ Rules a caller may rely on:
   (:meth:`hold` returns None) and is in :meth:`deleted` until that handle is closed: the tree
   leaves it out (so do search results, which name only what the tree shows); the open
   handle keeps reading it.
+* When the last handle that deferred deletions is closed and they are done, ``on_settled``
+  runs (the daemon compacts the store then).
 * Only writes that go through :meth:`guard` are deferred. A Qdrant server is written by the
   ingest directly, so there a handle reads its version only while the version's chunks
   exist (or are in the reader's cache); past that a read fails with ESTALE.
@@ -41,9 +43,18 @@ HOLD_TRIES = 3
 class GenerationPins:
     """Open handles per (path, gen), and the chunk deletions they defer. Thread-safe."""
 
-    def __init__(self, store: Store, on_change: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        on_change: Callable[[], None] | None = None,
+        on_settled: Callable[[], None] | None = None,
+    ) -> None:
         self.store = store
         self.on_change = on_change
+        # Called (outside the lock) once the last handle that held deletions back is closed
+        # and they are done: the daemon compacts then, else a store re-ingested under open
+        # handles keeps every old generation's space until the next `semfs compact`.
+        self.on_settled = on_settled
         self._lock = threading.RLock()
         # Plain dicts: Counter's item deletion is Python code, and this runs on every release.
         self._pins: dict[tuple[str, int], int] = {}
@@ -109,10 +120,16 @@ class GenerationPins:
             self._by_path.pop(path, None)
             if path not in self._deferred_clean and path not in self._deferred_delete:
                 return  # nothing waited for this handle (the usual case)
-            # Mid-run, a newer half-written generation may exist: the run's end cleans up.
-            changed = False if self._ingesting else self._run_deferred([path])
+            # Mid-run, a newer half-written generation may exist: the run's end cleans up
+            # (and the ingest compacts after it).
+            if self._ingesting:
+                return
+            changed = self._run_deferred([path])
+            settled = not (self._deferred_clean or self._deferred_delete)
         if changed and self.on_change is not None:
             self.on_change()
+        if settled and self.on_settled is not None:
+            self.on_settled()
 
     def close(self) -> None:
         """Do every deferred deletion (the daemon is stopping: no handle reads any more)."""
