@@ -369,7 +369,7 @@ def ingest_cmd(
     from .embedder import load_embedder
     from .pipeline import resolve_model
 
-    with opened(store_path, url, api_key, collection) as store:
+    with opened(store_path, url, api_key, collection) as store, _in_place_if(verify):
         # Made here, so that once the documents are in, its torch model (if it loaded) can
         # prepare the store's queries.
         embedder = load_embedder(resolve_model(store, model))
@@ -924,6 +924,14 @@ def _print_watch(watch: SyncState) -> None:
     help="Re-ingest the damaged documents from SOURCE (the folder they were ingested from).",
 )
 @click.option("--prune", is_flag=True, help="Delete the damaged documents from the store.")
+@click.option(
+    "--rebuild",
+    "rebuild_source",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="SOURCE",
+    help="Set the collection's shard aside (shard.damaged-TIME) and ingest SOURCE afresh: for "
+    "damage the engine cannot repair in place (embedded stores).",
+)
 @click.option("-m", "--model", help="With --repair: the model, when it is not the store's.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @handle_errors
@@ -934,27 +942,36 @@ def check(
     collection: str,
     repair_source: Path | None,
     prune: bool,
+    rebuild_source: Path | None,
     model: str | None,
     as_json: bool,
 ) -> None:
-    """Check a store: every document's chunks whole, in order and hashing to its sha256.
+    """Check a store: every document's chunks whole, in order and hashing to its sha256,
+    and its dense vectors readable.
 
     Prints one line per damaged document and exits 1 when there is any (0 when the store
     is sound). --repair SOURCE re-ingests the damaged documents from SOURCE (a full ingest
     of SOURCE, which also picks up any other change there); --prune deletes them instead.
+    Points the engine cannot decode cannot be replaced in place: --rebuild SOURCE sets the
+    damaged shard aside and ingests SOURCE into a new one.
 
     \b
     Example:
         semfs check
         semfs check --repair ./docs
         semfs check --prune --collection acme
+        semfs check --rebuild ./docs
     """
     from semfs.ingest.store.check import check_store
 
     from .errors import StoreDamagedError
 
-    if repair_source is not None and prune:
-        raise click.UsageError("--repair and --prune exclude each other")
+    if sum(x is not None and x is not False for x in (repair_source, prune, rebuild_source)) > 1:
+        raise click.UsageError("--repair, --prune and --rebuild exclude each other")
+    if rebuild_source is not None:
+        if url:
+            raise click.UsageError("--rebuild sets an embedded shard aside: not with --url")
+        _rebuild(store_path, collection, rebuild_source, model, None)
     try:
         with opened(store_path, url, api_key, collection):
             pass  # an unreadable store can only be rebuilt
@@ -967,13 +984,15 @@ def check(
         fixed: list[str] = []
         if report.problems and prune:
             fixed = report.damaged_paths
-            _prune(store, fixed)  # also records the counts: what was lost is accepted
+            with _in_place("--prune"):
+                _prune(store, fixed)  # also records the counts: what was lost is accepted
             report = check_store(store)
         elif report.problems and repair_source is not None:
             from .pipeline import ingest
 
             # Lost documents come back as added, damaged ones as repaired.
-            run = ingest(repair_source, store, model=model, verify=True)
+            with _in_place("--repair"):
+                run = ingest(repair_source, store, model=model, verify=True)
             fixed = sorted({*run.repaired, *run.added})
             report = check_store(store)
     if as_json:
@@ -997,22 +1016,55 @@ def check(
             click.echo(line)
         for note in report.notes:
             click.echo(f"note: {note}")
+        if any("cannot be read" in p.reason for p in report.problems):
+            click.echo(
+                "note: the engine cannot decode some points, so they cannot be replaced in "
+                "place: `semfs check --rebuild SOURCE` sets the shard aside and ingests SOURCE "
+                "afresh"
+            )
         if report.ok:
             click.echo(f"ok: {report.documents} documents, {report.chunks} chunks checked")
     if not report.ok:
         raise click.exceptions.Exit(1)
 
 
+def _in_place_if(verify: bool) -> contextlib.AbstractContextManager[None]:
+    return _in_place("ingest --verify") if verify else contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _in_place(what: str) -> Iterator[None]:
+    """An engine failure while changing damaged points becomes one line saying to rebuild."""
+    try:
+        yield
+    except SemfsError:
+        raise
+    except Exception as exc:
+        from .errors import StoreDamagedError
+
+        raise StoreDamagedError(
+            f"{what} failed: the store engine cannot change its damaged points "
+            f"({_one_line(f'{type(exc).__name__}: {exc}')}); rebuild the store from its "
+            "source instead: `semfs check --rebuild SOURCE`"
+        ) from exc
+
+
 def _rebuild(
-    store_path: Path | None, collection: str, source: Path, model: str | None, why: Exception
+    store_path: Path | None,
+    collection: str,
+    source: Path,
+    model: str | None,
+    why: Exception | None,
 ) -> None:
-    """A store the engine cannot open: set its shard aside and ingest ``source`` afresh."""
+    """Set the shard aside and ingest ``source`` afresh (a store the engine cannot open or
+    repair in place)."""
     from semfs.ingest.store.edge_store import set_aside
 
     from .pipeline import ingest
 
     aside = set_aside(store_path or default_store_path(), collection)
-    click.echo(f"unreadable: {why}", err=True)
+    if why is not None:
+        click.echo(f"unreadable: {why}", err=True)
     click.echo(f"set the damaged shard aside as {aside}; rebuilding from {source}")
     with opened(store_path, None, None, collection) as store:
         ingest(source, store, model=model)

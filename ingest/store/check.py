@@ -12,6 +12,10 @@ Rules a caller may rely on:
   the meta says the last finished ingest left (a store with fewer lost some: a truncated id
   tracker reads as an empty store). More is not damage: an interrupted run's leftovers, or
   the old version a mounted reader still has open; the next ingest removes them.
+* The dense vectors are read too (one semantic query over every chunk): a truncated vector
+  file, with which every search fails, is a problem of the store.
+* A document whose points the engine cannot decode is a problem naming it; records that
+  cannot be read at all raise :class:`StoreDamagedError` saying the store must be rebuilt.
 * Reading only: nothing here writes to the store.
 """
 
@@ -24,7 +28,7 @@ from dataclasses import dataclass, field
 from semfs.ingest.errors import StoreDamagedError
 
 from . import Store
-from .schema import DocumentRecord, StoreMeta
+from .schema import DocumentRecord, SparseQuery, StoreMeta
 
 # Chunks fetched per store call while checking a document.
 _FETCH = 256
@@ -57,8 +61,25 @@ class CheckReport:
         return sorted({p.path for p in self.problems if p.path})
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
 def verify_document(store: Store, rec: DocumentRecord) -> str | None:
-    """Why the stored document ``rec`` is not what was ingested, or None when it is."""
+    """Why the stored document ``rec`` is not what was ingested, or None when it is.
+
+    A store call that fails on this document's points (an engine that cannot decode what
+    it stored: random bytes in a payload page) is this document's damage, named as such.
+    """
+    try:
+        return _verify(store, rec)
+    except (KeyboardInterrupt, SystemExit, MemoryError):
+        raise
+    except BaseException as exc:  # Exception, and the engine's Rust panics (pyo3)
+        return f"its chunks cannot be read ({_one_line(exc)})"
+
+
+def _verify(store: Store, rec: DocumentRecord) -> str | None:
     full = rec if rec.offsets is not None else store.get_document(rec.path)
     if full is None:
         return "its record is gone"
@@ -135,6 +156,24 @@ def require_counts(store: Store, documents: int, chunks: int | None = None) -> N
         )
 
 
+def _vectors_problem(store: Store, meta: StoreMeta | None, chunks: int) -> str | None:
+    """Why the dense vectors cannot be searched, or None: one semantic query asking for every
+    chunk, which makes the engine score (so read) each stored vector, as searches will."""
+    if meta is None or not meta.dimension or chunks == 0:
+        return None
+    probe = [1.0 / meta.dimension**0.5] * meta.dimension
+    try:
+        store.query(probe, SparseQuery([], []), "semantic", limit=chunks)
+    except (KeyboardInterrupt, SystemExit, MemoryError):
+        raise
+    except BaseException as exc:
+        return (
+            f"its dense vectors cannot be read ({_one_line(exc)}), so every search fails; "
+            "rebuild it: `semfs check --rebuild SOURCE`"
+        )
+    return None
+
+
 def check_store(
     store: Store,
     on_document: Callable[[int], None] | None = None,
@@ -145,7 +184,16 @@ def check_store(
     meta = store.read_meta()
     if meta is None:
         report.problems.append(Problem("", "the store has no meta point (model, counts)"))
-    docs = store.list_documents()
+    try:
+        docs = store.list_documents()
+    except (KeyboardInterrupt, SystemExit, MemoryError):
+        raise
+    except BaseException as exc:  # no record names a document: nothing to repair one by one
+        raise StoreDamagedError(
+            f"store {store.location} is damaged: its document records cannot be read "
+            f"({_one_line(exc)}); it must be rebuilt: `semfs check --rebuild SOURCE` sets "
+            "it aside and ingests SOURCE afresh"
+        ) from exc
     wanted = set(paths) if paths is not None else None
     report.documents = len(docs)
     report.chunks = store.count_chunks()
@@ -158,6 +206,9 @@ def check_store(
             f"{report.chunks - committed} chunks belong to no committed document (left by an "
             "interrupted ingest, or kept for a reader); the next ingest removes them"
         )
+    vectors = _vectors_problem(store, meta, report.chunks)
+    if vectors:
+        report.problems.append(Problem("", vectors))
     for i, rec in enumerate(sorted(docs, key=lambda d: d.path)):
         if wanted is not None and rec.path not in wanted:
             continue

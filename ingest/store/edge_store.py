@@ -525,7 +525,17 @@ class EdgeStore(Store):
         if self._ready() is None:
             return None
         records = self.shard.retrieve([meta_id()], with_payload=True, with_vector=False)
-        return StoreMeta.from_payload(records[0].payload or {}) if records else None
+        if not records:
+            return None
+        try:
+            return StoreMeta.from_payload(records[0].payload or {})
+        except (KeyError, TypeError, ValueError) as exc:
+            # The point is there but its payload is not (a zeroed payload tracker, say).
+            raise StoreDamagedError(
+                f"store {self.dir} is damaged: its meta point has no readable payload "
+                f"(missing {exc}); rebuild it: `semfs check --rebuild SOURCE` sets the shard "
+                "aside and ingests SOURCE afresh"
+            ) from None
 
     def write_meta(self, meta: StoreMeta) -> None:
         self._drop_manifest()

@@ -1,0 +1,86 @@
+"""Damage that is named and repairable (issue 21 item 7): bytes changed in a real store's
+files on disk, then the real commands. Each either names the damaged documents or says the
+store must be rebuilt, in one line, and `semfs check --rebuild SOURCE` brings it back."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from pathlib import Path
+
+from conftest import SEMFS
+from mounting import semfs
+
+
+def _store(src: Path, store: Path) -> Path:
+    """The ingested store's one segment folder."""
+    semfs("ingest", str(src), "--store", str(store), "--model", "hash")
+    (segment,) = (store / "docs" / "shard" / "segments").iterdir()
+    return segment
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([SEMFS, *args], capture_output=True, text=True, timeout=120)
+
+
+def _rebuilt(src: Path, store: Path) -> None:
+    rebuilt = _run("check", "--store", str(store), "--rebuild", str(src), "-m", "hash")
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+    assert "set the damaged shard aside" in rebuilt.stdout and "ok: " in rebuilt.stdout
+    assert list((store / "docs").glob("shard.damaged-*"))
+
+
+def test_random_bytes_in_the_payload_page_are_named(sample_copy: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    page = _store(sample_copy, store) / "payload_storage" / "page_0.dat"
+    assert page.stat().st_blocks * 512 > 256 * 1024  # the bytes land inside stored payloads
+    with open(page, "r+b") as f:
+        f.seek(200 * 1024)
+        f.write(random.Random(21).randbytes(4096))
+    out = _run("check", "--store", str(store))
+    assert out.returncode == 1
+    named = [line for line in out.stdout.splitlines() if line.startswith("damaged: ")]
+    if named:  # the documents whose points cannot be decoded, by path
+        paths = [line.split(": ")[1] for line in named]
+        assert all((sample_copy / p).is_file() for p in paths), named
+        assert "semfs check --rebuild SOURCE" in out.stdout
+    else:  # no record is readable: one line saying so
+        assert out.stderr.count("\n") == 1 and "must be rebuilt" in out.stderr, out.stderr
+    # Repairing in place cannot replace what the engine cannot decode: one line, the way out.
+    for args in (("check", "--repair", str(sample_copy)), ("check", "--prune")):
+        fixing = _run(*args, "--store", str(store))
+        errors = [line for line in fixing.stderr.splitlines() if line.startswith("Error: ")]
+        assert fixing.returncode == 1 and len(errors) == 1, fixing.stderr
+        assert "semfs check --rebuild SOURCE" in errors[0]
+    _rebuilt(sample_copy, store)
+
+
+def test_a_truncated_vector_file_fails_check(sample_copy: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    vectors = _store(sample_copy, store) / "vector_storage-dense" / "vectors" / "chunk_0.mmap"
+    with open(vectors, "r+b") as f:
+        f.truncate(4096)
+    assert _run("search", "status code", "--store", str(store)).returncode == 1
+    out = _run("check", "--store", str(store))
+    assert out.returncode == 1
+    assert "damaged store: its dense vectors cannot be read" in out.stdout, out.stdout
+    _rebuilt(sample_copy, store)
+    assert _run("search", "status code", "--store", str(store)).returncode == 0
+
+
+def test_a_zeroed_payload_tracker_is_one_line_naming_the_damage(
+    sample_copy: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    payload = _store(sample_copy, store) / "payload_storage"
+    for name in ("tracker.dat", "tracker_journal.dat"):
+        path = payload / name
+        path.write_bytes(b"\0" * path.stat().st_size)
+    (store / "docs" / "manifest.json.gz").unlink()  # else status answers from it, unharmed
+    for args in (("status",), ("check",), ("search", "status code")):
+        out = _run(*args, "--store", str(store))
+        assert out.returncode == 1, out
+        assert out.stderr.count("\n") == 1 and "KeyError" not in out.stderr, out.stderr
+        assert "is damaged: its meta point has no readable payload" in out.stderr
+        assert "semfs check --rebuild SOURCE" in out.stderr
+    _rebuilt(sample_copy, store)
