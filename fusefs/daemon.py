@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from semfs.ingest.errors import SemfsError
+from semfs.ingest.logs import MOUNT_LOG
 from semfs.ingest.sources import SourceOptions, check_source
 from semfs.ingest.store import (
     DEFAULT_COLLECTION,
@@ -830,8 +831,6 @@ def unmount(
 # A log file is cut at this size and kept with one older part (``.1``): a mount that runs for
 # months logs a line per store change, and a bad store can log one per read.
 LOG_MAX_BYTES = 4 * 1024 * 1024
-# A background mount of an embedded store logs here (in its collection folder) by default.
-MOUNT_LOG = "mount.log"
 
 
 class _OwnerOnlyLog(logging.handlers.RotatingFileHandler):

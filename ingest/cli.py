@@ -29,7 +29,7 @@ from semfs.ingest.store.backends import missing_collection, open_store
 from . import __version__, display
 from .embedder import DEFAULT_BATCH_SIZE
 from .errors import SemfsError, StoreLockedError
-from .logs import configure_logging
+from .logs import MOUNT_LOG, configure_logging
 from .sources import DEFAULT_MAX_BYTES
 from .store import (
     DEFAULT_COLLECTION,
@@ -598,6 +598,9 @@ def status(
         info = {"collection": collection, "store": str(exc)}
     if watch is not None:
         info["watch"] = {**watch.to_json(), "running": watch.running}
+    log = (store_path or default_store_path()).expanduser() / collection / MOUNT_LOG
+    if url is None and log.is_file():  # where a background mount of it logs (damage too)
+        info["mount_log"] = str(log)
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
@@ -795,7 +798,7 @@ def _size(n: int | None, raw: bool) -> str:
 def _status_lines(info: dict[str, Any], raw_bytes: bool) -> Iterator[tuple[str, str]]:
     """`semfs status` for a person: sizes in KiB/MiB (bytes with --bytes), yes/no, local
     times. A key this function does not know is shown as it is (after the known ones)."""
-    shown = {"watch", "bytes", "dimension", "ingest_seconds", "disk_bytes"}
+    shown = {"watch", "bytes", "dimension", "ingest_seconds", "disk_bytes", "mount_log"}
     order = ["collection", "backend", "location", "source", "documents", "chunks"]
     for key in order:
         if info.get(key) is None:
@@ -821,6 +824,8 @@ def _status_lines(info: dict[str, Any], raw_bytes: bool) -> Iterator[tuple[str, 
         if value is None:
             continue
         yield key, display.yes_no(value) if isinstance(value, bool) else str(value)
+    if info.get("mount_log"):
+        yield "mount log", info["mount_log"]
 
 
 def _check_folder(store: Store, folder: str, collection: str) -> None:

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import logging
 
+# A background mount of an embedded store logs to this file in its collection folder
+# (fusefs.daemon writes it; `semfs status` shows where it is).
+MOUNT_LOG = "mount.log"
+
 
 def configure_logging(verbosity: int) -> None:
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG

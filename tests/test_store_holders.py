@@ -111,6 +111,9 @@ def test_created_folders_and_log_files_are_owner_only_whatever_the_umask(tmp_pat
             semfs("mount", str(mnt), "--store", str(store))
             wait_until(lambda: "mounted" in default.read_text(), 10, "the default log")
             assert _mode(default) == 0o600
+            # `semfs status` says where it is.
+            status = semfs("status", "--store", str(store)).stdout
+            assert f"  mount log: {default}" in status, status
         finally:
             force_unmount(mnt)
 
