@@ -45,6 +45,16 @@ def _source(base: Path) -> Path:
     return src
 
 
+def _watcher_caught_up(mnt: Path) -> None:
+    """Wait for a watching mount's first pass (a change made during it is a race of its own)."""
+
+    def synced() -> bool:
+        names = os.listxattr(mnt)
+        return "user.semfs.synced_at" in names and os.getxattr(mnt, "user.semfs.pending") == b"0"
+
+    wait_until(synced, 30, "the watcher's first pass")
+
+
 def _mount_args(store: Path, src: Path, how: str) -> list[str]:
     watch = ["--watch", str(src)] if how == "watch" else []
     return ["--store", str(store), "-o", "allow_other", *watch]
@@ -55,6 +65,8 @@ def test_a_held_handle_opens_no_new_private_text_to_others(open_tmp: Path, how: 
     src, store = _source(open_tmp), open_tmp / "store"
     semfs("ingest", str(src), "--store", str(store), "--model", "hash")
     with mounted(open_tmp / "mnt", *_mount_args(store, src, how)) as m:
+        if how == "watch":
+            _watcher_caught_up(m.path)
         doc = m.path / "doc.md"
         assert as_nobody("cat", str(doc)).stdout == "# Doc\n\nthe public first version\n"
         # root's handle: the kernel keeps the attributes of the version it reads.
@@ -83,6 +95,8 @@ def test_a_document_deleted_while_open_is_gone_for_new_opens(open_tmp: Path, how
     src, store = _source(open_tmp), open_tmp / "store"
     semfs("ingest", str(src), "--store", str(store), "--model", "hash")
     with mounted(open_tmp / "mnt", *_mount_args(store, src, how)) as m:
+        if how == "watch":
+            _watcher_caught_up(m.path)
         gone = m.path / "gone.md"
         with open(gone, "rb") as held:
             assert held.read(6) == b"# Gone"
@@ -125,6 +139,7 @@ def test_watch_follows_folder_and_file_permission_changes(open_tmp: Path) -> Non
     (src / "sub" / "page.md").chmod(0o644)
     semfs("ingest", str(src), "--store", str(store), "--model", "hash")
     with mounted(open_tmp / "mnt", *_mount_args(store, src, "watch")) as m:
+        _watcher_caught_up(m.path)
         page, other = m.path / "sub" / "page.md", m.path / "other.md"
 
         def nobody_reads(path: Path) -> bool:
