@@ -53,8 +53,11 @@ def _top3_hits(store: Store, mode: str) -> int:
 def test_paraphrased_questions_find_their_page(model_store: Store) -> None:
     counts = {mode: _top3_hits(model_store, mode) for mode in ("hybrid", "semantic", "keyword")}
     print("top-3 hits of", len(QUESTIONS), counts)
+    # Measured 12, 12 and 9 of 12 (BM25 still finds most pages: the questions avoid the
+    # titles' words, not every word of the page); the minimums leave room for a model update.
     assert counts["hybrid"] >= 10, counts
     assert counts["semantic"] >= 9, counts
+    assert counts["keyword"] >= 7, counts
 
 
 def test_cli_search_uses_the_store_model(model_store_dir: Path) -> None:

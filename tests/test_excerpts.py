@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import qdrant_edge as qe
 from conftest import SAMPLE_CORPUS
 
@@ -16,7 +17,8 @@ from semfs.ingest.pipeline import bm25_average_length, bm25_model, ingest
 from semfs.ingest.search import Searcher, match_strength, strength_label
 from semfs.ingest.search.excerpts import ExcerptPicker
 from semfs.ingest.store.backends import open_store
-from semfs.ingest.store.schema import ChunkRecord, StoreMeta
+from semfs.ingest.store.edge_store import EdgeStore
+from semfs.ingest.store.schema import SPARSE, ChunkRecord, StoreMeta, chunk_id
 
 DOC = """\
 ---
@@ -138,10 +140,18 @@ def test_store_records_bm25_length_and_keeps_it(tmp_path: Path) -> None:
         assert doc is not None
         [chunk] = store.get_chunks("b.md", doc.gen, [0])
         hits = store.query([], *_sparse("many different words"), "keyword", 5)
-        expected = bm25_model(meta).embed_document(f"B\n{chunk.text}")
         got = next(h for h in hits if h.record.path == "b.md")
         assert got.similarity is None  # keyword mode: no dense vector asked for
-        assert expected.values  # the recorded model embeds the text
+        # The new chunk's stored BM25 vector is the recorded length's, not the default's.
+        expected = bm25_model(meta).embed_document(f"B\n{chunk.text}")
+        assert expected.values != qe.Bm25().embed_document(f"B\n{chunk.text}").values
+        assert isinstance(store, EdgeStore)
+        [point] = store.shard.retrieve(
+            [chunk_id("b.md", doc.gen, 0)], with_payload=False, with_vector=True
+        )
+        stored = point.vector[SPARSE]
+        assert stored.indices == expected.indices
+        assert stored.values == pytest.approx(expected.values)
 
 
 def _sparse(text: str) -> tuple[object]:

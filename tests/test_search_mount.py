@@ -100,7 +100,8 @@ def test_paraphrased_questions_find_their_page_through_the_mount(
         assert len(top) <= 3
         found.append(page in top)
     print(f"\n{mode}: expected page in the top 3 for {sum(found)} of {len(QUESTIONS)}")
-    minimum = {"hybrid": 10, "semantic": 9, "keyword": 0}[mode]
+    # As in test_e2e_model: measured 12, 12 and 9 of 12 in-process (the same ranking).
+    minimum = {"hybrid": 10, "semantic": 9, "keyword": 7}[mode]
     assert sum(found) >= minimum
 
 
