@@ -380,9 +380,13 @@ def test_odd_query_names_give_a_result(dirs: SearchDirectories, tree: Tree, name
 def test_long_file_names_are_cut_to_name_max() -> None:
     hits = tuple(Hit(i, f"d/{'n' * 300}.mdx", 1.0, 1, 1, "") for i in (1, 2))
     names = link_names(hits, 10)
-    assert all(len(n.encode()) == NAME_MAX or len(n.encode()) <= NAME_MAX for n in names)
+    assert [len(n.encode()) for n in names] == [NAME_MAX, NAME_MAX]  # cut to the limit, no less
     assert names[0].startswith("01-n") and names[0].endswith("….mdx")
     assert len(set(names)) == 2
+    # Two-byte letters: the cut falls between characters, up to a byte short of the limit.
+    wide_letters = link_names((Hit(1, f"d/{'é' * 300}.mdx", 1.0, 1, 1, ""),), 10)
+    assert NAME_MAX - 1 <= len(wide_letters[0].encode()) <= NAME_MAX
+    assert wide_letters[0].startswith("01-éé") and wide_letters[0].endswith("é….mdx")
     wide = link_names((Hit(7, "a.md", 1.0, 1, 1, ""),), 100)
     assert wide == ("007-a.md",)
     # 00-results.md whatever k (the README and the guide say so); it still sorts first.
