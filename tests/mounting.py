@@ -26,7 +26,9 @@ from semfs.fusefs.daemon import force_unmount
 from semfs.ingest.pipeline import IngestReport, ingest
 from semfs.ingest.store.backends import open_store
 
-MOUNT_TIMEOUT = 20.0
+# Limits that only catch a hang: a loaded shared machine is slow, never this slow.
+MOUNT_TIMEOUT = 60.0
+COMMAND_TIMEOUT = 300.0
 POLL = 0.1
 _BAD_LOG_LINE = re.compile(r"\b(WARNING|ERROR|CRITICAL)\b|Traceback")
 
@@ -39,7 +41,9 @@ def ingest_hash(
         return ingest(source, s, model="hash", **kwargs)  # type: ignore[arg-type]
 
 
-def semfs(*args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def semfs(
+    *args: str, check: bool = True, timeout: float = COMMAND_TIMEOUT
+) -> subprocess.CompletedProcess[str]:
     """Run the installed ``semfs`` console script."""
     proc = subprocess.run([SEMFS, *args], capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:

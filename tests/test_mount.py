@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import math
 import os
 import random
 import shutil
@@ -38,7 +39,7 @@ from mounting import (
     wait_until,
 )
 
-from semfs.fusefs.daemon import daemon_pid, is_stale, process_alive
+from semfs.fusefs.daemon import daemon_pid, is_stale, process_alive, unmount
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.manifest import Manifest
 
@@ -46,6 +47,9 @@ pytestmark = pytest.mark.mount
 
 # Read at import: conftest's autouse fixture removes QDRANT_URL from each test's environment.
 QDRANT_URL = os.environ.get("QDRANT_URL")
+# Seconds after which a wait for a state is a hang, not a slow machine: the limit of every
+# wait below (how fast things happen is scripts/bench.py's to measure, not a test's).
+HANG = 60.0
 
 
 def run(*cmd: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -379,7 +383,7 @@ def test_stale_mount_is_reported_and_umount_clears_it(
         wait_mounted(mnt, proc, log)
         proc.kill()
         proc.wait(10)
-        wait_until(lambda: is_stale(mnt), 3.0, "ENOTCONN from the dead mount")
+        wait_until(lambda: is_stale(mnt), HANG, "ENOTCONN from the dead mount")
         result = semfs("mount", str(mnt), "--store", str(store_dir), check=False)
         assert result.returncode == 1
         assert "stale mount" in result.stderr and f"semfs umount {mnt}" in result.stderr
@@ -416,14 +420,21 @@ def test_lazy_umount_says_the_daemon_still_serves(sample_copy: Path, tmp_path: P
     ingest_hash(sample_copy, store)
     with mounted(tmp_path / "mnt", "--store", str(store)) as m:
         with open(m.path / "index.mdx", "rb") as held:
-            started = time.monotonic()
-            result = semfs("umount", "--lazy", str(m.path))
-            assert time.monotonic() - started < 5.0  # not the 10 s wait for a daemon that stays
-            assert f"its daemon (pid {m.pid}) keeps serving" in result.stderr
+            # With no limit of its own a lazy umount would wait for ever here (the daemon
+            # stays while the file is open): it must return, saying why the daemon lives on.
+            note: list[str | None] = []
+            waiter = threading.Thread(
+                target=lambda: note.append(unmount(m.path, lazy=True, wait=math.inf)),
+                daemon=True,
+            )
+            waiter.start()
+            waiter.join(HANG)
+            assert note, f"a lazy umount still waiting for the daemon after {HANG} s"
+            assert f"its daemon (pid {m.pid}) keeps serving" in str(note[0])
             assert not os.path.ismount(m.path)
             assert held.read() == (sample_copy / "index.mdx").read_bytes()
             assert process_alive(m.pid)
-        wait_until(lambda: m.proc.poll() is not None, 10.0, "the daemon exiting after the close")
+        wait_until(lambda: m.proc.poll() is not None, HANG, "the daemon exiting after the close")
 
 
 def test_no_torn_reads_during_a_reingest(tmp_path: Path) -> None:
@@ -459,7 +470,8 @@ def test_no_torn_reads_during_a_reingest(tmp_path: Path) -> None:
 
 
 def live_update(source: Path, mount: Mount, reingest: list[str]) -> None:
-    """Change the source, re-ingest while mounted, and see the mount follow within 2 s."""
+    """Change the source, re-ingest while mounted, and see the mount follow (the time it took is
+    printed, not judged: a loaded machine may take longer than the ~2 s it usually does)."""
     mnt = mount.path
     before = {rel: os.stat(mnt / rel).st_ino for rel in ("index.mdx", "quickstart.mdx")}
     assert (mnt / "index.mdx").read_bytes() == (source / "index.mdx").read_bytes()  # cached
@@ -470,7 +482,7 @@ def live_update(source: Path, mount: Mount, reingest: list[str]) -> None:
     result = semfs(*reingest)
     assert "added 1, updated 1" in result.stdout and "deleted 1" in result.stdout
     took = wait_until(
-        lambda: run("diff", "-r", str(source), str(mnt)).returncode == 0, 2.0, "the mount updated"
+        lambda: run("diff", "-r", str(source), str(mnt)).returncode == 0, HANG, "the mount updated"
     )
     print(f"mount showed the re-ingest after {took:.2f} s")
     # Contents, not only names: the kernel dropped the changed file's cached pages, and its
@@ -497,7 +509,7 @@ def test_cached_listings_follow_a_reingest(
     sample_copy: Path, store_dir: Path, tmp_path: Path
 ) -> None:
     """The kernel keeps folder listings; a re-ingest that adds and removes a file shows in
-    them within 2 s, even where the folder's own attributes do not change."""
+    them, even where the folder's own attributes do not change."""
     folder = sample_copy / "deploy"
     old = folder / "ci.mdx"
     os.utime(old, (1_000_000, 1_000_000))  # not the folder's newest: its mtime stays
@@ -527,7 +539,7 @@ def test_cached_listings_follow_a_reingest(
                 and "/deploy/ci.mdx" not in found
             )
 
-        wait_until(shown, 2.0, "the cached listing updated")
+        wait_until(shown, HANG, "the cached listing updated")
         after = os.stat(m.path / "deploy")
         assert (after.st_mtime_ns, after.st_nlink) == (before.st_mtime_ns, before.st_nlink)
         diff = run("diff", "-r", str(sample_copy), str(m.path))
@@ -592,7 +604,7 @@ def test_system_mount_command(sample_copy: Path, store_dir: Path, tmp_path: Path
         assert run("umount", str(mnt)).returncode == 0
         assert not os.path.ismount(mnt)
         if pid is not None:
-            wait_until(lambda: not process_alive(pid), 10, "the daemon exited")
+            wait_until(lambda: not process_alive(pid), HANG, "the daemon exited")
     finally:
         force_unmount(mnt)
         if pid is not None and process_alive(pid):
@@ -632,8 +644,8 @@ def test_the_tree_is_the_same_from_the_manifest_or_the_records(
         assert run("diff", "-r", str(sample_copy), str(m.path)).stdout == ""
         assert stat.S_IMODE((m.path / "index.mdx").stat().st_mode) == 0o440
         # A mount without a current manifest writes one once the shard has loaded.
-        wait_until(path.exists, 10, "the daemon's manifest")
-        # Ingesting while mounted (through the daemon) shows within 2 s and replaces it.
+        wait_until(path.exists, HANG, "the daemon's manifest")
+        # Ingesting while mounted (through the daemon) shows in the mount and replaces it.
         live_update(sample_copy, m, ["ingest", str(sample_copy), "--store", str(store_dir)])
         current = Manifest.from_bytes(path.read_bytes())
         assert current.meta.generation == 2 and not current.meta.dirty

@@ -27,7 +27,7 @@ from click.testing import CliRunner
 from conftest import SAMPLE_CORPUS, SEMFS
 from mounting import ingest_hash
 
-from semfs.fusefs import fastmount
+from semfs.fusefs import fastmount, kernelcache
 from semfs.fusefs.bindings import ENOATTR, FuseOSError, can_invalidate
 from semfs.fusefs.commands import cli
 from semfs.fusefs.daemon import (
@@ -377,11 +377,32 @@ def test_readdir_getattr_xattrs(ops: SemfsOperations, ro_source: Path) -> None:
     assert ops.statfs("/")["f_files"] == len(ops.tree)
 
 
-def test_open_read_and_page_cache_versions(store: Store, sample_copy: Path) -> None:
+class SkewedClock:
+    """The ``time`` module with its monotonic clock moved on at will: the kernel's timeout
+    passes when the test says so, however slowly a loaded machine runs the steps between."""
+
+    def __init__(self) -> None:
+        self.skew = 0.0
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.skew
+
+    def monotonic_ns(self) -> int:
+        return time.monotonic_ns() + round(self.skew * 1e9)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+def test_open_read_and_page_cache_versions(
+    store: Store, sample_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = SkewedClock()
+    monkeypatch.setattr(kernelcache, "time", clock)
     inodes = InodeMap()
     tree = Tree.build(store.list_documents(), inodes, OWNER)
     ops = SemfsOperations(tree, DocumentReader(store), kernel=KernelCache(invalidate=False))
-    ops.kernel.timeout = 0.2  # how long the kernel may keep a changed file's old size
+    ops.kernel.timeout = 60.0  # how long the kernel may keep a changed file's old size
     data, first = read_all(ops, "/index.mdx")
     assert data == (sample_copy / "index.mdx").read_bytes()
     assert first.keep_cache == 0  # nothing cached yet: either would do
@@ -393,7 +414,7 @@ def test_open_read_and_page_cache_versions(store: Store, sample_copy: Path) -> N
     data, changed = read_all(ops, "/index.mdx")
     assert data == b"new text\n"
     assert changed.direct_io == 1  # the kernel may still clamp to the old size: bypass it
-    time.sleep(0.3)
+    clock.skew += ops.kernel.timeout  # the kernel's timeout has run out
     data, changed = read_all(ops, "/index.mdx")
     assert data == b"new text\n"
     assert (changed.keep_cache, changed.direct_io) == (0, 0)  # settled: old pages dropped

@@ -261,7 +261,7 @@ def test_reingest_changes_the_results(tmp_path: Path, sample_copy: Path) -> None
         assert os.listdir(query) == ["00-results.md"]
         (sample_copy / "customize" / "fonts.mdx").write_text("# Fonts\n\nzanzibar quokka\n")
         semfs("ingest", str(sample_copy), "--store", str(store))
-        wait_until(lambda: len(os.listdir(query)) == 2, 10, "the new document in the results")
+        wait_until(lambda: len(os.listdir(query)) == 2, HANG, "the new document in the results")
         assert ranked_paths(m.path, query) == ["customize/fonts.mdx"]
 
 
