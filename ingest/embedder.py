@@ -34,7 +34,7 @@ PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # What a new store is built with: torch fp32. int8 on ONNX Runtime (``@onnx-int8``) stays an
 # option: issue 11's rule for the default (>= 1.8x torch's chunks/s, Cranfield nDCG@10 within
 # 0.005) held only while the benchmark capped torch at one thread; with both on both cores it
-# is 1.07x (README "Embedding backends"; BENCHMARKS.md section 7).
+# is 1.03x (docs/cli.md "Embedding backends"; BENCHMARKS.md section 7).
 DEFAULT_MODEL = PACKAGED_MODEL
 HASH_MODEL = "hash"
 # Room left in the model window for the context line (title > heading) added before a chunk.

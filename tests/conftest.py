@@ -28,9 +28,9 @@ def shared_path(*parts: str) -> Path:
 
 @pytest.fixture(scope="session")
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the ONNX exports go: one folder for the whole run, so the default model's one-off
-    export (~12 s) is paid once, not by every test that ingests. A SEMFS_MODEL_CACHE set
-    before the run is kept, so a developer can reuse the export across runs."""
+    """Where the ONNX exports go: one folder for the whole run, so the one-off export for the
+    @onnx backends (~12 s) is paid once, not by every test that uses them. A SEMFS_MODEL_CACHE
+    set before the run is kept, so a developer can reuse the export across runs."""
     given = os.environ.get("SEMFS_MODEL_CACHE")
     return Path(given) if given else tmp_path_factory.mktemp("onnx-models")
 

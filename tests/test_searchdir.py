@@ -660,8 +660,8 @@ def test_callbacks_answer_precise_errors(
 def test_ranking_ignores_the_order_of_tied_chunks(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """RRF ties are common and Qdrant returns them in no fixed order; `semfs search` and a
-    search directory (two calls, often two processes) must still rank alike."""
+    """Tied fused (DBSF) scores happen and Qdrant returns ties in no fixed order; `semfs
+    search` and a search directory (two calls, often two processes) must still rank alike."""
     searcher = Searcher(store)
     expected = {m: searcher.search("deploy docs", mode=m) for m in ("hybrid", "keyword")}
     real_query = store.query

@@ -13,8 +13,10 @@ Rules a caller may rely on:
 * Lines are scored by the query's BM25 terms (the same tokenizer as the index: stemmed,
   stop words dropped), each weighted by its rarity among the lines considered, plus a share
   of the same score for the heading path they sit under, plus a little for the chunk's rank
-  within the document (the search engine's own view). Only lines holding a query term are
-  picked; blank lines, headings, fences, rules, lone HTML/MDX tags and front matter never.
+  within the document (the search engine's own view). The best lines are those holding a
+  query term; the lines beside them come along (above), and with no match at all the
+  fallback below applies. Blank lines, headings, fences, rules, lone HTML/MDX tags and front
+  matter are never picked.
 * With no line matching any term (a purely semantic hit), the best chunk's first lines of
   prose are the excerpt: a document's best passage, not its front matter.
 * Each document stays within its own budget; given a ``total``, the documents' lines also
