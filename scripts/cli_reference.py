@@ -1,6 +1,7 @@
-"""The generated documentation, built from the code: the commands table and search syntax in
-README.md, every command's help in docs/cli.md. Run by cog (``cog -r README.md docs/cli.md``
-rewrites them; ``cog --check``, in scripts/test.sh, fails when they drift from ``semfs --help``).
+"""The generated documentation, built from the code: the commands table, search syntax and agent
+guide in README.md, every command's help in docs/cli.md. Run by cog (``cog -r README.md
+docs/cli.md`` rewrites them; ``cog --check``, in scripts/test.sh, fails when they drift from
+``semfs --help`` and ``semfs guide``).
 
 Nothing here is written by hand about a command: a summary is the first paragraph of the
 command's docstring, options are its click parameters, the search syntax is ``semfs mount
@@ -19,6 +20,7 @@ import click.testing
 os.environ.pop("SEMFS_STORE", None)
 os.environ["XDG_DATA_HOME"] = "$HOME/.local/share"
 
+from semfs.fusefs.agent.guide import guide
 from semfs.fusefs.commands import cli  # after the environment above
 
 PROG = "semfs"
@@ -95,3 +97,8 @@ def search_syntax() -> str:
     paragraphs = [p.strip("\n") for p in re.split(r"\n\s*\n", epilog.replace("\b\n", ""))]
     wanted = [p for p in paragraphs if ".search" in p or "parameter folders" in p]
     return "```\n" + "\n\n".join(wanted) + "\n```\n"
+
+
+def agent_guide() -> str:
+    """The agent guide exactly as ``semfs guide`` prints it (DOCS where the mountpoint goes)."""
+    return "```text\n" + guide() + "```\n"
