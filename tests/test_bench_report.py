@@ -12,7 +12,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from benchmarks.config import parse_args
 from benchmarks.report import KEPT_MARKER, write_outputs
-from benchmarks.results import Results, Row
+from benchmarks.results import IN_SAMPLE, OUT_OF_SAMPLE, Results, Row
 
 KEPT = f"""{KEPT_MARKER}
 
@@ -97,3 +97,21 @@ def test_a_new_report_has_no_kept_part(tmp_path: Path) -> None:
     text = md.read_text()
     assert KEPT_MARKER not in text
     assert "## Targets" in text and "## 8. Answers" in text
+
+
+def test_figures_say_whether_the_defaults_were_tuned_on_their_data(tmp_path: Path) -> None:
+    res = _results()
+    for corpus, sample in (("fastapi-docs (3352 chunks)", IN_SAMPLE), ("mintlify-docs", "")):
+        res.add(Row("answers", "hit@1", corpus, value=0.9, target="≥ 0.88", met=True))
+        res.rows[-1].sample = sample or OUT_OF_SAMPLE
+    md = tmp_path / "quick.md"
+    args = ["--quick", "--markdown", str(md), "--out", str(tmp_path / "q.json")]
+    write_outputs(parse_args([*args, "--workdir", str(tmp_path)]), res, _meta())
+    text = md.read_text()
+    tuned = "0.900 <br><sub>in-sample: tuned on these questions</sub>"
+    held = "0.900 <br><sub>out-of-sample: no default was chosen on these questions</sub>"
+    # Beside the figure in the targets table and in the section, and said what it means.
+    assert text.count(f"| fastapi-docs (3352 chunks) | {tuned} |") == 2, text
+    assert text.count(f"| mintlify-docs | {held} |") == 2, text
+    assert "*In-sample*: the excerpt budgets and weights, `DEFAULT_K` and `STRENGTH_FIT`" in text
+    assert "| grep -r (warm) | synthetic 100k | 3.00x |" in text  # other figures: no label

@@ -2,7 +2,9 @@
 
 ``scripts/answers.py`` does the work (real-model ingest of each corpus, every question asked
 as ``ls .search/QUESTION/`` + a read of ``00-results.md``); this module turns each set's
-overall figures into rows with the targets, and keeps its per-kind table for the report.
+overall figures into rows with the targets, and keeps its per-kind table for the report. The
+sets the defaults were tuned on are marked in-sample; the held-out sets are the out-of-sample
+figures.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from semfs.ingest.store import DEFAULT_K
 
 from .config import Config
 from .harness import REPO, CannotMeasure, logger
-from .results import Results, Row
+from .results import IN_SAMPLE, OUT_OF_SAMPLE, Results, Row
 
 RESULTS_P95_BYTES = 4096  # issue 8: 00-results.md p95 ≤ 4 KB at the default k
 # (figure key in answers.summarise, row name, target, met, unit)
@@ -41,18 +43,21 @@ def measure_answers(cfg: Config, res: Results) -> None:
     sys.path.insert(0, str(REPO / "scripts"))
     import answers
 
-    missing = [
-        s
-        for s in answers.DEFAULT_SETS
-        if not (answers.SHARED / "datasets" / "doc-questions" / f"{s}.tsv").exists()
-    ]
+    questions = answers.SHARED / "datasets" / "doc-questions"
+    missing = [s for s in answers.DEFAULT_SETS if not (questions / f"{s}.tsv").exists()]
     if missing:
         raise CannotMeasure(f"no question set {', '.join(missing)} under {answers.SHARED}")
+    # The sets the defaults were tuned on, then those held out from tuning (where present).
+    held_out = [s for s in answers.HELD_OUT_SETS if (questions / f"{s}.tsv").exists()]
     reports = answers.run(
-        answers.DEFAULT_SETS, cfg.workdir / "answers", "mount", log=lambda m: logger.info("%s", m)
+        [*answers.DEFAULT_SETS, *held_out],
+        cfg.workdir / "answers",
+        "mount",
+        log=lambda m: logger.info("%s", m),
     )
     for r in reports:
         corpus = f"{r.name} ({r.chunks} chunks)"
+        sample = IN_SAMPLE if r.name in answers.DEFAULT_SETS else OUT_OF_SAMPLE
         for key, name, target, check, unit in FIGURES:
             if key not in r.overall:  # a figure answers.py does not report (yet)
                 continue
@@ -66,6 +71,7 @@ def measure_answers(cfg: Config, res: Results) -> None:
                     unit=unit,
                     target=target,
                     met=check(value) if check else None,
+                    sample="" if unit == "ms" else sample,  # speed was not tuned on them
                     chunks=r.chunks,
                     note=(
                         f"{int(r.overall['n'])} questions; default settings (hybrid, k {DEFAULT_K})"

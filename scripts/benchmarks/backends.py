@@ -24,7 +24,7 @@ from semfs.ingest.embedder import PACKAGED_MODEL, Embedder, load_embedder
 from .config import Config
 from .harness import REPO, CannotMeasure, median, timed
 from .ingesting import chunk_texts
-from .results import Results, Row
+from .results import IN_SAMPLE_CRANFIELD, Results, Row
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 SPEED_TARGET = 1.8  # x torch's chunks/s, to become the default
@@ -139,6 +139,7 @@ def measure_cranfield(cfg: Config, res: Results) -> dict[str, dict[str, float]]:
                 baseline_value=CRANFIELD_HYBRID_FLOOR if floor else None,
                 target=f"≥ {CRANFIELD_HYBRID_FLOOR}" if floor else "",
                 met=torch_v >= CRANFIELD_HYBRID_FLOOR if floor else None,
+                sample=IN_SAMPLE_CRANFIELD,
                 note=f"{len(docs)} documents, {len(queries)} queries, graded gains "
                 "(scripts/cranfield.py's scoring)",
             )
@@ -154,6 +155,7 @@ def measure_cranfield(cfg: Config, res: Results) -> dict[str, dict[str, float]]:
                 baseline_value=torch_v,
                 target=f"≥ torch − {NDCG_SLACK} (rule for the default)",
                 met=int8_v >= torch_v - NDCG_SLACK,
+                sample=IN_SAMPLE_CRANFIELD,
                 note=f"difference {int8_v - torch_v:+.4f}",
             )
         )

@@ -50,12 +50,21 @@ _RATIO_TARGET = re.compile(r"\d(\.\d+)?x\b")
 
 
 def measured_cell(row: Row) -> str:
-    """What the target is about: the ratio for a ratio target (``≤ 3x``), else the value."""
+    """What the target is about: the ratio for a ratio target (``≤ 3x``), else the value;
+    with whether defaults were tuned on its data beside it."""
     if row.status != "ok":
         return "—"
     if row.ratio is not None and row.unit != "x" and _RATIO_TARGET.search(row.target):
         return f"{row.ratio:.2f}x"
-    return fmt(row.value, row.unit)
+    return value_cell(row)
+
+
+def value_cell(row: Row) -> str:
+    """The figure, and beside it whether defaults were tuned on its data (``row.sample``)."""
+    if row.status != "ok":
+        return "—"
+    value = fmt(row.value, row.unit)
+    return f"{value} <br><sub>{md_escape(row.sample)}</sub>" if row.sample else value
 
 
 def targets_table(res: Results) -> list[str]:
@@ -125,6 +134,14 @@ def render_markdown(cfg: Config, res: Results, meta: dict[str, Any], kept: str =
         "absolute figures on a busy machine. ✗ MISSED marks a target not met; `skipped` marks "
         "what could not be measured in this run, with the reason.",
         "",
+        "Search quality figures say whether the defaults were tuned on the data they are "
+        "measured on. *In-sample*: the excerpt budgets and weights, `DEFAULT_K` and "
+        "`STRENGTH_FIT` were chosen on the fastapi-docs and mem0-docs questions, and "
+        "`FUSION_CANDIDATES` (with the DBSF fusion) on Cranfield and those questions, so their "
+        "figures there show the fit, not how well it carries over. *Out-of-sample*: a question "
+        'set no default was chosen on (mintlify-docs). See docs/search.md, "What was tuned '
+        'on what".',
+        "",
         "## Corpora",
         "",
         "| corpus | files | MB | chunks | model for its store | note |",
@@ -158,7 +175,7 @@ def render_markdown(cfg: Config, res: Results, meta: dict[str, Any], kept: str =
             what = md_escape(r.what) if first else "″"
             if r.note and (first or r.note != previous.note):  # type: ignore[union-attr]
                 what += f" <br><sub>{md_escape(r.note)}</sub>"
-            value = fmt(r.value, r.unit) if r.status == "ok" else "—"
+            value = value_cell(r)
             out.append(
                 f"| {what} | {md_escape(r.corpus)} | {value} | {base} | {ratio} | "
                 f"{md_escape(r.target)} | {md_escape(status_cell(r))} |"

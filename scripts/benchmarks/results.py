@@ -15,6 +15,11 @@ from .harness import SKIPPED, CannotMeasure, logger
 # -- results -----------------------------------------------------------------------------
 
 BIG_CHUNKS = 50_000  # from here a corpus is held to the targets issue 11 sets at 100k chunks
+# Beside a figure measured on data that search defaults were chosen on (docs/search.md "What
+# was tuned on what"): it says how well they fit, not how well they carry over.
+IN_SAMPLE = "in-sample: tuned on these questions"
+IN_SAMPLE_CRANFIELD = "in-sample: FUSION_CANDIDATES and DBSF fusion chosen on these queries"
+OUT_OF_SAMPLE = "out-of-sample: no default was chosen on these questions"
 
 
 @dataclass
@@ -33,6 +38,8 @@ class Row:
     target: str = ""
     met: bool | None = None
     status: str = "ok"  # "ok", "skipped", "error"
+    # Whether defaults were chosen on this figure's data: IN_SAMPLE / OUT_OF_SAMPLE text, or "".
+    sample: str = ""
     reason: str = ""
     note: str = ""
     chunks: int | None = None
