@@ -414,7 +414,7 @@ def test_repeated_lookups_search_once(
 
 
 def test_concurrent_lookups_of_one_query_search_once(store: Store, tree: Tree) -> None:
-    spy = CountingSearch(Searcher(store), delay=0.2)
+    spy = CountingSearch(Searcher(store), delay=1.0)  # 1 s: room for 8 threads, loaded
     dirs = SearchDirectories(spy)
     barrier = threading.Barrier(8)
     seen: list[list[str]] = []
@@ -464,12 +464,16 @@ def test_results_name_only_documents_the_tree_shows(store: Store, spy: CountingS
 
 
 def test_a_failed_search_reaches_every_waiter_and_is_not_kept(store: Store, tree: Tree) -> None:
-    spy = CountingSearch(Searcher(store), delay=0.1)
+    # The four start together and the failing search takes 1 s: all four wait for that one
+    # (0.1 s let a thread scheduled late on a loaded machine start a second search).
+    spy = CountingSearch(Searcher(store), delay=1.0)
     spy.fail = RuntimeError("store down")
     dirs = SearchDirectories(spy)
     errors: list[BaseException] = []
+    start = threading.Barrier(4)
 
     def worker() -> None:
+        start.wait()
         try:
             listing(resolve(dirs, tree, ".search/cards"))
         except RuntimeError as exc:
@@ -479,7 +483,7 @@ def test_a_failed_search_reaches_every_waiter_and_is_not_kept(store: Store, tree
     for t in threads:
         t.start()
     for t in threads:
-        t.join(10)
+        t.join(60)
     assert len(errors) == 4 and len(spy.calls) == 1
     assert len(dirs.cache) == 0
     spy.fail = None
