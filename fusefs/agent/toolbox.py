@@ -11,9 +11,10 @@ Rules a caller may rely on:
 * Paths are relative to the collection root (``""`` is the root; a leading ``/`` or ``./``
   is ignored); ``..`` is refused.
 * A result's text and its data (structured content, as JSON) together stay within the output
-  budget (bytes, default 30 KB): the data takes at most half (its longest list is cut, and
-  ``data["cut"]`` says so), the text the rest, cut at a line end (a line longer than that is
-  cut inside), ending with a line saying so and how to narrow the call.
+  budget (bytes, default 30 KB): when they do not fit, the smaller one is kept whole if it fits
+  in half, and the other is cut to the rest: the data's longest list, with ``data["cut"]``
+  saying so; the text at a line end (a line longer than that is cut inside), ending with a
+  line saying so and how to narrow the call.
 * Every tool takes a ``scope`` (folders, ``()``: everything): what lies outside it is pruned
   from the tree before the tool looks, so no answer, count or error tells it apart from a
   path that does not exist.
@@ -86,7 +87,12 @@ def _json_size(data: dict[str, Any]) -> int:
 
 def fit(text: str, data: dict[str, Any], budget: int, hint: str) -> ToolOutput:
     """``text`` and ``data`` within ``budget`` bytes together (see the module's rules)."""
-    data = _fit_data(data, budget // 2, hint)
+    text_size = len(text.encode("utf-8", "surrogateescape"))
+    if text_size + _json_size(data) <= budget:
+        return ToolOutput(text, data)
+    # The smaller part is kept whole when it fits in half; the other gets the rest.
+    half = budget // 2
+    data = _fit_data(data, budget - text_size if text_size <= half else half, hint)
     body, _ = cap(text, budget - _json_size(data), hint)
     return ToolOutput(body, data)
 
