@@ -10,9 +10,11 @@ semfs=.venv/bin/semfs
 export SEMFS_COLLECTION=semfs-demo
 
 echo "== semfs ingest $docs"
-"$semfs" ingest "$docs"
+"$semfs" ingest "$docs" --replace   # the demo's own collection: another folder replaces it
 echo; echo "== semfs status"
 "$semfs" status
+echo; echo "== semfs collections list   (semfs collections rm semfs-demo removes this one)"
+"$semfs" collections list
 echo; echo "== semfs search 'how do I use my own domain for the docs' -k 3"
 "$semfs" search "how do I use my own domain for the docs" -k 3
 
