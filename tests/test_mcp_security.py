@@ -226,6 +226,23 @@ def test_token_files_others_can_read_are_refused(sample_store: Path, tmp_path: P
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and "can be read by others" in proc.stderr
     assert f"chmod 600 {loose}" in proc.stderr
+    # A link is refused too, even to a private file: it could be swapped under us.
+    private = tmp_path / "private.token"
+    private.write_text("semfs_" + "b" * 43 + "\n")
+    private.chmod(0o600)
+    link = tmp_path / "link.token"
+    link.symlink_to(private)
+    proc = semfs(
+        "mcp",
+        "--http",
+        address,
+        "--store",
+        str(sample_store),
+        "--token-file",
+        str(link),
+        check=False,
+    )
+    assert proc.returncode == 1 and "is a symlink" in proc.stderr
 
 
 def test_the_catastrophic_regex_answers_and_blocks_nothing(sample_store: Path) -> None:

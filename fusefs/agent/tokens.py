@@ -22,6 +22,7 @@ Rules a caller may rely on:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import json
@@ -79,19 +80,27 @@ def _private_folder(folder: Path) -> None:
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
-def check_private(path: Path) -> os.stat_result:
-    """``path``'s stat, or :class:`TokenError` when others may read it or it is not ours."""
-    st = os.stat(path)
-    if not stat.S_ISREG(st.st_mode):
-        raise TokenError(f"token file {path} is not a regular file")
-    if st.st_uid != os.getuid():
-        raise TokenError(f"token file {path} belongs to uid {st.st_uid}, not to you")
-    if st.st_mode & 0o077:
-        raise TokenError(
-            f"token file {path} can be read by others (mode {stat.S_IMODE(st.st_mode):04o}): "
-            f"chmod 600 {path}"
-        )
-    return st
+def read_private(path: Path) -> str:
+    """``path``'s text, or :class:`TokenError` when it is a symlink, not a regular file, not
+    ours, or readable by others (checked on the open file: nothing can swap it in between)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise TokenError(f"token file {path} is a symlink: give the file itself") from exc
+        raise
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise TokenError(f"token file {path} is not a regular file")
+        if st.st_uid != os.getuid():
+            raise TokenError(f"token file {path} belongs to uid {st.st_uid}, not to you")
+        if st.st_mode & 0o077:
+            raise TokenError(
+                f"token file {path} can be read by others (mode {stat.S_IMODE(st.st_mode):04o}): "
+                f"chmod 600 {path}"
+            )
+        return f.read(1 << 20).decode("utf-8", "replace")
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -117,7 +126,7 @@ def new_token() -> str:
 def owner_token(path: Path) -> tuple[str, bool]:
     """The token in ``path``, made (owner-only) when there is none; and whether it was made."""
     try:
-        check_private(path)
+        text = read_private(path)
     except FileNotFoundError:
         token = new_token()
         _private_folder(path.parent)
@@ -128,7 +137,7 @@ def owner_token(path: Path) -> tuple[str, bool]:
         with os.fdopen(fd, "w") as f:
             f.write(token + "\n")
         return token, True
-    token = path.read_text().strip()
+    token = text.strip()
     if len(token) < 16:
         raise TokenError(f"token file {path} holds no token (16 characters at least)")
     return token, False
@@ -149,8 +158,7 @@ class ScopedTokens:
 
     def _read(self) -> list[dict[str, Any]]:
         try:
-            check_private(self.path)
-            data = json.loads(self.path.read_text())
+            data = json.loads(read_private(self.path))
         except FileNotFoundError:
             return []
         except (ValueError, OSError) as exc:
