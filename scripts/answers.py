@@ -13,8 +13,16 @@ question is asked as an agent would: ``os.listdir(MNT/.search/QUESTION)`` then a
 * answer-in-results: the share of questions whose ``answer`` line (whitespace-normalised)
   appears in the default ``00-results.md``;
 * ``00-results.md`` bytes, p50 and p95;
+* cost: the bytes an agent reads to reach the answer, mean. The results file; plus, when the
+  answer line is not in it, the 21 lines of the page around the answer line (``sed -n``);
+  plus, when no listed link is the expected page or an alternate, one more results file of
+  the same size (a second search). The page lines are the expected page's, read from the
+  corpus;
 * query-dir listing p50: a fresh question's first ``listdir`` on a warm mount (model loaded),
   and the warm listing p50: the same directory listed again (the mount's query cache).
+
+``--curve B1,B2,...`` asks every question once per excerpt budget instead (in process) and
+prints answer-in-results, results bytes and cost against the budget.
 
 The question files are read with plain tab splitting: two answers start with ``"``, which a
 CSV reader would strip. ``/`` in a question is typed as U+2215 DIVISION SLASH, as the guide
@@ -24,6 +32,7 @@ store's tree, no FUSE): quicker for iteration, same ranking and results file.
 Example:
     .venv/bin/python scripts/answers.py --work /var/tmp/answers            # both sets
     .venv/bin/python scripts/answers.py --set fastapi-docs --markdown out.md
+    .venv/bin/python scripts/answers.py --work /var/tmp/answers --curve 300,600,800,1200,3000
 """
 
 from __future__ import annotations
@@ -115,6 +124,7 @@ class Outcome:
     results: str  # the 00-results.md text
     listing_ms: float  # the first listing: the search runs
     warm_listing_ms: float = float("nan")  # the same directory listed again: from the cache
+    around_bytes: int = 0  # the 21 page lines around the answer line (see answer_window)
 
     @property
     def rank(self) -> int | None:
@@ -124,6 +134,39 @@ class Outcome:
     @property
     def answered(self) -> bool:
         return normalise(self.question.answer) in normalise(self.results)
+
+    @property
+    def results_bytes(self) -> int:
+        return len(self.results.encode())
+
+    @property
+    def cost(self) -> int:
+        """Bytes read to reach the answer: the results file, the lines around the answer
+        when it is not in the file, a second results file when the page is not listed."""
+        cost = self.results_bytes
+        if not self.answered:
+            cost += self.around_bytes
+        if self.rank is None:
+            cost += self.results_bytes
+        return cost
+
+
+# Lines an agent reads around the answer line when the results file lacks it: the line and
+# ten either side, as ``sed -n 'A,Bp'`` after a results file pointed at the place.
+AROUND = 10
+
+
+def answer_window(page: str, answer: str) -> int:
+    """Bytes of the ``2 * AROUND + 1`` lines of ``page`` centred on the line holding
+    ``answer`` (whitespace-normalised); the page's first lines when no line holds it."""
+    lines = page.splitlines(keepends=True)
+    want = normalise(answer)
+    at = next((i for i, line in enumerate(lines) if want in normalise(line)), None)
+    if at is None:  # the answer spans lines: the first line holding its start
+        head = want[:40]
+        at = next((i for i, line in enumerate(lines) if head and head in normalise(line)), 0)
+    lo = max(0, at - AROUND)
+    return len("".join(lines[lo : lo + 2 * AROUND + 1]).encode())
 
 
 def percentile(xs: Sequence[float], p: float) -> float:
@@ -139,7 +182,7 @@ def percentile(xs: Sequence[float], p: float) -> float:
 def summarise(outcomes: Sequence[Outcome]) -> dict[str, float]:
     n = len(outcomes)
     ranks = [o.rank for o in outcomes]
-    sizes = [len(o.results.encode()) for o in outcomes]
+    sizes = [o.results_bytes for o in outcomes]
     return {
         "n": n,
         "hit@1": sum(r == 1 for r in ranks) / n,
@@ -148,6 +191,7 @@ def summarise(outcomes: Sequence[Outcome]) -> dict[str, float]:
         "answer_in_results": sum(o.answered for o in outcomes) / n,
         "results_bytes_p50": percentile(sizes, 50),
         "results_bytes_p95": percentile(sizes, 95),
+        "cost_bytes_mean": sum(o.cost for o in outcomes) / n,
         "listing_ms_p50": percentile([o.listing_ms for o in outcomes], 50),
         "warm_listing_ms_p50": percentile([o.warm_listing_ms for o in outcomes], 50),
     }
@@ -277,41 +321,69 @@ def ask_mount(
 
 
 def ask_in_process(
-    store: Path, qs: Sequence[Question], params: Sequence[str] = ()
-) -> list[Outcome]:
-    """The mount's code path without FUSE: SearchDirectories over the store's tree."""
-    from semfs.fusefs.searchdir import SearchDirectories
-    from semfs.fusefs.tree import InodeMap, Ownership, Tree
+    store: Path,
+    qs: Sequence[Question],
+    params: Sequence[str] = (),
+    budgets: Sequence[int] = (),
+) -> list[Outcome] | dict[int, list[Outcome]]:
+    """The mount's code path without FUSE: SearchDirectories over the store's tree. With
+    ``budgets``, every question once per excerpt budget (the Searcher's total, its per-rank
+    caps scaled alike), by budget."""
     from semfs.ingest.search import Searcher
     from semfs.ingest.store.backends import open_store
 
     with open_store(store) as s:
-        tree = Tree.build(s.list_documents(), InodeMap(), Ownership(os.getuid(), os.getgid()))
         searcher = Searcher(s)
         searcher.warm_up()
-        dirs = SearchDirectories(searcher.search)
-        out = []
-        for q in qs:
-            rel = "/".join([".search", *params, q.dir_name])
-            started = time.perf_counter()
-            node = dirs.resolve(tree, rel)
-            assert node is not None and node.children is not None
-            names = sorted(node.children)
-            took = (time.perf_counter() - started) * 1000
-            ranked, text = [], ""
-            for n in names:
-                child = node.children[n]
-                if child.data is not None:
-                    text = child.data.decode()
-                elif child.target is not None:
-                    ranked.append("/".join(p for p in child.target.split("/") if p != ".."))
-            started = time.perf_counter()
-            again = dirs.resolve(tree, rel)
-            assert again is not None and again.children is not None
-            sorted(again.children)
-            warm = (time.perf_counter() - started) * 1000
-            out.append(Outcome(q, ranked, text, took, warm))
-        return out
+        if not budgets:
+            return _ask_searcher(s, searcher, qs, params)
+        caps, total = searcher.excerpt_chars, searcher.excerpt_total
+        by_budget = {}
+        for b in budgets:
+            searcher.excerpt_total = b
+            searcher.excerpt_chars = tuple(round(c * b / total) for c in caps)
+            by_budget[b] = _ask_searcher(s, searcher, qs, params)
+        return by_budget
+
+
+def _ask_searcher(
+    store: Any, searcher: Any, qs: Sequence[Question], params: Sequence[str]
+) -> list[Outcome]:
+    from semfs.fusefs.searchdir import SearchDirectories
+    from semfs.fusefs.tree import InodeMap, Ownership, Tree
+
+    tree = Tree.build(store.list_documents(), InodeMap(), Ownership(os.getuid(), os.getgid()))
+    dirs = SearchDirectories(searcher.search)
+    out = []
+    for q in qs:
+        rel = "/".join([".search", *params, q.dir_name])
+        started = time.perf_counter()
+        node = dirs.resolve(tree, rel)
+        assert node is not None and node.children is not None
+        names = sorted(node.children)
+        took = (time.perf_counter() - started) * 1000
+        ranked, text = [], ""
+        for n in names:
+            child = node.children[n]
+            if child.data is not None:
+                text = child.data.decode()
+            elif child.target is not None:
+                ranked.append("/".join(p for p in child.target.split("/") if p != ".."))
+        started = time.perf_counter()
+        again = dirs.resolve(tree, rel)
+        assert again is not None and again.children is not None
+        sorted(again.children)
+        warm = (time.perf_counter() - started) * 1000
+        out.append(Outcome(q, ranked, text, took, warm))
+    return out
+
+
+def with_pages(outcomes: Sequence[Outcome], corpus: Path) -> None:
+    """Sets each outcome's ``around_bytes`` from its expected page in ``corpus``."""
+    for o in outcomes:
+        page = corpus / o.question.expected
+        text = page.read_text(encoding="utf-8", errors="replace") if page.is_file() else ""
+        o.around_bytes = answer_window(text, o.question.answer)
 
 
 # -- output ----------------------------------------------------------------------------------
@@ -321,7 +393,8 @@ def fmt_row(label: str, kind: str, s: dict[str, float]) -> str:
     return (
         f"| {label} | {kind} | {int(s['n'])} | {s['hit@1']:.2f} | {s['hit@3']:.2f} "
         f"| {s['mrr']:.3f} | {s['answer_in_results']:.2f} | {s['results_bytes_p50']:,.0f} "
-        f"| {s['results_bytes_p95']:,.0f} | {s['listing_ms_p50']:.1f} "
+        f"| {s['results_bytes_p95']:,.0f} | {s['cost_bytes_mean']:,.0f} "
+        f"| {s['listing_ms_p50']:.1f} "
         f"| {s['warm_listing_ms_p50']:.1f} |"
     )
 
@@ -338,11 +411,14 @@ def markdown(reports: Sequence[SetReport], via: str) -> str:
         "is the share whose answer line (whitespace-normalised) is in `00-results.md`; listing "
         "is a fresh question's first `ls` on a warm mount (the search runs), warm listing the "
         "same directory listed again (answered from the mount's cache). In-sample: a set the "
-        "search defaults were tuned on; held out: one no default was chosen on.",
+        "search defaults were tuned on; held out: one no default was chosen on. cost: bytes "
+        "read to reach the answer, mean: the results file, plus the 21 page lines around the "
+        "answer line when the file lacks it, plus a second results file when the page is not "
+        "listed.",
         "",
         "| set | kind | n | hit@1 | hit@3 | MRR | answer-in-results | results p50 B "
-        "| results p95 B | listing p50 ms | warm listing p50 ms |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| results p95 B | cost mean B | listing p50 ms | warm listing p50 ms |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in reports:
         model = f", {r.model.rpartition('/')[2]}" if r.model else ""
@@ -351,6 +427,38 @@ def markdown(reports: Sequence[SetReport], via: str) -> str:
             fmt_row(f"**{r.name}** ({r.chunks} chunks{model}{sample})", "**all**", r.overall)
         )
         lines += [fmt_row("″", kind, s) for kind, s in r.by_kind.items()]
+    return "\n".join(lines) + "\n"
+
+
+def curve(
+    sets: Sequence[str],
+    work: Path,
+    budgets: Sequence[int],
+    data: Path = SHARED,
+    log: Callable[[str], None] = print,
+) -> str:
+    """answer-in-results, results bytes and cost against the excerpt budget, per set (in
+    process): the data a default budget is chosen from."""
+    lines = [
+        "| set | excerpt budget (chars) | answer-in-results | results p50 B | results p95 B "
+        "| cost mean B |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name in sets:
+        qs = read_questions(data / "datasets" / "doc-questions" / f"{name}.tsv")
+        store = work / name / "store"
+        ensure_store(data / "corpora" / name, store, log)
+        got = ask_in_process(store, qs, budgets=budgets)
+        assert isinstance(got, dict)
+        for b, outcomes in got.items():
+            with_pages(outcomes, data / "corpora" / name)
+            s = summarise(outcomes)
+            row = (
+                f"| {name} | {b} | {s['answer_in_results']:.3f} | {s['results_bytes_p50']:,.0f} "
+                f"| {s['results_bytes_p95']:,.0f} | {s['cost_bytes_mean']:,.0f} |"
+            )
+            log(row)
+            lines.append(row)
     return "\n".join(lines) + "\n"
 
 
@@ -371,7 +479,10 @@ def run(
         if via == "mount":
             outcomes = ask_mount(store, work / name, qs, log, params)
         else:
-            outcomes = ask_in_process(store, qs, params)
+            got = ask_in_process(store, qs, params)
+            assert isinstance(got, list)
+            outcomes = got
+        with_pages(outcomes, data / "corpora" / name)
         r = report(name, chunks, outcomes, model)
         log(fmt_row(name, "all", r.overall))
         reports.append(r)
@@ -380,19 +491,31 @@ def run(
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--set", action="append", dest="sets", help="Question set [both].")
+    p.add_argument("--set", action="append", dest="sets", help="Question set [all three].")
     p.add_argument("--work", type=Path, help="Keeps the stores: a re-run skips the ingest.")
     p.add_argument("--data", type=Path, default=SHARED, help="Holds corpora/ and datasets/.")
     p.add_argument("--via", choices=("mount", "searcher"), default="mount")
     p.add_argument(
         "--param", action="append", default=[], help="A parameter folder, e.g. @k=5 [none]."
     )
+    p.add_argument(
+        "--curve",
+        help="Comma-separated excerpt budgets (chars): answer-in-results and bytes for each "
+        "(in process) instead of the table, e.g. 300,600,800,1200,2000,3000.",
+    )
     p.add_argument("--markdown", type=Path, help="Write the Markdown table here too.")
     p.add_argument("--json", type=Path, help="Write every figure and each miss as JSON.")
     args = p.parse_args(argv)
-    sets = args.sets or list(DEFAULT_SETS)
+    sets = args.sets or [*DEFAULT_SETS, *HELD_OUT_SETS]
     with contextlib.ExitStack() as stack:
         work = args.work or Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        if args.curve:
+            budgets = [int(b) for b in args.curve.split(",")]
+            table = curve(sets, work, budgets, args.data, log=lambda m: print(m, file=sys.stderr))
+            print(table)
+            if args.markdown:
+                args.markdown.write_text(table)
+            return 0
         reports = run(
             sets,
             work,
