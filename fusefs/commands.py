@@ -40,6 +40,7 @@ Per-query options are parameter folders before the question, in any order:
     @hybrid @semantic @keyword   the mode (hybrid: dense + BM25, scores fused)
     @k=N                         how many documents (1-100)
     @min=X                       drop hits whose match strength (0-1) is below X
+    @more                        answering lines from more of the hits (about 3x)
     @full                        whole passages in 00-results.md instead of excerpts
     e.g. ls ~/mnt/docs/.search/@keyword/@k=3/"nginx subpath"/
 A parameter folder that is none of these (@k=500, @min=x, @bogus) is not found;

@@ -498,8 +498,9 @@ class _OnDemandSearcher:
         under: str | None = None,
         min_score: float | None = None,
         committed: Callable[[str, int], bool] | None = None,
+        more: bool = False,
     ) -> list[Hit]:
-        return self.get().search(query, k, mode, under, min_score, committed)
+        return self.get().search(query, k, mode, under, min_score, committed, more)
 
 
 def _warm_up(on_demand: _OnDemandSearcher) -> None:

@@ -7,14 +7,15 @@ The paths below any directory ``D`` of the tree (the folder name ``.search`` is 
                                     most recent first
     D/.search/@keyword/@k=3/        parameter folders: options for the queries below them
     D/.search/[@PARAM/...]QUESTION/ a query directory: its name is the query text
-        00-results.md               a ranked list (match strength, path, title, description),
-                                    then per hit the lines that best answer the question
+        00-results.md               a ranked list (path, match strength, title), then the
+                                    windows of lines that answer the question
         01-NAME -> ../../PATH       one relative symlink per document, best first
 
 Parameters, chained in any order (a later one wins): ``@hybrid``, ``@semantic``,
 ``@keyword`` (the mode), ``@k=N`` (documents, 1-100), ``@min=X`` (drop hits whose match
-strength, 0-1 and the same scale in every mode, is below X) and
-``@full`` (each hit's best passage whole in the results file, instead of excerpts).
+strength, 0-1 and the same scale in every mode, is below X), ``@more`` (windows from more
+of the hits, about three times the lines) and ``@full`` (each hit's best passage whole in
+the results file, instead of windows).
 
 Rules a caller may rely on:
 
@@ -95,13 +96,13 @@ README_NAME = "README.md"
 LOGGED_BAD_PARAMETERS = 256
 PARAMETER_PREFIX = "@"
 FULL = "full"  # @full: whole passages in the results file instead of excerpts
+MORE = "more"  # @more: windows for more of the hits, about three times the bytes
 # Virtual nodes take inode numbers from a hash of their path, in a range the tree's counter
 # never reaches: every query ever typed would otherwise grow the mount's InodeMap forever.
 _VIRTUAL_INO_BIT = 1 << 62
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # Look-alikes of "/" a name can hold: "example.com\u2215docs" is a query for "example.com/docs".
 _SLASHES = str.maketrans({"\u2215": "/", "\uff0f": "/"})
-_BACKTICKS = re.compile(r"`+")
 # Every entry of a query directory is a rank or zeros, then a dash.
 _ENTRY = re.compile(r"[0-9]{2,}-")
 
@@ -117,6 +118,7 @@ class SearchFunction(Protocol):
         under: str | None = ...,
         min_score: float | None = ...,
         committed: Callable[[str, int], bool] | None = ...,
+        more: bool = ...,
     ) -> list[Hit]: ...
 
 
@@ -128,6 +130,7 @@ class SearchOptions:
     k: int = DEFAULT_K
     min_score: float | None = None
     full: bool = False
+    more: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -139,13 +142,15 @@ class SearchOptions:
 
     def with_parameter(self, name: str) -> SearchOptions | None:
         """These options changed by a parameter folder name (``@keyword``, ``@k=3``,
-        ``@min=0.02``, ``@full``); None when the name is not a valid parameter."""
+        ``@min=0.02``, ``@more``, ``@full``); None when the name is not a valid parameter."""
         key, sep, value = name.removeprefix(PARAMETER_PREFIX).partition("=")
         try:
             if not sep and key in MODES:
                 return replace(self, mode=key)
             if not sep and key == FULL:
                 return replace(self, full=True)
+            if not sep and key == MORE:
+                return replace(self, more=True)
             if sep and key == "k" and value.isascii() and value.isdigit():
                 return replace(self, k=int(value))
             if sep and key == "min":
@@ -167,9 +172,16 @@ class SearchOptions:
         return f"unknown parameter {name!r}: use one of {known}"
 
     def describe(self) -> str:
-        floor = "none" if self.min_score is None else f"{self.min_score:g}"
-        full = " · full passages" if self.full else ""
-        return f"mode {self.mode} · k {self.k} · min score {floor}{full}"
+        """``hybrid · k 5``, then only the options set: ``· min 0.2``, ``· more``,
+        ``· full passages``."""
+        out = f"{self.mode} · k {self.k}"
+        if self.min_score is not None:
+            out += f" · min {self.min_score:g}"
+        if self.more:
+            out += " · more"
+        if self.full:
+            out += " · full passages"
+        return out
 
 
 def check_folder_name(name: str) -> str:
@@ -304,15 +316,6 @@ def _fit(prefix: str, name: str) -> str:
     return prefix + base + "…" + suffix
 
 
-# Characters of a description in the ranked list: one line, not a paragraph.
-LIST_DESCRIPTION_CHARS = 60
-# The results file's size at most, where excerpts alone make it longer: an agent reads it
-# whole, so it stays a few kB (the issue's bound: p95 <= 4 kB at the default k).
-RESULTS_BYTES = 4000
-# Characters of one heading level in an excerpt's label.
-LABEL_LEVEL_CHARS = 40
-
-
 def render_results(
     sp: SearchPath,
     text: str,
@@ -321,99 +324,30 @@ def render_results(
     *,
     tools: bool = False,
 ) -> bytes:
-    """The results file: a header with the query and options; a ranked list (rank, match
-    strength, path, title, description); then per hit the lines that best answer the query,
-    each prefixed with its line number, under the heading path they sit in. With ``@full``,
-    each hit's best passage follows whole instead (fenced, verbatim).
+    """The results file: :func:`semfs.ingest.search.results.render` with the query
+    directory's options and scope as its settings line (see that module for the form);
+    ``tools``: for the MCP search tool, which has no folders to name."""
+    from semfs.ingest.search.results import render
 
-    Without ``@full`` the file is kept within ``RESULTS_BYTES`` where only excerpts make it
-    longer: excerpt lines are dropped from the last hits first (the top hit keeps one)."""
-    data = _render(sp, text, hits, names, tools)
-    while not sp.options.full and len(data) > RESULTS_BYTES:
-        trimmed = _drop_one_line(hits)
-        if trimmed is None:
-            break
-        hits = trimmed
-        data = _render(sp, text, hits, names, tools)
-    return data
-
-
-def _drop_one_line(hits: tuple[Hit, ...]) -> tuple[Hit, ...] | None:
-    """``hits`` with the last excerpt line of the lowest-ranked hit that has one removed;
-    None when only the top hit's first line is left."""
-    for i in reversed(range(len(hits))):
-        excerpts = hits[i].excerpts
-        if sum(len(e.lines) for e in excerpts) <= (1 if i == 0 else 0):
-            continue
-        last = excerpts[-1]
-        if len(last.lines) == 1:
-            kept = excerpts[:-1]
-        else:
-            shorter = replace(last, lines=last.lines[:-1], end_line=last.lines[-2][0])
-            kept = (*excerpts[:-1], shorter)
-        return (*hits[:i], replace(hits[i], excerpts=kept), *hits[i + 1 :])
-    return None
+    where = f"in {sp.scope}/" if sp.scope else "in all"
+    floor = sp.options.min_score
+    note = (
+        f"Every hit scored below the floor {floor:g} (@min)." if text and floor is not None else ""
+    )
+    body = render(
+        text,
+        hits,
+        f"{sp.options.describe()} · {where}",
+        full=sp.options.full,
+        links=names,
+        empty_note=note,
+        empty_hint=_EMPTY_HINT[tools],
+    )
+    return body.encode("utf-8", "surrogateescape")
 
 
-# The hints of a results file that name mount paths, and what an MCP client reads instead
-# (``tools``: the same text from the search tool, which has no folders or links).
+# What an empty query asks for: a mount's folder, or (``tools``) the MCP search tool's query.
 _EMPTY_HINT = {False: "Name the folder after a question.", True: "Give a question as query."}
-_HOW_TO_READ = {
-    False: "Links: NN-name. Lines: sed -n 'A,Bp' PATH.",
-    True: "Lines: read(path, start_line, end_line).",
-}
-
-
-def _render(
-    sp: SearchPath, text: str, hits: tuple[Hit, ...], names: tuple[str, ...], tools: bool
-) -> bytes:
-    where = f"{sp.scope}/" if sp.scope else "the whole collection"
-    lines = [
-        f"# Search: {text}" if text else "# Search: (empty query)",
-        "",
-        f"{sp.options.describe()} · in {where} · {len(hits)} document"
-        + ("" if len(hits) == 1 else "s"),
-        "",
-    ]
-    if not hits:
-        lines.append("No documents match." if text else _EMPTY_HINT[tools])
-        if text and sp.options.min_score is not None:
-            lines.append(f"Every hit scored below the floor {sp.options.min_score:g} (@min).")
-        return ("\n".join(lines) + "\n").encode()
-    lines += [
-        f"match 0-1: strong ≥ 0.5, fair ≥ 0.2. {_HOW_TO_READ[tools]}"
-        + ("" if sp.options.full or tools else " Whole passages: @full/."),
-        "",
-    ]
-    for hit in hits:
-        entry = f"{hit.rank}. {hit.path} ({hit.strength:.2f} {hit.strength_label})"
-        about = _one_line(hit.title)
-        desc = _one_line(hit.description)
-        if len(desc) > LIST_DESCRIPTION_CHARS:
-            desc = desc[: LIST_DESCRIPTION_CHARS - 1].rsplit(" ", 1)[0] + "…"
-        if desc:
-            about = f"{about}: {desc}" if about else desc
-        lines.append(f"{entry} {about}" if about else entry)
-    lines.append("")
-    for hit, name in zip(hits, names, strict=True):
-        if sp.options.full:
-            lines += _full_passage(hit, name)
-            continue
-        if not hit.excerpts:
-            continue
-        lines.append(f"## {hit.rank}. {hit.path}" + (f" ({hit.place})" if hit.place else ""))
-        shown = None
-        for ex in hit.excerpts:
-            # Each line carries its number, so a label is needed only where the section
-            # changes: labels were a tenth of the file, bytes better spent on lines.
-            head = _short_heading(ex.heading, hit.title)
-            if head != shown:
-                if head or shown is not None:
-                    lines.append(f"[{head or '(before the first heading)'}]")
-                shown = head
-            lines += [f"{number}: {line}" for number, line in ex.lines]
-        lines.append("")
-    return "\n".join(lines).encode("utf-8", "surrogateescape")
 
 
 def with_status_line(results: bytes, line: str | None) -> bytes:
@@ -422,37 +356,6 @@ def with_status_line(results: bytes, line: str | None) -> bytes:
         return results
     title, sep, rest = results.partition(b"\n")
     return title + sep + b"\n" + line.encode("utf-8", "surrogateescape") + b"\n" + rest
-
-
-def _short_heading(heading: str, title: str) -> str:
-    """A heading path for a label: without the document's title (the list shows it), its
-    last two levels, each cut to ``LABEL_LEVEL_CHARS``; outer levels left out show as ``…``."""
-    parts = [_one_line(p) for p in heading.split(" > ") if p.strip()]
-    if parts and parts[0] == _one_line(title):
-        parts = parts[1:]
-    cut = [p if len(p) <= LABEL_LEVEL_CHARS else p[: LABEL_LEVEL_CHARS - 1] + "…" for p in parts]
-    return " > ".join((["…"] if len(cut) > 2 else []) + cut[-2:])
-
-
-def _one_line(text: str) -> str:
-    return " ".join(_CONTROL.sub(" ", text).split())
-
-
-def _full_passage(hit: Hit, name: str) -> list[str]:
-    """A hit's best chunk, whole: its line range, score, link, section, then the passage."""
-    out = [
-        f"## {hit.rank}. {hit.path} (lines {hit.start_line}-{hit.end_line}) score {hit.score:.4f}",
-        "",
-    ]
-    meta = f"link: {name}"
-    if hit.heading:
-        meta += f" · section: {_one_line(hit.heading)}"
-    out += [meta, ""]
-    passage = hit.text.strip("\n")
-    # A fence longer than any backtick run inside, so the passage cannot close it.
-    longest = max((len(m) for m in _BACKTICKS.findall(passage)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return [*out, fence, passage, fence, ""]
 
 
 class QueryCache:
@@ -671,6 +574,7 @@ class SearchDirectories:
                     under=sp.scope or None,
                     min_score=opts.min_score,
                     committed=committed,
+                    more=opts.more,
                 )
             )
             if text

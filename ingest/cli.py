@@ -1132,6 +1132,10 @@ def compact(store_path: Path | None, url: str | None, api_key: str | None, colle
 @click.option(
     "--under", metavar="DIR", help="Only documents inside DIR (a path in the collection)."
 )
+@click.option("--more", is_flag=True, help="Excerpts from more of the hits (about 3x the lines).")
+@click.option(
+    "--paths", "paths_only", is_flag=True, help="Print the documents' paths only, best first."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @handle_errors
 def search(
@@ -1144,19 +1148,25 @@ def search(
     mode: str,
     under: str | None,
     min_score: float | None,
+    more: bool,
+    paths_only: bool,
     as_json: bool,
 ) -> None:
     """Find the documents that best answer QUERY, with the lines that answer it.
 
-    --under DIR searches only the documents inside DIR, a folder of the collection (as a
-    mount shows it); a DIR that is not one is an error.
+    Prints what a mount's `.search/QUERY/00-results.md` holds: a ranked list, then the
+    numbered lines that answer, under their headings. `--paths` prints the paths only, one
+    a line, as `grep -l` would. --under DIR searches only the documents inside DIR, a
+    folder of the collection (as a mount shows it); a DIR that is not one is an error.
 
     \b
     Example:
         semfs search "how do I rotate an api key"
         semfs search "custom domain" --under deploy -k 3 --json
+        semfs search "webhook retries" --paths | xargs -d '\\n' grep -n retry
     """
     from .search import Searcher, normalize_under
+    from .search.results import render
 
     scope = normalize_under(under)
     with opened(store_path, url, api_key, collection) as store:
@@ -1164,21 +1174,18 @@ def search(
         if found:
             if scope is not None:
                 _check_folder(store, scope, collection)
-            hits = Searcher(store).search(query, k=k, mode=mode, under=scope, min_score=min_score)
+            hits = Searcher(store).search(
+                query, k=k, mode=mode, under=scope, min_score=min_score, more=more
+            )
     if not found:  # after closing: listing may open the store (a file: URL takes one client)
         raise missing_collection(collection, store_path, url, api_key)
     if as_json:
         click.echo(json.dumps([h.to_json() for h in hits], indent=2, ensure_ascii=False))
         return
-    if not hits:
-        click.echo("no matches", err=True)
-    for h in hits:
-        click.echo(
-            click.style(f"{h.rank:2d}. {h.path}", bold=True)
-            + f"  {h.strength:.2f} {h.strength_label}  {h.title}"
-        )
-        for ex in h.excerpts:
-            where = f"{h.path}:{ex.start_line}-{ex.end_line}"
-            click.echo("    " + (f"{where} · {ex.heading}" if ex.heading else where))
-            for number, line in ex.lines:
-                click.echo(f"    {number}: {line}")
+    if paths_only:
+        for h in hits:
+            click.echo(h.path)
+        return
+    settings = f"{mode} · k {k}" + (f" · min {min_score:g}" if min_score is not None else "")
+    settings += (" · more" if more else "") + (f" · in {scope}/" if scope else " · in all")
+    click.echo(render(" ".join(query.split()), hits, settings), nl=False)

@@ -44,6 +44,7 @@ from semfs.fusefs.tree import DIR, FILE, SYMLINK, InodeMap, Node, Ownership, Tre
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Hit, Searcher
+from semfs.ingest.search.results import list_entry
 from semfs.ingest.store import Store
 from semfs.ingest.store.backends import open_store
 
@@ -131,6 +132,9 @@ def test_parse_parameters_and_query(dirs: SearchDirectories, tree: Tree) -> None
     full = dirs.parse(tree, ".search/@full/q")
     assert full is not None and full.options == SearchOptions(full=True)
     assert dirs.parse(tree, ".search/@full=1/q") is None
+    more = dirs.parse(tree, ".search/@more/@keyword/q")
+    assert more is not None and more.options == SearchOptions(mode="keyword", more=True)
+    assert dirs.parse(tree, ".search/@more=2/q") is None
 
 
 @pytest.mark.parametrize(
@@ -295,15 +299,39 @@ def test_results_file_holds_what_an_agent_needs(dirs: SearchDirectories, tree: T
     data = node.children["00-results.md"]
     assert data.data is not None
     text = data.data.decode()
-    assert text.startswith("# Search: change the fonts\n")
-    assert "mode hybrid · k 3 · min score none · in customize/ · 3 documents" in text
+    header = "# Search: change the fonts\nhybrid · k 3 · in customize/ · 3 documents\n"
+    assert text.startswith(header)
     links = listing(node)[1:]
     for rank, name in enumerate(links, start=1):
         target = posixpath.normpath(posixpath.join(node.path, node.children[name].target or ""))
-        # The ranked list: rank, path, match strength on the 0-1 scale, then the title.
+        # The ranked list: rank, path, match strength on the 0-1 scale, then the title where
+        # it says more than the path.
         entry = next(line for line in text.splitlines() if line.startswith(f"{rank}. {target} ("))
-        assert re.search(r"\(([01]\.\d\d) (strong|fair|weak)\) \S", entry), entry
-    assert "1. customize/fonts.mdx (" in text and " Fonts: Customize typography" in text
+        assert re.fullmatch(r"\d\. \S+ \(([01]\.\d\d) (strong|fair|weak)\)( \S.*)?", entry), entry
+    # "Fonts" restates fonts.mdx; descriptions and the legend live in the guide, not here.
+    assert "\n1. customize/fonts.mdx (" in text and ") Fonts" not in text
+    assert "Customize typography" not in text and "strong ≥" not in text and "sed -n" not in text
+
+
+def test_list_entries_show_a_title_only_where_it_adds_words() -> None:
+    plain = Hit(1, "deploy/domains.mdx", 1.0, 1, 1, "", title="Domains", strength=0.7)
+    named = Hit(2, "deploy/dns.mdx", 1.0, 1, 1, "", title="Custom domain DNS", strength=0.3)
+    assert list_entry(plain) == "1. deploy/domains.mdx (0.70 strong)"
+    assert list_entry(named) == "2. deploy/dns.mdx (0.30 fair) Custom domain DNS"
+
+
+def test_the_default_results_file_is_compact_and_more_is_one_folder_away(
+    dirs: SearchDirectories, tree: Tree
+) -> None:
+    query = "how do I set up a custom domain and dns records"
+    small = resolve(dirs, tree, f".search/{query}").children["00-results.md"].data
+    more = resolve(dirs, tree, f".search/@more/{query}").children["00-results.md"].data
+    assert small is not None and more is not None
+    numbered = re.compile(rb"^\d+: ", re.M)
+    # The excerpts stop within their budget; @more shows more of the answering lines.
+    assert len(small) <= 2000 and len(numbered.findall(small)) >= 2
+    assert len(numbered.findall(more)) > len(numbered.findall(small))
+    assert " · more · " in more.decode()
 
 
 def test_excerpt_lines_are_the_documents_own_lines(dirs: SearchDirectories, tree: Tree) -> None:

@@ -13,17 +13,19 @@ The documentation is mounted read-only at DOCS: a plain directory tree (ls, cat,
 sed and find work). Search it first, then read:
 
 1. Ask a question as a folder name and read the results file:
-     cat "DOCS/.search/how do I rotate an api key/00-results.md"
-   It lists the best documents (rank, path, match 0-1: strong >= 0.5, fair >= 0.2,
-   else weak; title and description), then for each the lines that best answer the
-   question, numbered as in the file, under their heading path. Often the answer is
-   right there: stop reading.
-2. To see more around a line, widen by line numbers: sed -n '120,160p' DOCS/PATH.
+     cat "DOCS/.search/rotate api key/00-results.md"
+   Write the query in the docs' own words, a few of them (the feature, setting or
+   error message, not the story of what broke), and search the product's folder
+   when you know it: DOCS/DIR/.search/QUERY/ finds only documents under DIR.
+2. The file lists the best documents, one a line: rank, path, match 0-1 (strong >= 0.5,
+   fair >= 0.2, else weak) and title; then the lines that best answer, each numbered as
+   in the file ("41: ..."), under [its section]. Often the answer is there: stop.
+3. To see more around a line, widen by line numbers: sed -n '35,60p' DOCS/PATH.
    The entries 01-NAME, 02-NAME, ... in the folder link to the whole documents.
-3. To search one part only: DOCS/DIR/.search/QUESTION/ (only documents under DIR).
 4. Options are folders before the question, in any order:
+     @more     lines from more of the hits                  @full  whole passages
      @keyword  exact words: names, flags, error messages   @semantic  meaning only
-     @k=N      N documents (default 5)                       @full  whole passages
+     @k=N      N documents (default 5)                       @min=X drop hits below X
    e.g. cat "DOCS/.search/@keyword/@k=3/ERR_TOO_MANY_REDIRECTS/00-results.md"
 5. The question is one file name: write "/" as "\u2215" (U+2215) or "\uff0f" (U+FF0F);
    at most 255 bytes. Start it with a space if it starts with "." or "@".

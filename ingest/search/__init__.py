@@ -29,12 +29,18 @@ QUERY_THREADS = 1
 CHUNKS_PER_DOC = 5
 # Excerpt characters: each hit's cap, by rank (the last applies to every later rank), and the
 # total the hits' lines compete for, each hit's line scores scaled by its rank's weight (so a
-# second hit's exact match beats a first hit's tenth-best line). The total keeps the results
-# file within 4 kB at the default k; chosen with scripts/answers.py (one shared total answered
-# more questions than fixed shares: a fixed share left hits 2-5 empty once hit 1 filled it).
-EXCERPT_CHARS = (2600, 1500, 1000, 600, 600, 0)
-EXCERPT_TOTAL: int | None = 3000
+# second hit's exact match beats a first hit's tenth-best line). The total is what an agent
+# reads beyond the ranked list: chosen with `scripts/answers.py --curve` on the three public
+# question sets (in-sample), where the bytes read to reach an answer (the cost) stopped falling
+# and the results file stayed near 1.2 kB at p50. ``more`` (the mount's @more) gives about
+# three times the lines, the results file of earlier versions.
+EXCERPT_CHARS: tuple[int, ...] = (800, 600, 400, 300, 300, 0)
+EXCERPT_TOTAL = 800
+MORE_CHARS: tuple[int, ...] = (2600, 1500, 1000, 600, 600, 0)
+MORE_TOTAL = 3000
 EXCERPT_WEIGHTS: tuple[float, ...] = (1.0, 0.7, 0.5, 0.4, 0.3)
+# An anchor line scoring below this share of the best one is not shown: it would add little.
+EXCERPT_FLOOR = 0.35
 # How strongly a hit matches: the chance that a hit with this fused score is the page that
 # answers the query, by a logistic fit per mode (intercept, slope on the DBSF score) to the top
 # 10 of the two doc-question sets' 80 questions (right = the expected page or an alternate),
@@ -162,6 +168,10 @@ class Searcher:
             ) or load_query_embedder(name, threads=threads)
         self.embedder = embedder
         self._bm25 = qe.Bm25()
+        # The excerpt budget in all, by default and with ``more``: attributes so that a
+        # measurement (scripts/answers.py --curve) can vary them.
+        self.excerpt_chars, self.excerpt_total = EXCERPT_CHARS, EXCERPT_TOTAL
+        self.more_chars, self.more_total = MORE_CHARS, MORE_TOTAL
 
     def warm_up(self) -> None:
         """Load the model now, so that the first query does not wait for it."""
@@ -175,9 +185,11 @@ class Searcher:
         under: str | None = None,
         min_score: float | None = None,
         committed: Callable[[str, int], bool] | None = None,
+        more: bool = False,
     ) -> list[Hit]:
         """The ``k`` best documents for ``query``. ``committed(path, gen)`` says whether a
-        chunk's version is the visible one; by default the store is asked."""
+        chunk's version is the visible one; by default the store is asked. ``more`` gives
+        the hits' excerpts :attr:`more_chars` in all instead of :attr:`excerpt_chars`."""
         if mode not in MODES:
             raise SemfsError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
         if not 1 <= k <= MAX_K:
@@ -219,14 +231,18 @@ class Searcher:
                 by_doc[rec.path] = [sc]
         picker = ExcerptPicker(text, self._bm25)
         docs = list(by_doc.values())
-        budgets = [EXCERPT_CHARS[min(i, len(EXCERPT_CHARS) - 1)] for i in range(len(docs))]
+        caps, total = (
+            (self.more_chars, self.more_total) if more else (self.excerpt_chars, self.excerpt_total)
+        )
+        budgets = [min(caps[min(i, len(caps) - 1)], total) for i in range(len(docs))]
         titles = [d[0].record.title for d in docs]
         excerpts = picker.pick(
             [[sc.record for sc in d] for d in docs],
             budgets,
             titles,
-            total=EXCERPT_TOTAL,
+            total=total,
             weights=EXCERPT_WEIGHTS,
+            floor=0.0 if more else EXCERPT_FLOOR,
         )
         hits: list[Hit] = []
         for rank, (doc, ex) in enumerate(zip(docs, excerpts, strict=True), 1):

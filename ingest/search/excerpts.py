@@ -116,6 +116,7 @@ class ExcerptPicker:
         title: Sequence[str] = (),
         total: int | None = None,
         weights: Sequence[float] = (),
+        floor: float = 0.0,
     ) -> list[list[Excerpt]]:
         """Excerpts for each document (its ranked chunks, best first) within its character
         budget. Term weights come from all the documents' lines together.
@@ -123,7 +124,8 @@ class ExcerptPicker:
         With ``total``, the documents' lines also compete for ``total`` characters in all:
         the best lines anywhere first, each document's scores scaled by its ``weights``
         entry (1 where none is given), so a second hit's exact answer beats a first hit's
-        tenth-best line."""
+        tenth-best line. An anchor whose weighted score is below ``floor`` times the best
+        one's is not taken: the next line would add little, so the excerpts stop there."""
         per_doc = [
             _lines(chunks, title[i] if i < len(title) else "") for i, chunks in enumerate(docs)
         ]
@@ -157,7 +159,10 @@ class ExcerptPicker:
             queue += [(scores[i] * w, d, i) for i in best]
         queue.sort(key=lambda e: (-e[0], e[1], _anchor_line(picks, e)))
         left = total
-        for _, d, a in queue:
+        bar = floor * queue[0][0] if queue else 0.0
+        for score, d, a in queue:
+            if score < bar:
+                break
             pk = picks[d]
             if pk.full or (left is not None and left < MIN_PICK):
                 continue

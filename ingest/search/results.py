@@ -1,0 +1,136 @@
+"""The results text: a search's hits as the compact Markdown an agent reads in one go.
+
+One form for every front end: a ``.search`` directory's ``00-results.md``, the MCP ``search``
+tool and ``semfs search``. It is sized to the answer, not to a fixed budget:
+
+* a title line (``# Search: QUESTION``, a long question cut to ``QUERY_CHARS``) and one
+  line of settings and scope;
+* a ranked list, one line a document: rank, path, match strength (0-1 and its label), and
+  the title where it says more than the path does;
+* then the windows that answer the question: per hit that has any, ``## RANK. PATH``, then
+  its lines, each prefixed with its line number as ``sed -n`` counts, under a ``[heading
+  path]`` label wherever the section changes. The windows' size is the search's choice
+  (:mod:`semfs.ingest.search.excerpts` stops when the next line would add little), so
+  this module only lays them out.
+
+No legend: the agent guide (``semfs guide``) says what the figures mean, once. With ``full``,
+each hit's best passage follows whole instead of its windows (fenced, verbatim).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from . import Hit
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_BACKTICKS = re.compile(r"`+")
+_WORD = re.compile(r"[a-z0-9]+")
+# Characters of one heading level in a window's label.
+LABEL_LEVEL_CHARS = 40
+# Characters of a title in the ranked list: one line, not a paragraph.
+TITLE_CHARS = 60
+# Characters of the query in the title line: the agent wrote it (and a query directory is
+# named after it), so the file names it only to be recognised; long questions cost ~150 B.
+QUERY_CHARS = 60
+
+
+def render(
+    query: str,
+    hits: Sequence[Hit],
+    settings: str,
+    full: bool = False,
+    links: Sequence[str] = (),
+    empty_note: str = "",
+    empty_hint: str = "Name the folder after a question.",
+) -> str:
+    """The results text for ``hits`` of ``query``. ``settings`` is the second line (mode, k,
+    scope); ``links`` the names of the hits' links where there are any (``@full`` shows
+    them); ``empty_note`` a line to add when nothing matched (e.g. why); ``empty_hint`` what
+    to do when the query is empty (front ends ask for it differently)."""
+    n = len(hits)
+    shown = query if len(query) <= QUERY_CHARS else query[: QUERY_CHARS - 1].rstrip() + "…"
+    lines = [
+        f"# Search: {shown}" if query else "# Search: (empty query)",
+        f"{settings} · {n} document" + ("" if n == 1 else "s"),
+        "",
+    ]
+    if not hits:
+        lines.append("No documents match." if query else empty_hint)
+        if empty_note:
+            lines.append(empty_note)
+        return "\n".join(lines) + "\n"
+    lines += [list_entry(hit) for hit in hits]
+    lines.append("")
+    for i, hit in enumerate(hits):
+        if full:
+            lines += _full_passage(hit, links[i] if i < len(links) else "")
+        elif hit.excerpts:
+            lines += windows(hit)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def list_entry(hit: Hit) -> str:
+    """``1. deploy/domains.mdx (0.93 strong) Custom domains``: the title only where it holds a
+    word the path does not (a title that restates the file name costs bytes and says
+    nothing)."""
+    entry = f"{hit.rank}. {hit.path} ({hit.strength:.2f} {hit.strength_label})"
+    title = one_line(hit.title)
+    if title and not set(_WORD.findall(title.lower())) <= set(_WORD.findall(hit.path.lower())):
+        if len(title) > TITLE_CHARS:
+            title = title[: TITLE_CHARS - 1].rstrip() + "…"
+        entry += f" {title}"
+    return entry
+
+
+def windows(hit: Hit) -> list[str]:
+    """A hit's windows: ``## RANK. PATH`` (and its place, for a converted document), then
+    numbered lines, a ``[section]`` label wherever the heading path changes (the title's
+    level left out: the list shows it)."""
+    # A converted document's place (a page, a slide) tells where its text view came from.
+    out = [f"## {hit.rank}. {hit.path}" + (f" ({hit.place})" if hit.place else "")]
+    shown: str | None = None
+    for ex in hit.excerpts:
+        head = short_heading(ex.heading, hit.title)
+        if head != shown:
+            if head or shown is not None:
+                out.append(f"[{head or '(before the first heading)'}]")
+            shown = head
+        out += [f"{number}: {line}" for number, line in ex.lines]
+    out.append("")
+    return out
+
+
+def short_heading(heading: str, title: str) -> str:
+    """A heading path for a label: without the document's title (the list shows it), its
+    last two levels, each cut to ``LABEL_LEVEL_CHARS``; outer levels left out show as ``…``."""
+    parts = [one_line(p) for p in heading.split(" > ") if p.strip()]
+    if parts and parts[0] == one_line(title):
+        parts = parts[1:]
+    cut = [p if len(p) <= LABEL_LEVEL_CHARS else p[: LABEL_LEVEL_CHARS - 1] + "…" for p in parts]
+    return " > ".join((["…"] if len(cut) > 2 else []) + cut[-2:])
+
+
+def one_line(text: str) -> str:
+    return " ".join(_CONTROL.sub(" ", text).split())
+
+
+def _full_passage(hit: Hit, link: str) -> list[str]:
+    """A hit's best chunk, whole: its line range, score, link, section, then the passage."""
+    out = [
+        f"## {hit.rank}. {hit.path} (lines {hit.start_line}-{hit.end_line}) score {hit.score:.4f}",
+        "",
+    ]
+    meta = f"link: {link}" if link else ""
+    if hit.heading:
+        meta += (" · " if meta else "") + f"section: {one_line(hit.heading)}"
+    if meta:
+        out += [meta, ""]
+    passage = hit.text.strip("\n")
+    # A fence longer than any backtick run inside, so the passage cannot close it.
+    longest = max((len(m) for m in _BACKTICKS.findall(passage)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [*out, fence, passage, fence, ""]
