@@ -362,17 +362,20 @@ def test_the_server_is_semfs_and_its_search_text_has_no_mount_hints(
     store = tmp_path / "store"
     ingest_hash(corpus, store)
 
-    async def session() -> tuple[Any, str, str]:
+    async def session() -> tuple[Any, str, str, str]:
         params = stdio("--store", str(store))
         async with stdio_client(params) as streams, ClientSession(streams[0], streams[1]) as c:
             init = await c.initialize()
             found = await c.call_tool("search", {"query": "error message"})
             empty = await c.call_tool("search", {"query": "   "})
-            return attr(init, "server_info"), found.content[0].text, empty.content[0].text
+            texts = found.content[0].text, empty.content[0].text
+            return attr(init, "server_info"), attr(init, "instructions"), *texts
 
-    info, found, empty = run(session)
+    info, instructions, found, empty = run(session)
     assert info.name == "semfs" and info.version == __version__
-    assert "Lines: read(path, start_line, end_line)." in found
+    # No legend in the search text: the server's instructions carry it, once.
+    assert "strong >= 0.5" in instructions and "read(path, start_line, end_line)" in instructions
+    assert "strong" not in found.split("\n\n", 1)[0] and "match 0-1" not in found
     for mount_only in ("NN-name", "sed -n", "@full", "Name the folder"):
         assert mount_only not in found and mount_only not in empty
     assert "Give a question as query." in empty

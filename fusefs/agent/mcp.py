@@ -77,10 +77,11 @@ GUIDE = """\
 This server is a document collection (semfs): files you can search by meaning, grep, list
 and read, all read-only. Paths are relative to the collection root.
 How to work:
-1. Start with search(query) for a question in words ("how do I rotate an API key"): it
-   ranks documents by meaning and keywords together (match 0-1) and shows the lines of
-   the best ones that answer it, with their line numbers. Narrow with path="some/dir";
-   mode="keyword" for exact terms.
+1. Start with search(query), a few words in the docs' own terms ("rotate API key"; the
+   feature, setting or error, not the story of what broke): it ranks documents by meaning
+   and keywords together (match 0-1: strong >= 0.5, fair >= 0.2, else weak) and shows the
+   lines of the best ones that answer it, numbered as in the file. Narrow with
+   path="some/dir" when you know the product; mode="keyword" for exact terms.
 2. Use grep(pattern) when you know the exact text (a function name, an error message, a
    setting): it returns every matching line as path:line:text, like grep -rn. Literal by
    default; regex=true for an extended regular expression; ignore_case=true for -i.

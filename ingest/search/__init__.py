@@ -1,6 +1,8 @@
 """Search: a query to ranked documents, shared by ``semfs search`` and the mount's .search dirs.
 
-Qdrant ranks chunks; a document appears once, at the rank of its best chunk. Chunks of
+Qdrant ranks chunks; a document appears once, at the rank of its best chunk. A chunk of a page
+of dated entries (a changelog, release notes) has its score lowered unless the query asks
+about versions or changes (:mod:`.ranking`): ``Hit.score`` is that score. Chunks of
 generations no committed record points to (a re-ingest in flight) are dropped.
 """
 
@@ -21,6 +23,7 @@ from semfs.ingest.store.ipc import owner_embedder
 from semfs.ingest.store.schema import ScoredChunk
 
 from .excerpts import Excerpt, ExcerptPicker
+from .ranking import DATED_PENALTY, asks_about_changes, is_dated_entry
 
 # A query is one short text: a second torch thread barely speeds it up on an idle machine,
 # and on a busy one every op waits for it (measured: ~26 ms with one thread, ~500 ms with two).
@@ -207,6 +210,12 @@ class Searcher:
             limit=max(k * CHUNKS_PER_DOC, 50),
             under=normalize_under(under),
         )
+        if not asks_about_changes(text):
+            # Pages of dated entries win long questions on breadth: see .ranking.
+            chunks = [
+                replace(sc, score=sc.score - DATED_PENALTY) if is_dated_entry(sc.record) else sc
+                for sc in chunks
+            ]
         # Qdrant returns tied points (e.g. chunks of equal text) in no fixed order: break ties
         # by path and chunk so a query ranks the same every time (`semfs search` and a .search
         # directory must agree).

@@ -1,0 +1,88 @@
+"""Document-type evidence: a page of dated entries does not win on breadth.
+
+Real chunks, the real BM25 tokenizer and a real Edge store (hash embedder, keyword mode where
+the order must not depend on the stand-in model): nothing is mocked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import qdrant_edge as qe
+
+from semfs.ingest.pipeline import ingest
+from semfs.ingest.search import Searcher
+from semfs.ingest.search.ranking import DATED_PENALTY, asks_about_changes, is_dated_entry
+from semfs.ingest.store import SparseQuery
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.schema import ChunkRecord
+
+CHANGELOG = """\
+# Changelog
+
+## 2026-05-01
+
+- Webhook retries: webhook retries now back off; configure webhook retries per endpoint.
+
+## 2026-04-02
+
+- Faster search.
+"""
+GUIDE = """\
+# Webhooks
+
+Webhooks send an event to your endpoint when something changes.
+
+## Retries
+
+A failed delivery is retried five times. To configure retries, open the endpoint's
+settings and set the retry count; deliveries that still fail are listed under Failed.
+"""
+
+
+def _record(path: str, text: str, heading: str = "", title: str = "") -> ChunkRecord:
+    return ChunkRecord(path, 1, 0, 0, len(text), 1, 1, text, heading, title)
+
+
+def test_dated_entries_are_recognised_by_name_heading_or_dates() -> None:
+    assert is_dated_entry(_record("release-notes.md", "Fixes."))
+    assert is_dated_entry(_record("changelog/sdk.mdx", "A fix."))
+    assert is_dated_entry(_record("news.md", "x", "Release Notes > 0.106.0 (2023-12-25) > Fixes"))
+    updates = '<Update label="2026-08-11">\nA.\n</Update>\n<Update label="2026-08-05">\nB.\n'
+    assert is_dated_entry(_record("updates.mdx", updates))
+    # A task page that mentions one date, or a version in its own title, is not a log.
+    assert not is_dated_entry(_record("guides/webhooks.md", "Since 2026-05-01 retries back off."))
+    assert not is_dated_entry(_record("py.md", "x", "Python 3.11 > Install"))
+    assert not is_dated_entry(_record("guides/history.md", "Memory history API."))
+
+
+def test_a_query_about_versions_or_logs_keeps_dated_entries() -> None:
+    assert asks_about_changes("what changed in 0.100.0")
+    assert asks_about_changes("webhook retries in the changelog")
+    assert asks_about_changes("release notes for the sdk")
+    assert not asks_about_changes("how do I configure webhook retries")
+
+
+def test_the_task_page_outranks_a_changelog_that_matches_better(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "changelog.md").write_text(CHANGELOG)
+    (src / "guides").mkdir()
+    (src / "guides" / "webhooks.md").write_text(GUIDE)
+    query = "configure webhook retries"
+    with open_store(tmp_path / "store") as store:
+        ingest(src, store, model="hash")
+        sv = qe.Bm25().embed_query(query)
+        raw = store.query([], SparseQuery(list(sv.indices), list(sv.values)), "keyword", 10)
+        raw.sort(key=lambda sc: -sc.score)
+        searcher = Searcher(store)
+        hits = searcher.search(query, k=2, mode="keyword")
+        asked = searcher.search(query + " changelog", k=2, mode="keyword")
+    # The changelog's entry holds the words more often: Qdrant ranks it first.
+    assert raw[0].record.path == "changelog.md"
+    assert [h.path for h in hits] == ["guides/webhooks.md", "changelog.md"]
+    by_path = {sc.record.path: sc.score for sc in reversed(raw)}
+    assert abs(hits[1].score - (by_path["changelog.md"] - DATED_PENALTY)) < 1e-6
+    assert hits[0].strength >= hits[1].strength  # the strength follows the new order
+    # Asked about the changelog, nothing is lowered.
+    assert asked[0].path == "changelog.md"
