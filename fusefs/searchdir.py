@@ -83,8 +83,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_NAME = ".search"
 # Query results kept. An entry holds k passages (~1 kB each) as hits, plus the results file
-# (at most ~4 kB unless @full): ~10 kB at the default k=5, so 256 entries take ~2.5 MB (~50 MB
-# at k=100 with @full).
+# (~1.2 kB, ~4 kB with @more, more with @full): ~8 kB at the default k=5, so 256 entries take
+# ~2 MB (~50 MB at k=100 with @full).
 DEFAULT_CACHE_ENTRIES = 256
 # Queries remembered for listing search folders: a few dozen bytes each.
 DEFAULT_RECENT_ENTRIES = 100
@@ -166,9 +166,9 @@ class SearchOptions:
             return f"k must be a whole number from 1 to {MAX_K}, not {value!r}"
         if key == "min" and sep:
             return f"min must be a number (a match strength, 0-1), not {value!r}"
-        if key in (*MODES, FULL, "k", "min"):
+        if key in (*MODES, FULL, MORE, "k", "min"):
             return f"@{key} takes no value" if sep else f"@{key} needs a value: @{key}=N"
-        known = ", ".join(f"@{m}" for m in (*MODES, FULL)) + ", @k=N, @min=X"
+        known = ", ".join(f"@{m}" for m in (*MODES, MORE, FULL)) + ", @k=N, @min=X"
         return f"unknown parameter {name!r}: use one of {known}"
 
     def describe(self) -> str:
@@ -285,6 +285,7 @@ Options are folders before the question, in any order (a later one wins):
     @hybrid @semantic @keyword   the mode (this mount's default: {defaults.mode})
     @k=N                         N documents, 1-{MAX_K} (default {defaults.k})
     @min=X                       drop hits whose match (0-1) is below X (default {floor})
+    @more                        answering lines from more of the hits (about 3x)
     @full                        whole passages in {RESULTS_NAME} instead of excerpts
 
     e.g. cat "{folder}/@keyword/@k=3/ERR_TOO_MANY_REDIRECTS/{RESULTS_NAME}"
