@@ -853,8 +853,15 @@ def _store_info(
 
 
 def _collection_info(store: Store, meta: StoreMeta, collection: str) -> dict[str, Any]:
-    docs = store.list_documents()
-    chunks = store.count_chunks()
+    # A current manifest is the store as its last ingest left it (semfs.ingest.store.manifest):
+    # its records and counts need no shard, which the engine cannot open on a full disk.
+    manifest = store.read_manifest()
+    if manifest is not None:
+        docs = list(manifest.documents)
+        chunks = sum(d.chunks for d in docs)
+    else:
+        docs = store.list_documents()
+        chunks = store.count_chunks()
     from semfs.ingest.store.check import require_counts
 
     require_counts(store, len(docs), chunks)  # a store that lost points says so

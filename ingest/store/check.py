@@ -25,7 +25,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from semfs.ingest.errors import StoreDamagedError
+from semfs.ingest.errors import SemfsError, StoreDamagedError
 
 from . import Store
 from .schema import DocumentRecord, SparseQuery, StoreMeta
@@ -73,8 +73,8 @@ def verify_document(store: Store, rec: DocumentRecord) -> str | None:
     """
     try:
         return _verify(store, rec)
-    except (KeyboardInterrupt, SystemExit, MemoryError):
-        raise
+    except (KeyboardInterrupt, SystemExit, MemoryError, SemfsError):
+        raise  # a full disk, a locked store: not damage of the store's points
     except BaseException as exc:  # Exception, and the engine's Rust panics (pyo3)
         return f"its chunks cannot be read ({_one_line(exc)})"
 
@@ -164,8 +164,8 @@ def _vectors_problem(store: Store, meta: StoreMeta | None, chunks: int) -> str |
     probe = [1.0 / meta.dimension**0.5] * meta.dimension
     try:
         store.query(probe, SparseQuery([], []), "semantic", limit=chunks)
-    except (KeyboardInterrupt, SystemExit, MemoryError):
-        raise
+    except (KeyboardInterrupt, SystemExit, MemoryError, SemfsError):
+        raise  # a full disk, a locked store: not damage of the store's points
     except BaseException as exc:
         return (
             f"its dense vectors cannot be read ({_one_line(exc)}), so every search fails; "
@@ -186,8 +186,8 @@ def check_store(
         report.problems.append(Problem("", "the store has no meta point (model, counts)"))
     try:
         docs = store.list_documents()
-    except (KeyboardInterrupt, SystemExit, MemoryError):
-        raise
+    except (KeyboardInterrupt, SystemExit, MemoryError, SemfsError):
+        raise  # a full disk, a locked store: not damage of the store's points
     except BaseException as exc:  # no record names a document: nothing to repair one by one
         raise StoreDamagedError(
             f"store {store.location} is damaged: its document records cannot be read "

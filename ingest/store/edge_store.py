@@ -285,9 +285,9 @@ class EdgeStore(Store):
             privacy.warn_if_exposed(self.dir)
             self._take_ownership()
             try:
-                self.space.check_open()
                 # Also with a manifest: a damaged store is refused at open, not at first read.
                 if shardprobe.needs_probe(self.dir, self.shard_dir):
+                    self.space.check_open()  # the probe opens the shard (in a child)
                     # Changed behind our back (a kill, an edit): the manifest may not describe
                     # it, and its records must be counted (semfs.ingest.store.check) before a mount
                     # shows them. The probe's clean close is one: later opens need no probe.
@@ -413,6 +413,9 @@ class EdgeStore(Store):
         return str(self.dir)
 
     def _load(self) -> qe.EdgeShard:
+        # Only when the engine opens the shard: a store opened from its manifest answers
+        # `semfs status` and a mount's listings on a full disk, before (or without) this.
+        self.space.check_open()
         try:
             shard = qe.EdgeShard.load(str(self.shard_dir))
         except BaseException as exc:

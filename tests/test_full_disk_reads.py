@@ -1,0 +1,61 @@
+"""On a full store disk, `semfs status` answers (issue 21 item 6): the collection's manifest
+holds its records and counts, so no shard is opened; what must open the shard (search,
+check, reading files) says in one line how much the engine needs, never SIGBUS.
+
+A real tmpfs mounted here (root only) and unmounted in ``finally``: tmpfs is where even
+reading a sparse page of the engine's mapped files allocates it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import SEMFS
+from mounting import semfs
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=120m", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {proc.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_status_answers_on_a_full_disk(small_disk: Path, sample_copy: Path) -> None:
+    store = small_disk / "store"
+    # Nothing opens the shard after the ingest: its sparse pages are still unallocated.
+    run = semfs("ingest", str(sample_copy), "--store", str(store), "--model", "hash", "--json")
+    added = json.loads(run.stdout)["added"]
+    free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize
+    (small_disk / "filler").write_bytes(b"\0" * (free - 1024 * 1024))  # 1 MiB left
+    status = subprocess.run(
+        [SEMFS, "status", "--store", str(store), "--json"], capture_output=True, text=True
+    )
+    assert status.returncode == 0, status.stderr
+    after = json.loads(status.stdout)
+    assert after["documents"] == added and after["chunks"] > 0
+    search = subprocess.run(
+        [SEMFS, "search", "status code", "--store", str(store)], capture_output=True, text=True
+    )
+    assert search.returncode == 1 and search.stderr.count("\n") == 1, search.stderr
+    assert search.stderr.startswith("Error: store disk full: ")
+    # Space back: everything reads again.
+    (small_disk / "filler").unlink()
+    assert semfs("search", "status code", "--store", str(store)).stdout
