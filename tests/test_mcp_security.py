@@ -187,6 +187,7 @@ def test_a_scoped_token_neither_sees_nor_infers_outside(sample_store: Path) -> N
             hits = [h["path"] for h in data(res)["results"]]
             assert hits and all(p.startswith("deploy/") for p in hits), hits
             assert f". {outside} (" not in text(res)  # the ranked list names no outside page
+            assert " · in deploy/ · " in text(res)  # not "in the whole collection"
         errors = results[8:]
         assert all(is_error(r) for r in errors)
         for seen, missing, real, fake in [

@@ -232,7 +232,11 @@ class Toolbox:
         text = " ".join(query.split())
         hits = self._search(text, k, mode, node.path, scope, committed) if text else ()
         options = SearchOptions(mode=mode, k=k)
-        sp = SearchPath(node.path, ".search", (), options, text)
+        # The header says where it looked: for a scope at its root, the scope's folders.
+        shown = node.path
+        if scope and not any(shown == f or shown.startswith(f + "/") for f in scope):
+            shown = "/, ".join(f for f in scope if not shown or f.startswith(shown + "/"))
+        sp = SearchPath(shown, ".search", (), options, text)
         rendered = render_results(sp, text, hits, link_names(hits, k), tools=True).decode(
             "utf-8", "surrogateescape"
         )
