@@ -345,6 +345,7 @@ def answers_outcomes(work: Path, data: Path) -> list[dict[str, Any]]:
     the same store, in-process: the ranking is the mount's, as scripts/answers.py checks)."""
     qs = answers.read_questions(data / "datasets" / "doc-questions" / "documents.tsv")
     got = answers.ask_in_process(work / "qwork" / "documents" / "store", qs)
+    assert isinstance(got, list)  # without budgets: one outcome per question
     out = []
     for o in got:
         m = _HEADER.search(o.results)
