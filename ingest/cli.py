@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
     from .embedder import Embedder
     from .pipeline import IngestReport
+    from .progress import IngestProgress
     from .sources import SourceOptions
     from .syncstate import SyncState
 
@@ -353,19 +354,6 @@ def ingest_cmd(
         )
         return
 
-    bar: Any = None
-    show_bar = not as_json and sys.stderr.isatty()
-
-    def on_start(total: int) -> None:
-        nonlocal bar
-        if show_bar and total:
-            bar = click.progressbar(length=total, label="Embedding chunks", file=sys.stderr)
-            bar.__enter__()
-
-    def on_progress(n: int) -> None:
-        if bar is not None:
-            bar.update(n)
-
     from .embedder import load_embedder
     from .pipeline import resolve_model
 
@@ -373,6 +361,8 @@ def ingest_cmd(
         # Made here, so that once the documents are in, its torch model (if it loaded) can
         # prepare the store's queries.
         embedder = load_embedder(resolve_model(store, model))
+        # The model's load, then a bar (a line every 10 s when stderr is not a terminal).
+        progress = None if as_json else _progress(embedder)
         try:
             report = ingest(
                 source,
@@ -384,20 +374,30 @@ def ingest_cmd(
                 batch_size=batch_size,
                 max_bytes=max_bytes,
                 follow_symlinks=follow_symlinks,
-                on_start=on_start,
-                on_progress=on_progress,
+                on_start=progress.start if progress else None,
+                on_progress=progress.advance if progress else None,
                 verify=verify,
                 replace_source=replace,
             )
         finally:
-            if bar is not None:
-                bar.__exit__(None, None, None)
+            if progress is not None:
+                progress.close()
         location = store.location
     _prepare_queries(embedder, quiet=as_json)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
         _print_report(report, source, collection, location)
+
+
+def _progress(embedder: Embedder, label: str = "Embedding") -> IngestProgress:
+    """The progress display of an ingest on stderr, told of ``embedder``'s load too."""
+    from .progress import IngestProgress
+
+    progress = IngestProgress(sys.stderr, label=label)
+    if hasattr(embedder, "on_load"):
+        embedder.on_load = progress.on_load
+    return progress
 
 
 def _prepare_queries(embedder: Embedder, quiet: bool) -> None:
@@ -475,6 +475,7 @@ def _follow(
         # Another model: fail now, not per batch. The documents' model stays loaded between
         # batches (it loads on the first change to embed).
         embedder = load_embedder(resolve_model(store, options.model))
+        progress = None if as_json else _progress(embedder, "Syncing")
         # Another folder: refuse now, not per batch. With --replace the first pass takes it.
         claim = claim_source(store.read_meta(), source, collection, replace=replace)
         if claim.replaced:
@@ -498,6 +499,8 @@ def _follow(
             embedder=embedder,
             state_file=state_file(store_path, url, collection),
             on_batch=on_batch,
+            on_start=progress.start if progress else None,
+            on_progress=progress.advance if progress else None,
         )
         if owner is not None:
             searcher = _once(lambda: Searcher(store))

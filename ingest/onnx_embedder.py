@@ -118,6 +118,8 @@ class OnnxEmbedder:
         self.location = Path(location)
         self.backend = backend
         self.threads = threads
+        # Told when the model starts loading (seconds None) and when it is loaded.
+        self.on_load: Any = None
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None  # truncates and pads: what the model sees
@@ -158,6 +160,9 @@ class OnnxEmbedder:
                     "set SEMFS_MODEL_CACHE to a writable folder"
                 ) from None
         logger.info("loading embedding model %s from %s", self.name, path)
+        started = time.perf_counter()
+        if self.on_load is not None:
+            self.on_load(self.name, None)
         options = ort.SessionOptions()
         if self.threads is not None:
             options.intra_op_num_threads = self.threads
@@ -174,6 +179,8 @@ class OnnxEmbedder:
         self._counter.no_truncation()
         self._counter.no_padding()
         self._dimension = int(self._session.get_outputs()[0].shape[-1])
+        if self.on_load is not None:
+            self.on_load(self.name, time.perf_counter() - started)
 
     def _check_pooling(self) -> None:
         config = self.location / "1_Pooling" / "config.json"

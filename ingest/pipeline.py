@@ -574,7 +574,7 @@ def _embed_documents(
     open_docs: list[_Pending] = []
     for batch in _windows(pending, window):
         texts = [text for _p, _rec, text in batch]
-        dense = embedder.encode(texts, batch_size=batch_size)
+        dense = _encode(embedder, texts, batch_size, on_progress)
         points = []
         for (p, rec, text), vec in zip(batch, dense, strict=True):
             sv = bm25.embed_document(text)
@@ -582,11 +582,30 @@ def _embed_documents(
             p.written += 1
         store.upsert_chunks(points)
         done += len(points)
-        if on_progress:
-            on_progress(len(points))
         open_docs = _commit_finished(store, open_docs, queue, gen)
     _commit_finished(store, open_docs, queue, gen)
     return done
+
+
+def _encode(
+    embedder: Embedder, texts: list[str], batch_size: int, on_progress: Progress | None
+) -> list[list[float]]:
+    """``texts``' vectors, one model batch at a time, each reported to ``on_progress`` (a
+    window of 256 chunks takes seconds on a busy machine: the bar must not wait for it).
+    Longest first, as sentence-transformers orders one call's texts, so a batch pads little."""
+    if on_progress is None:
+        return embedder.encode(texts, batch_size=batch_size)
+    size = max(batch_size, 1)
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    out: list[list[float]] = [[] for _ in texts]
+    for start in range(0, len(order), size):
+        idx = order[start : start + size]
+        for i, vec in zip(
+            idx, embedder.encode([texts[i] for i in idx], batch_size=size), strict=True
+        ):
+            out[i] = vec
+        on_progress(len(idx))
+    return out
 
 
 def _windows(

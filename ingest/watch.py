@@ -146,6 +146,8 @@ class SourceWatcher:
         on_batch: OnBatch | None = None,
         quiet: float = QUIET,
         max_delay: float = MAX_DELAY,
+        on_start: Callable[[int], None] | None = None,
+        on_progress: Callable[[int], None] | None = None,
     ) -> None:
         self.source = source.absolute()
         self.store = store
@@ -156,6 +158,9 @@ class SourceWatcher:
         self.on_batch = on_batch
         self.quiet = quiet
         self.max_delay = max_delay
+        # Each batch's chunks to embed, then each model batch done (a progress display).
+        self.on_start = on_start
+        self.on_progress = on_progress
         self.state = SyncState(str(self.source))
         self._cond = threading.Condition()
         self._pending: set[str] = set()
@@ -449,6 +454,8 @@ class SourceWatcher:
                 embedder=self.embedder,
                 paths=None if full else paths,
                 keep_failed=True,
+                on_start=self.on_start,
+                on_progress=self.on_progress,
             )
         except SourceError as exc:  # the folder went away between the check and the scan
             logger.debug("batch stopped: %s", exc)

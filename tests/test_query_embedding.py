@@ -211,6 +211,10 @@ def test_cli_ingest_prepares_searches_and_a_fresh_search_imports_no_torch(
         check=False,
     )
     assert run.returncode == 0, run.stderr[-2000:]
+    # Progress a person can follow: the model's load and its time, then the chunks.
+    assert f"Loading model {PACKAGED_MODEL} ..." in run.stderr, run.stderr
+    assert re.search(rf"Loaded model {PACKAGED_MODEL} in \d+\.\d s", run.stderr), run.stderr
+    assert re.search(r"Embedding: (\d+)/\1 chunks \(100%\)", run.stderr), run.stderr
     assert verified_query_export(Path(model_location(PACKAGED_MODEL)))[0] is not None
     query = ["--store", str(store), "-k", "5", "--json"]
     r = subprocess.run(
