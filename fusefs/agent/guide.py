@@ -22,6 +22,8 @@ sed and find work). Search it first, then read:
    in the file ("41: ..."), under [its section]. Often the answer is there: stop.
 3. To see more around a line, widen by line numbers: sed -n '35,60p' DOCS/PATH.
    The entries 01-NAME, 02-NAME, ... in the folder link to the whole documents.
+   A PDF, Word, PowerPoint, HTML or EPUB file is read as its text view beside it
+   (report.pdf.md): hits name its page or slide, and grep -n '^## Page' finds the pages.
 4. Options are folders before the question, in any order:
      @more     lines from more of the hits                  @full  whole passages
      @keyword  exact words: names, flags, error messages   @semantic  meaning only
