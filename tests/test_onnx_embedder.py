@@ -258,7 +258,8 @@ def test_cli_ingest_and_search_with_the_onnx_backend(
     status = subprocess.run(
         [SEMFS, "status", "--store", store], capture_output=True, text=True, env=env, check=True
     )
-    assert f"all-MiniLM-L6-v2{recorded}\n" in status.stdout, status.stdout
+    # The model line names the recorded backend exactly (nothing after it but the dimension).
+    assert f"all-MiniLM-L6-v2{recorded} (dimension 384)\n" in status.stdout, status.stdout
     search = subprocess.run(
         [SEMFS, "search", QUESTION, "--store", store, "-k", "2", "--json"],
         capture_output=True,
