@@ -86,7 +86,7 @@ class GenerationPins:
                     self._pin(key)
                     return rec
             # Superseded and deleted since it was cached or read: take the newest.
-            rec = reader.latest(rec.path)
+            rec = reader.latest(rec.path, rec.blob)
         return rec if rec is None else self._hold_unchecked(rec)
 
     def _hold_unchecked(self, rec: DocumentRecord) -> DocumentRecord | None:

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from typing import Any, Generic, TypeVar
 
+from semfs.ingest import formats
 from semfs.ingest.store import Store
 from semfs.ingest.store.schema import DocumentRecord
 
@@ -157,11 +158,18 @@ class DocumentReader:
         cached = self.records.get((shown.path, shown.gen))
         if cached is not None:
             return cached
-        return self.latest(shown.path)
+        return self.latest(shown.path, shown.blob)
 
-    def latest(self, path: str) -> DocumentRecord | None:
-        """The newest committed record of ``path`` (with offsets), from the store."""
-        rec = self.store.get_document(path)
+    def latest(self, path: str, blob: bool | None = False) -> DocumentRecord | None:
+        """The newest committed record of ``path`` (with offsets), from the store. For an
+        original (``blob``), the one its text view's record makes: it has no record itself."""
+        if blob:
+            view = self.store.get_document(path + formats.VIEW_SUFFIX)
+            rec = view.original_record() if view is not None else None
+            if rec is not None and rec.path != path:
+                rec = None  # that view is another file's (cannot happen from one source)
+        else:
+            rec = self.store.get_document(path)
         if rec is not None:
             self.records.put((rec.path, rec.gen), rec)
         return rec

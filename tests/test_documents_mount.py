@@ -151,3 +151,27 @@ def test_an_ingest_while_mounted_sends_the_original_through_the_daemon(
 @pytest.fixture(scope="module")
 def documents_src(collection: tuple[Path, Path]) -> Path:
     return collection[0] / "docs"
+
+
+def test_a_watched_folder_follows_a_pdf_added_changed_and_deleted(
+    tmp_path: Path, documents_src: Path
+) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "notes.md").write_text("# Notes\n")
+    data = (documents_src / "report.pdf").read_bytes()
+    args = ("--store", str(tmp_path / "store"), "--watch", str(src), "--model", "hash")
+    with mounted(tmp_path / "mnt", *args) as m:
+        wait_until((m.path / "notes.md").exists, 60, "the first pass")
+        (src / "report.pdf").write_bytes(data)
+        wait_until((m.path / "report.pdf.md").exists, 60, "the view of a new PDF")
+        assert (m.path / "report.pdf").read_bytes() == data
+        changed = data.replace(b"Plant operations", b"Plant operationz")
+        (src / "report.pdf").write_bytes(changed)
+        wait_until(
+            lambda: (m.path / "report.pdf").read_bytes() == changed, 60, "the changed original"
+        )
+        assert "Plant operationz" in (m.path / "report.pdf.md").read_text()
+        (src / "report.pdf").unlink()
+        wait_until(lambda: not (m.path / "report.pdf.md").exists(), 60, "the view's removal")
+        assert not (m.path / "report.pdf").exists()
