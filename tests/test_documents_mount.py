@@ -31,7 +31,7 @@ def collection(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return src, store
 
 
-def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, capture_output=True, text=True, cwd=cwd, check=False, timeout=60)
 
 
@@ -47,7 +47,7 @@ def test_originals_views_and_tools_through_a_mount(
         mnt = m.path
         for name in MAKERS:
             original, served = src / "docs" / name, mnt / "docs" / name
-            assert _run("cmp", str(original), str(served)).returncode == 0, name
+            assert run("cmp", str(original), str(served)).returncode == 0, name
             a, b = os.stat(original), os.stat(served)
             assert (b.st_size, b.st_mtime_ns) == (a.st_size, a.st_mtime_ns)
             assert b.st_mode & 0o777 == a.st_mode & 0o555  # the mount serves read-only
@@ -57,20 +57,20 @@ def test_originals_views_and_tools_through_a_mount(
             )
             assert (mnt / "docs" / (name + ".md")).is_file()
         for name, sentence, _where in FACTS:
-            found = _run("grep", "-rn", _first_words(sentence), str(mnt / "docs"))
+            found = run("grep", "-rn", _first_words(sentence), str(mnt / "docs"))
             assert f"{name}.md:" in found.stdout, (sentence, found.stdout)
         # Page markers are lines grep -n and sed -n can use.
         view = mnt / "docs" / "report.pdf.md"
-        numbers = _run("grep", "-n", "^## Page", str(view)).stdout.split("\n")
+        numbers = run("grep", "-n", "^## Page", str(view)).stdout.split("\n")
         start = int(numbers[1].split(":")[0])  # page 2
         end = int(numbers[2].split(":")[0]) - 1
-        page2 = _run("sed", "-n", f"{start},{end}p", str(view)).stdout
+        page2 = run("sed", "-n", f"{start},{end}p", str(view)).stdout
         assert "## Page 2" in page2 and "logbook" in page2 and "Page 3" not in page2
-        rg = _run("rg", "-n", "--no-heading", "feature flag", str(mnt))
+        rg = run("rg", "-n", "--no-heading", "feature flag", str(mnt))
         assert "roadmap.pptx.md:" in rg.stdout
         assert (mnt / "notes.md").read_text() == (src / "notes.md").read_text()
         # diff -r shows the views, and only them.
-        diff = _run("diff", "-r", str(src), str(mnt))
+        diff = run("diff", "-r", str(src), str(mnt))
         only = sorted(line for line in diff.stdout.splitlines())
         assert only == sorted(f"Only in {mnt}/docs: {name}.md" for name in MAKERS), diff.stdout
         # .search cites the page (slide) in the results file and links the view.
@@ -87,7 +87,7 @@ def test_no_views_shows_the_source_folder_exactly(
 ) -> None:
     src, store = collection
     with mounted(tmp_path / "mnt", "--store", str(store), "--no-views") as m:
-        diff = _run("diff", "-r", str(src), str(m.path))
+        diff = run("diff", "-r", str(src), str(m.path))
         assert diff.returncode == 0 and diff.stdout == ""
         # A search still finds the PDF's text, and links the original it came from.
         q = m.path / ".search" / "@keyword" / "logbook east gate"
@@ -144,7 +144,7 @@ def test_an_ingest_while_mounted_sends_the_original_through_the_daemon(
         (src / "report.pdf").write_bytes((documents_src / "report.pdf").read_bytes())
         semfs("ingest", str(src), "--store", str(store), "--model", "hash")  # via the daemon
         wait_until((m.path / "report.pdf").exists, 20, "report.pdf in the mount")
-        assert _run("cmp", str(src / "report.pdf"), str(m.path / "report.pdf")).returncode == 0
+        assert run("cmp", str(src / "report.pdf"), str(m.path / "report.pdf")).returncode == 0
         assert "## Page 3" in (m.path / "report.pdf.md").read_text()
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from conftest import REPO
 
-# Commands from Essential: yes packages (coreutils, diffutils, findutils, grep, dash,
+# Commands from Essential: yes packages (coreutils, diffutils, findutils, grep, sed, dash,
 # util-linux), present on every Debian system; fusermount comes with fuse3, which setup.sh
 # installs for everyone.
 ESSENTIAL = {
@@ -28,6 +28,7 @@ ESSENTIAL = {
     "head",
     "ls",
     "mkdir",
+    "sed",
     "setpriv",
     "sh",
     "tail",
