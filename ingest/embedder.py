@@ -217,7 +217,9 @@ def query_backend(embedder: Embedder) -> str:
     if isinstance(embedder, HashEmbedder):
         return "hash (test stand-in)"
     kind = split_backend(embedder.name)[1]
-    return TORCH_QUERIES if kind is None else f"onnxruntime {kind.removeprefix('onnx-') or 'fp32'}"
+    if kind is None:
+        return TORCH_QUERIES
+    return ONNX_QUERIES if kind == "onnx" else f"onnxruntime {kind.removeprefix('onnx-')}"
 
 
 class QueryEmbedder:

@@ -260,6 +260,8 @@ def test_cli_ingest_and_search_with_the_onnx_backend(
     )
     # The model line names the recorded backend exactly (nothing after it but the dimension).
     assert f"all-MiniLM-L6-v2{recorded} (dimension 384)\n" in status.stdout, status.stdout
+    # The store's own backend embeds its queries, and status says so.
+    assert "queries: onnxruntime " + ("int8" if "int8" in recorded else "fp32") in status.stdout
     search = subprocess.run(
         [SEMFS, "search", QUESTION, "--store", store, "-k", "2", "--json"],
         capture_output=True,
