@@ -65,7 +65,7 @@ def test_making_a_question_folder_first_works(mount: Mount) -> None:
 
 def test_guide_names_the_mount_and_its_search_folder(mount: Mount, tmp_path: Path) -> None:
     out = semfs("guide", f"{mount.path}/").stdout
-    assert f'"{mount.path}/.search/how do I rotate an api key/00-results.md"' in out
+    assert f'"{mount.path}/.search/rotate api key/00-results.md"' in out
     src = tmp_path / "src"
     src.mkdir()
     (src / "a.md").write_text("# A\n\nalpha\n")
@@ -74,11 +74,11 @@ def test_guide_names_the_mount_and_its_search_folder(mount: Mount, tmp_path: Pat
         tmp_path / "mnt", "--store", str(tmp_path / "store"), "--search-dir", ".find"
     ) as m:
         out = semfs("guide", str(m.path)).stdout
-        assert f'"{m.path}/.find/how do I rotate an api key/00-results.md"' in out
+        assert f'"{m.path}/.find/rotate api key/00-results.md"' in out
         assert ".search" not in out and ".find is never listed" in out
         # An explicit --search-dir wins (a mount seen through another path, say).
         assert "/.q/" in semfs("guide", str(m.path), "--search-dir", ".q").stdout
     out = semfs("guide", "--search-dir", ".find").stdout
-    assert '"DOCS/.find/how do I rotate' in out and ".search" not in out
+    assert '"DOCS/.find/rotate api key' in out and ".search" not in out
     r = semfs("guide", str(tmp_path), check=False)  # a folder, nothing mounted
     assert r.returncode == 1 and "not a semfs mount (nothing is mounted there)" in r.stderr
