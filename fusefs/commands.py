@@ -9,7 +9,9 @@ never the reverse.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 from pathlib import Path
 from types import FrameType
 
@@ -278,17 +280,25 @@ def mcp_cmd(
     if http is not None:
         parse_http_address(http)  # a bad address fails before the store is opened
     _stop_on_sigterm()
-    with open_toolbox(store_path, url, api_key, collection, budget) as box:
-        from semfs.fusefs.agent.mcp import serve
+    try:
+        with open_toolbox(store_path, url, api_key, collection, budget) as box:
+            from semfs.fusefs.agent.mcp import serve
 
-        serve(
-            box,
-            http,
-            token_file=token_file,
-            tokens_folder=token_folder(store_path, url, collection),
-            allowed_hosts=allow_hosts,
-            session_timeout=session_timeout,
-        )
+            serve(
+                box,
+                http,
+                token_file=token_file,
+                tokens_folder=token_folder(store_path, url, collection),
+                allowed_hosts=allow_hosts,
+                session_timeout=session_timeout,
+            )
+    except KeyboardInterrupt:
+        # Stopped (Ctrl-C, SIGTERM): the store is closed and its socket and token removed by
+        # now. The MCP SDK reads stdin in a worker thread, which a read blocked on an open pipe
+        # keeps alive, and the interpreter would wait for it at exit forever: leave now.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
 
 
 @cli.group(name="token")
