@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mounting import ingest_hash, mounted, semfs
 
-from semfs.ingest.errors import StoreUnavailableError
+from semfs.ingest.errors import StoreDamagedError
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import ChunkPoint, chunk_id
 
@@ -157,5 +157,6 @@ def test_an_engine_error_at_a_deferred_load_is_one_line(sample_copy: Path, tmp_p
     with open_store(store) as s:
         config = next(store.glob("*/shard/edge_config.json"))
         config.write_text("{broken")  # after the open's probe: only the load can see it
-        with pytest.raises(StoreUnavailableError, match=r"^cannot open store .*edge_config"):
+        # Bytes the engine cannot decode are damage: the line names the file and the way out.
+        with pytest.raises(StoreDamagedError, match=r"is damaged: .*edge_config.*check --rebuild"):
             s.get_document("quickstart.mdx")

@@ -201,6 +201,20 @@ def collection_dir(store_dir: Path, collection: str) -> Path:
     return store_dir / collection
 
 
+# What the engine says when a shard's files hold bytes it cannot decode: damage that only a
+# rebuild from the source folder replaces, not a store that is merely unavailable.
+_UNDECODABLE = ("decode", "decompress", "corrupt", "checksum", "deserializ")
+
+
+def _undecodable(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return any(word in text for word in _UNDECODABLE)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -421,10 +435,11 @@ class EdgeStore(Store):
         except BaseException as exc:
             # One handler: pyo3's PanicException is a BaseException, and a handler's raise is
             # not caught by the handlers after it.
-            if type(exc).__name__ == "PanicException":
+            if type(exc).__name__ == "PanicException" or _undecodable(exc):
                 raise StoreDamagedError(
-                    f"store {self.dir} is damaged: the engine panics opening it ({exc}); run "
-                    "`semfs check --repair SOURCE` to rebuild it from its source folder"
+                    f"store {self.dir} is damaged: the engine cannot open it "
+                    f"({_one_line(exc)}); it must be rebuilt: `semfs check --rebuild SOURCE` "
+                    "sets the shard aside and ingests SOURCE afresh"
                 ) from exc
             if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit
                 raise

@@ -148,6 +148,6 @@ def _memory_limit(shard_dir: Path) -> int:
 
 def _damaged(location: str, what: str) -> str:
     return (
-        f"store {location} is damaged: {what}; run `semfs check --repair SOURCE` to rebuild "
-        "it from its source folder"
+        f"store {location} is damaged: {what}; it must be rebuilt: `semfs check --rebuild "
+        "SOURCE` sets the shard aside and ingests SOURCE afresh"
     )
