@@ -35,7 +35,7 @@ except ImportError:
 pytestmark = pytest.mark.mount
 T = TypeVar("T")
 TOOLS = {
-    "search": ["query", "path", "k", "mode"],
+    "search": ["query", "path", "k", "mode", "more"],
     "read": ["path", "start_line", "end_line", "pages"],
     "grep": ["pattern", "path", "regex", "ignore_case", "max_results"],
     "list": ["path", "recursive", "pattern"],
@@ -134,6 +134,10 @@ async def tool_calls(client: ClientSession, boundary: str) -> dict[str, Any]:
         assert not is_error(res), text(res)
         assert text(res).startswith(f"# Search: {query}")
         out["search"].append(data(res)["results"])
+    # More stays one parameter away, as @more on a mount and --more in semfs search.
+    res = await call(client, "search", query=QUERIES[0][0], k=5, more=True)
+    assert not is_error(res) and " · more · " in text(res).split("\n")[1], text(res)
+    out["search_more"] = data(res)["results"]
     res = await call(client, "read", path=LONG_PATH, start_line=2, end_line=3)
     out["read"] = text(res)
     res = await call(client, "list", path="deploy")
@@ -219,6 +223,13 @@ def test_stdio_through_a_mounted_daemon(tmp_path: Path, corpus: Path) -> None:
         assert "through the mounted daemon" in out["status"]["location"]
         check_answers(out, m.path, corpus, boundary)
         assert out["search"] == semfs_search("--store", str(store))
+        more = ["search", QUERIES[0][0], "-k", "5", "--more", "--json", "--store", str(store)]
+        assert out["search_more"] == json.loads(semfs(*more).stdout)
+        lines = [
+            sum(len(e["lines"]) for h in r for e in h["excerpts"])
+            for r in (out["search"][0], out["search_more"])
+        ]
+        assert lines[1] > lines[0], lines
 
 
 def test_http_on_a_server_store(tmp_path: Path, corpus: Path) -> None:

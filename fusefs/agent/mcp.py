@@ -180,9 +180,13 @@ def build_server(
         mode: Annotated[
             str, Field(description="hybrid (default), semantic (meaning) or keyword (BM25).")
         ] = "hybrid",
+        more: Annotated[
+            bool,
+            Field(description="Answering lines from more of the hits (about 3x): as @more."),
+        ] = False,
         scope: Scope = (),
     ) -> ToolOutput:
-        return box.search(query, path, k, mode, scope=scope)
+        return box.search(query, path, k, mode, more, scope=scope)
 
     def read(
         path: Annotated[str, Field(description="A file, as search, grep or list show it.")],

@@ -214,7 +214,13 @@ class Toolbox:
     # -- tools --------------------------------------------------------------------------------
 
     def search(
-        self, query: str, path: str = "", k: int = 10, mode: str = "hybrid", scope: Scope = ()
+        self,
+        query: str,
+        path: str = "",
+        k: int = 10,
+        mode: str = "hybrid",
+        more: bool = False,
+        scope: Scope = (),
     ) -> ToolOutput:
         if mode not in MODES:
             raise ToolInputError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
@@ -230,8 +236,8 @@ class Toolbox:
             return shown is not None and shown.doc is not None and shown.doc.gen == gen
 
         text = " ".join(query.split())
-        hits = self._search(text, k, mode, node.path, scope, committed) if text else ()
-        options = SearchOptions(mode=mode, k=k)
+        hits = self._search(text, k, mode, more, node.path, scope, committed) if text else ()
+        options = SearchOptions(mode=mode, k=k, more=more)
         # The header says where it looked: for a scope at its root, the scope's folders.
         shown = node.path
         if scope and not any(shown == f or shown.startswith(f + "/") for f in scope):
@@ -251,6 +257,7 @@ class Toolbox:
         text: str,
         k: int,
         mode: str,
+        more: bool,
         under: str,
         scope: Scope,
         committed: Callable[[str, int], bool],
@@ -265,7 +272,7 @@ class Toolbox:
         found: list[Hit] = []
         for where in wheres:
             found += self.searcher.search(
-                text, k=k, mode=mode, under=where or None, committed=committed
+                text, k=k, mode=mode, under=where or None, committed=committed, more=more
             )
         if len(wheres) > 1:
             found.sort(key=lambda h: (-h.score, h.path))
