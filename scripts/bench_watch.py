@@ -7,7 +7,8 @@ Three measurements, each through a real background mount and real file writes:
   directory of the mount (the edited file among the links of ``.search/@k=3/QUESTION/``),
   over ``--edits`` edits of different documents with the real model; p50 and p95, beside the
   batch time the watcher reports (chunking + embedding + commit), and beside the baseline a
-  user has without --watch: running ``semfs ingest DIR`` by hand (one edit, same check).
+  user has without --watch: running ``semfs ingest DIR`` by hand (one edit, same check), and
+  the part of it after the ingest returned (the mount noticing the new generation).
   Target: <= 1 s plus the file's embedding time.
 * ``burst``: ``--burst`` new files written at once (stand-in ``hash`` model); the time until
   all are listed in the mount, and how many batches the watcher made of them.
@@ -177,8 +178,13 @@ def measure_edits(cache: Path, work: Path, edits: int, idle: float) -> dict[str,
                 check=True,
                 stdout=subprocess.DEVNULL,
             )
+            ingested = time.perf_counter()
             wait_for(lambda: linked(query, rel), 60, "baseline edit searchable")
-            out["baseline_manual_ingest_s"] = round(time.perf_counter() - saved, 3)
+            shown = time.perf_counter()
+            out["baseline_manual_ingest_s"] = round(shown - saved, 3)
+            # What the docs promise ("the mount updates within about 2 s"): from the ingest
+            # command's return to the mount's search folder showing the edit.
+            out["baseline_shown_after_ingest_s"] = round(shown - ingested, 3)
     finally:
         for p, data in originals.items():
             p.write_bytes(data)
