@@ -21,7 +21,7 @@ SECTION_TITLES = {
     "search": "4. Search latency",
     "memory": "5. Memory of the mount daemon",
     "store": "6. Store",
-    "backends": "7. Embedding backends: ONNX Runtime int8 (the default) vs torch (issue 11)",
+    "backends": "7. Embedding backends: ONNX Runtime (fp32, int8) vs torch, the default (issue 11)",
     "answers": "8. Answers: does one read of 00-results.md answer the question? (issue 8)",
 }
 # BENCHMARKS.md's sections after this line are measured by their own scripts; a regeneration
