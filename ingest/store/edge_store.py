@@ -211,10 +211,6 @@ def _undecodable(exc: BaseException) -> bool:
     return any(word in text for word in _UNDECODABLE)
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
-
-
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -438,8 +434,8 @@ class EdgeStore(Store):
             if type(exc).__name__ == "PanicException" or _undecodable(exc):
                 raise StoreDamagedError(
                     f"store {self.dir} is damaged: the engine cannot open it "
-                    f"({_one_line(exc)}); it must be rebuilt: `semfs check --rebuild SOURCE` "
-                    "sets the shard aside and ingests SOURCE afresh"
+                    f"({' '.join(str(exc).split())}); it must be rebuilt: `semfs check --rebuild "
+                    "SOURCE` sets the shard aside and ingests SOURCE afresh"
                 ) from exc
             if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit
                 raise
