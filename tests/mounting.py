@@ -33,6 +33,27 @@ POLL = 0.1
 _BAD_LOG_LINE = re.compile(r"\b(WARNING|ERROR|CRITICAL)\b|Traceback")
 
 
+@contextlib.contextmanager
+def small_tmpfs(parent: Path, megabytes: int) -> Iterator[Path]:
+    """A tmpfs of ``megabytes`` MiB at ``parent/disk``, lazily unmounted after; the test skips
+    where it cannot be mounted (not root, no tmpfs)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    disk = parent / "disk"
+    disk.mkdir()
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {proc.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
 def ingest_hash(
     source: Path, store: Path | None = None, url: str | None = None, **kwargs: object
 ) -> IngestReport:

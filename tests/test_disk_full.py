@@ -16,28 +16,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mounting import mounted, semfs
+from mounting import mounted, semfs, small_tmpfs
 
 DISK_MB = 100
 
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "tmpfs", str(disk)],
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {proc.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path, DISK_MB) as disk:
         yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def make_corpus(root: Path, files: int, words_per_file: int) -> None:

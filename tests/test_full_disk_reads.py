@@ -16,26 +16,13 @@ from pathlib import Path
 
 import pytest
 from conftest import SEMFS
-from mounting import semfs
+from mounting import semfs, small_tmpfs
 
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=120m", "tmpfs", str(disk)],
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {proc.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path, 120) as disk:
         yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def test_status_answers_on_a_full_disk(small_disk: Path, sample_copy: Path) -> None:
