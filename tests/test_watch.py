@@ -80,13 +80,17 @@ def watch_mount(
 
 
 def keyword_hits(mnt: Path, word: str) -> list[str]:
-    """The documents a keyword search for ``word`` links to, best first."""
+    """The documents a keyword search for ``word`` links to, best first; none while a batch
+    lands between the listing and the readlinks (the links are renamed: callers ask again)."""
     qdir = mnt / ".search" / "@keyword" / word
-    return sorted(
-        os.readlink(qdir / n).split("../")[-1]
-        for n in os.listdir(qdir)
-        if not n.endswith("-results.md")
-    )
+    try:
+        return sorted(
+            os.readlink(qdir / n).split("../")[-1]
+            for n in os.listdir(qdir)
+            if not n.endswith("-results.md")
+        )
+    except FileNotFoundError:
+        return []
 
 
 def test_edit_create_delete_show_in_the_mount(tmp_path: Path) -> None:
