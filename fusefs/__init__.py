@@ -1,17 +1,18 @@
-"""semfs fusefs: the read-only FUSE filesystem over a semfs store (reads via semfs.ingest.store).
+"""semfs's front ends: what people, scripts and agents use, all on the :mod:`semfs.ingest` library.
 
-It opens its store through :class:`semfs.ingest.store.owner.StoreOwner`, never by backend class.
+Imports go down only: the library, then ``view``, then the three front ends.
 
-* :mod:`semfs.fusefs.bindings`: the FUSE bindings (mfusepy, else fusepy), imported in one place.
-* :mod:`semfs.fusefs.tree`: the immutable directory tree built from the document records, and
-  the path -> inode map that outlives trees.
-* :mod:`semfs.fusefs.reader`: document bytes by range, through a bounded chunk cache.
-* :mod:`semfs.fusefs.searchdir`: ``<dir>/.search/<question>/``: search results as directories.
-* :mod:`semfs.fusefs.ops`: the FUSE callbacks, a thin translation onto tree, reader and searchdir.
-* :mod:`semfs.fusefs.refresh`: rebuilding the tree when the store changes (live ingest).
-* :mod:`semfs.fusefs.daemon`: mount lifecycle: checks, daemonizing, ready signal, unmounting.
-* :mod:`semfs.fusefs.commands`: ``semfs mount`` / ``semfs umount`` (click); :mod:`semfs.fusefs.cli`:
-  the console script, which starts a plain ``semfs mount`` without click
-  (:mod:`semfs.fusefs.fastmount`);
-  :mod:`semfs.fusefs.mounthelper`: ``mount.semfs`` for ``mount -t semfs`` and /etc/fstab.
+* :mod:`semfs.fusefs.view`: the FUSE-free view of a collection that the mount and the agent
+  tools both read: the immutable tree, document bytes by range, open versions kept, following
+  store changes, and ``.search/QUESTION/`` folders. Neither click nor a FUSE binding.
+* :mod:`semfs.fusefs.mount`: the kernel mount: the FUSE bindings (imported there only), the
+  callbacks (a thin translation with precise errno), the permission check, kernel-cache
+  invalidation, the daemon's lifecycle and ``mount.semfs``.
+* :mod:`semfs.fusefs.agent`: agents without a mount: the tools, their MCP server, tokens,
+  grep and the guide. Reaches no FUSE binding.
+* :mod:`semfs.fusefs.cli`: the ``semfs`` command (click, imported there only); a plain
+  ``semfs mount`` starts without click.
+
+A front end opens its store through :class:`semfs.ingest.store.owner.StoreOwner`, never by
+backend class.
 """

@@ -1,5 +1,5 @@
-"""The command line's logging set-up, apart from :mod:`semfs.ingest.cli` so that `semfs mount`'s
-click-free start (:mod:`semfs.fusefs.fastmount`) sets it up the same way without importing click."""
+"""The logging set-up every command shares, apart from click, so that `semfs mount`'s
+click-free start (:mod:`semfs.fusefs.cli.fastmount`) sets it up the same way."""
 
 from __future__ import annotations
 

@@ -30,10 +30,9 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from semfs.ingest.errors import SourceMismatchError
 from semfs.ingest.store import DEFAULT_COLLECTION
 from semfs.ingest.store.schema import StoreMeta
-
-from .errors import SourceMismatchError
 
 
 @dataclass(frozen=True)

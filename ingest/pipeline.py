@@ -20,6 +20,27 @@ from typing import Any
 
 import qdrant_edge as qe
 
+from semfs.ingest import formats
+from semfs.ingest.chunking import chunk_text, document_description, document_title, embedding_text
+from semfs.ingest.embedding.embedder import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MODEL,
+    Embedder,
+    canonical_model_name,
+    load_embedder,
+)
+from semfs.ingest.errors import DiskFullError, ModelMismatchError
+from semfs.ingest.origin import Claim, claim_source
+from semfs.ingest.sources import (
+    DEFAULT_MAX_BYTES,
+    Document,
+    Skipped,
+    check_source,
+    read_document,
+    scan,
+    scan_paths,
+)
+from semfs.ingest.store import Store
 from semfs.ingest.store.check import verify_document
 from semfs.ingest.store.schema import (
     SCHEMA_VERSION,
@@ -29,28 +50,6 @@ from semfs.ingest.store.schema import (
     DocumentRecord,
     StoreMeta,
 )
-
-from . import formats
-from .chunking import chunk_text, document_description, document_title, embedding_text
-from .embedder import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_MODEL,
-    Embedder,
-    canonical_model_name,
-    load_embedder,
-)
-from .errors import DiskFullError, ModelMismatchError
-from .origin import Claim, claim_source
-from .sources import (
-    DEFAULT_MAX_BYTES,
-    Document,
-    Skipped,
-    check_source,
-    read_document,
-    scan,
-    scan_paths,
-)
-from .store import Store
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +106,8 @@ class IngestReport:
 def resolve_model(store: Store, requested: str | None) -> str:
     """The model to use: the store's, unless another is asked for, which is an error.
 
-    A new store gets ``requested``, else :data:`semfs.ingest.embedder.DEFAULT_MODEL` (torch fp32).
+    A new store gets ``requested``, else :data:`semfs.ingest.embedding.embedder.DEFAULT_MODEL`
+    (torch fp32).
     An existing store always keeps its recorded model: one built with ``@onnx-int8`` goes on
     ingesting and searching with int8 ONNX, one built with torch (the bare name) with torch."""
     meta = store.read_meta()

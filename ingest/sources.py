@@ -12,11 +12,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from semfs.ingest import formats
+from semfs.ingest.embedding.embedder import DEFAULT_BATCH_SIZE
+from semfs.ingest.errors import SourceError
 from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord
-
-from . import formats
-from .embedder import DEFAULT_BATCH_SIZE
-from .errors import SourceError
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS", ".jj", ".pijul"})
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024

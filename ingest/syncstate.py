@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .store import default_store_path
+from semfs.ingest.store import default_store_path
 
 STATE_NAME = "watch.json"
 # Reasons kept per failed file in the state file; status shows them all with --json.

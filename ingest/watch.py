@@ -37,16 +37,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .embedder import Embedder
-from .errors import SourceError
-from .sources import VCS_DIRS, SourceOptions, _matches
-from .store import Store
-from .syncstate import LastBatch, SyncState
+from semfs.ingest.embedding.embedder import Embedder
+from semfs.ingest.errors import SourceError
+from semfs.ingest.sources import VCS_DIRS, SourceOptions, _matches
+from semfs.ingest.store import Store
+from semfs.ingest.syncstate import LastBatch, SyncState
 
 # The pipeline imports Qdrant Edge and the chunker: loaded with the first batch, so that a
 # mount that imports this module starts as fast as one that does not.
 if TYPE_CHECKING:
-    from .pipeline import IngestReport
+    from semfs.ingest.pipeline import IngestReport
 
 logger = logging.getLogger(__name__)
 
@@ -438,7 +438,7 @@ class SourceWatcher:
 
     def _batch(self, paths: set[str] | None) -> bool:
         """One ingest run (all of the source when ``paths`` is None); True when it committed."""
-        from .pipeline import ingest
+        from semfs.ingest.pipeline import ingest
 
         full = paths is None
         try:
@@ -480,7 +480,7 @@ class SourceWatcher:
         return True
 
     def _committed(self, report: IngestReport, paths: set[str] | None) -> None:
-        from .pipeline import in_scope
+        from semfs.ingest.pipeline import in_scope
 
         state = self.state
         failed = {s.path: s.reason for s in report.skipped}

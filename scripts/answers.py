@@ -349,8 +349,8 @@ def ask_in_process(
 def _ask_searcher(
     store: Any, searcher: Any, qs: Sequence[Question], params: Sequence[str]
 ) -> list[Outcome]:
-    from semfs.fusefs.searchdir import SearchDirectories
-    from semfs.fusefs.tree import InodeMap, Ownership, Tree
+    from semfs.fusefs.view.searchdir import SearchDirectories
+    from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
 
     tree = Tree.build(store.list_documents(), InodeMap(), Ownership(os.getuid(), os.getgid()))
     dirs = SearchDirectories(searcher.search)

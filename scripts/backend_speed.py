@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.ingesting import chunk_texts
 
-from semfs.ingest.embedder import PACKAGED_MODEL, load_embedder
+from semfs.ingest.embedding.embedder import PACKAGED_MODEL, load_embedder
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 

@@ -87,7 +87,7 @@ from benchmarks.searching import (
 )
 from benchmarks.storage import compare_backends
 
-from semfs.ingest.embedder import DEFAULT_MODEL, HASH_MODEL
+from semfs.ingest.embedding.embedder import DEFAULT_MODEL, HASH_MODEL
 from semfs.ingest.store.backends import open_store
 
 # -- one corpus, end to end ----------------------------------------------------------------

@@ -226,7 +226,7 @@ def questions_of(name: str) -> list[str]:
 def section_rankings(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
-    from semfs.ingest.embedder import PACKAGED_MODEL, load_embedder, query_backend
+    from semfs.ingest.embedding.embedder import PACKAGED_MODEL, load_embedder, query_backend
     from semfs.ingest.search import Searcher
     from semfs.ingest.store.backends import open_store
 

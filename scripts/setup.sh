@@ -12,7 +12,7 @@ sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; the
 missing=()
 command -v fusermount3 >/dev/null || command -v fusermount >/dev/null || missing+=(fuse3)
 ldconfig -p 2>/dev/null | grep -q 'libfuse.so.2' || missing+=(libfuse2)
-# libfuse 3's library: the mount prefers it (kernel cache invalidation; see fusefs/bindings.py).
+# libfuse 3's library: the mount prefers it (kernel cache invalidation; see fusefs/mount/bindings.py).
 ldconfig -p 2>/dev/null | grep -q 'libfuse3.so.3' || missing+=(libfuse3-3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 # Commands the README and docs/ tell you to run, as command:apt-package (tests/test_setup.py

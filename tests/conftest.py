@@ -4,26 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE_CORPUS = REPO / "tests" / "corpus" / "mintlify-sample"
-SHARED = REPO.parent / "shared"
-# The installed console script, beside this interpreter (tests run from the project venv).
-SEMFS = str(Path(sys.executable).with_name("semfs"))
-
-
-def shared_path(*parts: str) -> Path:
-    """A path in ../shared, or skip the test with the reason when this clone has none."""
-    path = SHARED.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"{path} is absent (only beside the project's own checkout)")
-    return path
+from tests.helpers import SAMPLE_CORPUS
 
 
 @pytest.fixture(scope="session")
@@ -57,10 +44,6 @@ def sample_copy(tmp_path: Path) -> Path:
 @pytest.fixture
 def store_dir(tmp_path: Path) -> Path:
     return Path(os.environ["SEMFS_STORE"])
-
-
-# Another local user, for tests of what the store and the mount let others see.
-NOBODY = 65534
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
-from conftest import REPO
+from tests.helpers import REPO
 
 # Commands from Essential: yes packages (coreutils, diffutils, findutils, grep, sed, dash,
 # util-linux), present on every Debian system; fusermount comes with fuse3, which setup.sh
@@ -44,7 +44,7 @@ _SHELL = re.compile(r'"sh",\s*"-c",\s*"([^"]*)"')
 
 def commands_the_tests_run() -> set[str]:
     found: set[str] = set()
-    for path in (REPO / "tests").glob("*.py"):
+    for path in (REPO / "tests").rglob("*.py"):
         if path.name == Path(__file__).name:
             continue  # the examples in this file's comments
         text = path.read_text()

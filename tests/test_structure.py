@@ -10,7 +10,7 @@ import ast
 import re
 from pathlib import Path
 
-from conftest import REPO
+from tests.helpers import REPO
 
 # Repository folder -> the import package it installs as (pyproject's [tool.setuptools]).
 FOLDERS = {"ingest": "semfs.ingest", "fusefs": "semfs.fusefs"}
@@ -156,7 +156,11 @@ def test_the_agent_tools_reach_no_fuse_binding() -> None:
     # or through other modules, may load the FUSE library or the mount's callbacks.
     graph = _graph()
     files = {_module_name(p): p for p in _files()}
-    mount_only = {"semfs.fusefs.bindings", "semfs.fusefs.ops", "semfs.fusefs.daemon"}
+    mount_only = {
+        "semfs.fusefs.mount.bindings",
+        "semfs.fusefs.mount.ops",
+        "semfs.fusefs.mount.daemon",
+    }
     for module in (m for m in graph if _under(m, "semfs.fusefs.agent")):
         reached = _reach(graph, module) | {module}
         assert not reached & mount_only, (module, sorted(reached & mount_only))

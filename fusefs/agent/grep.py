@@ -39,12 +39,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from semfs.fusefs.reader import DocumentReader
-from semfs.fusefs.tree import DIR, FILE, Node, Tree
+from semfs.fusefs.agent.patterns import FALLBACK_SECONDS, LineMatcher, line_matcher
+from semfs.fusefs.view.reader import DocumentReader
+from semfs.fusefs.view.tree import DIR, FILE, Node, Tree
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store import Store
-
-from .patterns import FALLBACK_SECONDS, LineMatcher, line_matcher
 
 if sys.version_info >= (3, 11):
     import re._constants as sre_constants

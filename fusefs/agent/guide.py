@@ -1,7 +1,7 @@
 """The agent guide: what an agent needs in its system prompt to use a semfs mount well.
 
 Printed by ``semfs guide [MOUNTPOINT]`` and shown in the README; the text is the product's
-advice, so it names only behaviour the mount has (see :mod:`semfs.fusefs.searchdir`).
+advice, so it names only behaviour the mount has (see :mod:`semfs.fusefs.view.searchdir`).
 """
 
 from __future__ import annotations

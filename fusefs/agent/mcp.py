@@ -38,12 +38,17 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from semfs.fusefs.agent.tokens import (
+    OWNER_TOKEN,
+    ScopedTokens,
+    TokenVerifier,
+    grant_of,
+    owner_token,
+)
+from semfs.fusefs.agent.toolbox import Scope, Toolbox, ToolOutput
 from semfs.ingest import __version__
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store import DEFAULT_K
-
-from .tokens import OWNER_TOKEN, ScopedTokens, TokenVerifier, grant_of, owner_token
-from .toolbox import Scope, Toolbox, ToolOutput
 
 logger = logging.getLogger(__name__)
 WILDCARDS = ("0.0.0.0", "::", "")

@@ -39,10 +39,9 @@ from urllib.parse import urlsplit
 
 from mcp.server.auth.provider import AccessToken
 
+from semfs.fusefs.agent.grep import normalize_path
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store import default_store_path
-
-from .grep import normalize_path
 
 OWNER_TOKEN = "mcp.token"
 SCOPED_TOKENS = "mcp-tokens.json"

@@ -2,8 +2,9 @@
 
 :class:`Toolbox` answers each call with a :class:`ToolOutput` (the text an agent reads, plus
 JSON data); :mod:`semfs.fusefs.agent.mcp` serves them. It reads the store the way the mount does: a
-:class:`~semfs.fusefs.tree.Tree` kept fresh by a :class:`~semfs.fusefs.refresh.TreeRefresher`,
-documents through a :class:`~semfs.fusefs.reader.DocumentReader`, searches with the same
+:class:`~semfs.fusefs.view.tree.Tree` kept fresh by a
+:class:`~semfs.fusefs.view.refresh.TreeRefresher`,
+documents through a :class:`~semfs.fusefs.view.reader.DocumentReader`, searches with the same
 :class:`~semfs.ingest.search.Searcher` and results text as a ``.search`` directory.
 
 Rules a caller may rely on:
@@ -36,19 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from semfs.fusefs.reader import DocumentReader
-from semfs.fusefs.refresh import TreeRefresher
-from semfs.fusefs.searchdir import SearchOptions, SearchPath, link_names, render_results
-from semfs.fusefs.tree import DIR, FILE, InodeMap, Node, Ownership, Tree
-from semfs.ingest import formats
-from semfs.ingest.errors import SemfsError, StoreNotFoundError
-from semfs.ingest.search import MAX_K, Hit, Searcher, query_service
-from semfs.ingest.store import MODES, Store
-from semfs.ingest.store.backends import open_store
-from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
-from semfs.ingest.store.schema import DocumentRecord
-
-from .grep import (
+from semfs.fusefs.agent.grep import (
     DEFAULT_MAX_RESULTS,
     Grep,
     GrepResult,
@@ -57,6 +46,17 @@ from .grep import (
     resolve,
     walk,
 )
+from semfs.fusefs.view.reader import DocumentReader
+from semfs.fusefs.view.refresh import TreeRefresher
+from semfs.fusefs.view.searchdir import SearchOptions, SearchPath, link_names, render_results
+from semfs.fusefs.view.tree import DIR, FILE, InodeMap, Node, Ownership, Tree
+from semfs.ingest import formats
+from semfs.ingest.errors import SemfsError, StoreNotFoundError
+from semfs.ingest.search import MAX_K, Hit, Searcher, query_service
+from semfs.ingest.store import MODES, Store
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
+from semfs.ingest.store.schema import DocumentRecord
 
 logger = logging.getLogger(__name__)
 

@@ -1,9 +1,9 @@
 """The ``semfs`` console script's entry point.
 
 A plain `semfs mount MOUNTPOINT [options]` starts without importing click or the store
-commands (:mod:`semfs.fusefs.fastmount`): a mount's start is paid every time one starts.
+commands (:mod:`semfs.fusefs.cli.fastmount`): a mount's start is paid every time one starts.
 Everything else, `semfs mount --help` and any argument that path is not sure of included,
-runs the click command group of :mod:`semfs.fusefs.commands`.
+runs the click command group of :mod:`semfs.fusefs.cli.commands`.
 """
 
 from __future__ import annotations
@@ -14,20 +14,20 @@ from typing import Any
 
 def main() -> None:
     if sys.argv[1:2] == ["mount"]:
-        from .fastmount import try_mount
+        from semfs.fusefs.cli.fastmount import try_mount
 
         if try_mount(sys.argv[2:]):
             return
-    from .commands import main as click_main
+    from semfs.fusefs.cli.commands import main as click_main
 
     click_main()
 
 
 def __getattr__(name: str) -> Any:
     """``semfs.fusefs.cli.cli``: the click group, for callers from before
-    :mod:`semfs.fusefs.commands`."""
+    :mod:`semfs.fusefs.cli.commands`."""
     if name == "cli":
-        from .commands import cli
+        from semfs.fusefs.cli.commands import cli
 
         return cli
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,7 @@
-"""The full ``semfs`` command (click): the store commands from :mod:`semfs.ingest.cli` plus mount
+"""The full ``semfs`` command (click): the store commands from :mod:`semfs.fusefs.cli.store` plus
+mount
 commands. :mod:`semfs.fusefs.cli` (the console script's entry point) runs it, except for a plain
-`semfs mount`, which it starts without click (:mod:`semfs.fusefs.fastmount`).
+`semfs mount`, which it starts without click (:mod:`semfs.fusefs.cli.fastmount`).
 
 It lives here, not in ``ingest``, because data flows one way: fusefs may import ingest,
 never the reverse.
@@ -18,11 +19,11 @@ from types import FrameType
 import click
 
 from semfs.fusefs.agent.guide import guide
-from semfs.ingest.cli import cli, handle_errors, search_options, source_options, store_options
+from semfs.fusefs.cli.store import cli, handle_errors, search_options, source_options, store_options
+from semfs.fusefs.view.searchdir import DEFAULT_NAME
 
-from .searchdir import DEFAULT_NAME
-
-# semfs.fusefs.daemon (FUSE bindings, the store backends, the watcher) is imported by the commands
+# semfs.fusefs.mount.daemon (FUSE bindings, the store backends, the watcher) is imported by the
+# commands
 # that use it: `semfs --version`, `--help` and the store commands start without it.
 
 MOUNT_EPILOG = """\b
@@ -172,7 +173,7 @@ def mount_cmd(
         semfs mount ~/mnt/docs --no-views; diff -r ./docs ~/mnt/docs
         semfs umount ~/mnt/docs
     """
-    from .fastmount import run_mount
+    from semfs.fusefs.cli.fastmount import run_mount
 
     run_mount(ctx.params, ctx.find_root().meta.get("semfs.verbose", 0))
 
@@ -197,7 +198,7 @@ def umount_cmd(mountpoint: Path, lazy: bool, force: bool) -> None:
         semfs umount ~/mnt/docs
         semfs umount --lazy ~/mnt/docs
     """
-    from .daemon import unmount
+    from semfs.fusefs.mount.daemon import unmount
 
     note = unmount(mountpoint, lazy=lazy, force=force)
     if note is not None:
@@ -428,8 +429,8 @@ def guide_cmd(mountpoint: Path | None, search_dir: str | None) -> None:
         semfs guide ~/mnt/docs >> AGENTS.md
         semfs guide --search-dir .find
     """
-    from .daemon import FSTYPE, mount_fstype, mount_search_dir
-    from .searchdir import check_folder_name
+    from semfs.fusefs.mount.daemon import FSTYPE, mount_fstype, mount_search_dir
+    from semfs.fusefs.view.searchdir import check_folder_name
 
     if mountpoint is not None:
         with contextlib.suppress(FileNotFoundError):  # no mountinfo (macOS): not checked

@@ -1,6 +1,7 @@
 """`semfs mount` without click: the start of a mount is paid every time one starts.
 
-Importing click and the store commands (:mod:`semfs.ingest.cli`) costs ~30 ms, a fifth of a small
+Importing click and the store commands (:mod:`semfs.fusefs.cli.store`) costs ~30 ms, a fifth of a
+small
 collection's mount → first ls, and the daemon needs neither. :func:`try_mount` recognises
 the plain forms of `semfs mount MOUNTPOINT [options]` and starts the mount directly, with
 the parameters click would have given; for anything else (--help, an option it does not
@@ -18,11 +19,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from semfs.ingest.embedder import DEFAULT_BATCH_SIZE
+from semfs.fusefs.view.searchdir import DEFAULT_NAME
+from semfs.ingest.embedding.embedder import DEFAULT_BATCH_SIZE
 from semfs.ingest.sources import DEFAULT_MAX_BYTES
 from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K
-
-from .searchdir import DEFAULT_NAME
 
 # Every parameter of the click `mount` command, at its default (what a parse starts from).
 DEFAULTS: Mapping[str, Any] = {
@@ -134,10 +134,15 @@ def _as_click_path(value: str, file_ok: bool, dir_ok: bool) -> Path | None:
 
 def run_mount(params: Mapping[str, Any], verbose: int) -> None:
     """Mount with the `mount` command's parameters; in the background, exit once it answers."""
+    from semfs.fusefs.mount.daemon import (
+        MountConfig,
+        configure_logging,
+        default_log_file,
+        mount,
+        parse_options,
+    )
+    from semfs.fusefs.view.searchdir import SearchOptions, check_folder_name
     from semfs.ingest.sources import SourceOptions
-
-    from .daemon import MountConfig, configure_logging, default_log_file, mount, parse_options
-    from .searchdir import SearchOptions, check_folder_name
 
     p = dict(params)
     search = SearchOptions(mode=p["mode"], k=p["k"], min_score=p["min_score"])  # before forking
@@ -214,7 +219,7 @@ def _fail(error: BaseException | None) -> NoReturn:
     exit status."""
     import click
 
-    from semfs.ingest.cli import translate_errors
+    from semfs.fusefs.cli.store import translate_errors
 
     def again() -> NoReturn:
         if error is None:

@@ -24,14 +24,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from semfs.ingest.store.backends import missing_collection, open_store
-
-from . import __version__, display
-from .embedder import DEFAULT_BATCH_SIZE
-from .errors import SemfsError, StoreLockedError
-from .logs import MOUNT_LOG, configure_logging
-from .sources import DEFAULT_MAX_BYTES
-from .store import (
+from semfs.ingest import __version__, display
+from semfs.ingest.embedding.embedder import DEFAULT_BATCH_SIZE
+from semfs.ingest.errors import SemfsError, StoreLockedError
+from semfs.ingest.logs import MOUNT_LOG, configure_logging
+from semfs.ingest.sources import DEFAULT_MAX_BYTES
+from semfs.ingest.store import (
     DEFAULT_COLLECTION,
     DEFAULT_K,
     MAX_K,
@@ -39,18 +37,18 @@ from .store import (
     Store,
     default_store_path,
 )
+from semfs.ingest.store.backends import missing_collection, open_store
 
 # pipeline and search import qdrant_edge and the chunker: imported inside the commands that
 # need them, so that `semfs --help` and `semfs mount` start fast.
 if TYPE_CHECKING:
+    from semfs.ingest.embedding.embedder import Embedder
+    from semfs.ingest.pipeline import IngestReport
+    from semfs.ingest.progress import IngestProgress
+    from semfs.ingest.sources import SourceOptions
     from semfs.ingest.store.catalog import Catalog
     from semfs.ingest.store.schema import StoreMeta
-
-    from .embedder import Embedder
-    from .pipeline import IngestReport
-    from .progress import IngestProgress
-    from .sources import SourceOptions
-    from .syncstate import SyncState
+    from semfs.ingest.syncstate import SyncState
 
 logger = logging.getLogger(__name__)
 # Failed files listed by `semfs status` (all of them with --json).
@@ -343,10 +341,10 @@ def ingest_cmd(
         semfs ingest ./docs --url http://localhost:6333 --collection acme
         semfs ingest ./docs --watch
     """
-    from .pipeline import ingest
+    from semfs.ingest.pipeline import ingest
 
     if watch:
-        from .sources import SourceOptions
+        from semfs.ingest.sources import SourceOptions
 
         opts = SourceOptions(model, include, exclude, batch_size, max_bytes, follow_symlinks)
         _follow(
@@ -354,8 +352,8 @@ def ingest_cmd(
         )
         return
 
-    from .embedder import load_embedder
-    from .pipeline import resolve_model
+    from semfs.ingest.embedding.embedder import load_embedder
+    from semfs.ingest.pipeline import resolve_model
 
     with opened(store_path, url, api_key, collection) as store, _in_place_if(verify):
         # Made here, so that once the documents are in, its torch model (if it loaded) can
@@ -392,7 +390,7 @@ def ingest_cmd(
 
 def _progress(embedder: Embedder, label: str = "Embedding") -> IngestProgress:
     """The progress display of an ingest on stderr, told of ``embedder``'s load too."""
-    from .progress import IngestProgress
+    from semfs.ingest.progress import IngestProgress
 
     progress = IngestProgress(sys.stderr, label=label)
     if hasattr(embedder, "on_load"):
@@ -402,7 +400,7 @@ def _progress(embedder: Embedder, label: str = "Embedding") -> IngestProgress:
 
 def _prepare_queries(embedder: Embedder, quiet: bool) -> None:
     """Once per model, where torch has just embedded documents: export it for searches."""
-    from .embedder import prepare_query_embedding
+    from semfs.ingest.embedding.embedder import prepare_query_embedding
 
     def say() -> None:
         if not quiet:
@@ -434,15 +432,14 @@ def _follow(
     It owns the store as a mount does: `semfs search`, `semfs status`, `semfs mcp` and a
     plain `semfs ingest` reach it through its socket (searches embedded with its model). When
     a mount owns the store already, it writes through the mount's socket instead."""
+    from semfs.ingest.embedding.embedder import load_embedder
+    from semfs.ingest.origin import claim_source
+    from semfs.ingest.pipeline import ingest, resolve_model
+    from semfs.ingest.search import Searcher, query_service
+    from semfs.ingest.sources import check_source
     from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
-
-    from .embedder import load_embedder
-    from .origin import claim_source
-    from .pipeline import ingest, resolve_model
-    from .search import Searcher, query_service
-    from .sources import check_source
-    from .syncstate import state_file
-    from .watch import SourceWatcher
+    from semfs.ingest.syncstate import state_file
+    from semfs.ingest.watch import SourceWatcher
 
     check_source(source)
 
@@ -589,7 +586,7 @@ def status(
         semfs status
         semfs status --collection acme --json
     """
-    from .syncstate import load_state, state_file
+    from semfs.ingest.syncstate import load_state, state_file
 
     watch = load_state(state_file(store_path, url, collection))
     try:
@@ -752,7 +749,7 @@ def collections_rm(
     with opened_catalog(store_path, url, api_key) as catalog:
         catalog.remove(name)
     if url:  # a server collection's watcher state is kept beside the embedded store
-        from .syncstate import state_file
+        from semfs.ingest.syncstate import state_file
 
         with contextlib.suppress(OSError):
             state_file(store_path, url, name).unlink()
@@ -785,7 +782,7 @@ def collections_rename(
 
 def _refuse_if_followed(store_path: Path | None, url: str | None, name: str) -> None:
     """A watcher of a server collection holds no lock: its state file says it runs."""
-    from .syncstate import load_state, state_file
+    from semfs.ingest.syncstate import load_state, state_file
 
     state = load_state(state_file(store_path, url, name))
     if state is not None and state.running:
@@ -890,9 +887,8 @@ def _collection_info(store: Store, meta: StoreMeta, collection: str) -> dict[str
 def _queries_backend(store: Store, model: str) -> str:
     """What embeds this store's search queries (`semfs status`), loading nothing: the owner's
     model over its socket, ONNX Runtime, or torch and why."""
+    from semfs.ingest.embedding.embedder import QueryEmbedder, load_query_embedder, query_backend
     from semfs.ingest.store.ipc import owner_embedder
-
-    from .embedder import QueryEmbedder, load_query_embedder, query_backend
 
     served = owner_embedder(store, model, lambda: None)
     if served is not None:
@@ -977,9 +973,8 @@ def check(
         semfs check --prune --collection acme
         semfs check --rebuild ./docs
     """
+    from semfs.ingest.errors import StoreDamagedError
     from semfs.ingest.store.check import check_store
-
-    from .errors import StoreDamagedError
 
     if sum(x is not None and x is not False for x in (repair_source, prune, rebuild_source)) > 1:
         raise click.UsageError("--repair, --prune and --rebuild exclude each other")
@@ -1003,7 +998,7 @@ def check(
                 _prune(store, fixed)  # also records the counts: what was lost is accepted
             report = check_store(store)
         elif report.problems and repair_source is not None:
-            from .pipeline import ingest
+            from semfs.ingest.pipeline import ingest
 
             # Lost documents come back as added, damaged ones as repaired.
             with _in_place("--repair"):
@@ -1055,7 +1050,7 @@ def _in_place(what: str) -> Iterator[None]:
     except SemfsError:
         raise
     except Exception as exc:
-        from .errors import StoreDamagedError
+        from semfs.ingest.errors import StoreDamagedError
 
         raise StoreDamagedError(
             f"{what} failed: the store engine cannot change its damaged points "
@@ -1073,9 +1068,8 @@ def _rebuild(
 ) -> None:
     """Set the shard aside and ingest ``source`` afresh (a store the engine cannot open or
     repair in place)."""
+    from semfs.ingest.pipeline import ingest
     from semfs.ingest.store.edge_store import set_aside
-
-    from .pipeline import ingest
 
     aside = set_aside(store_path or default_store_path(), collection)
     if why is not None:
@@ -1175,8 +1169,8 @@ def search(
         semfs search "custom domain" --under deploy -k 3 --json
         semfs search "webhook retries" --paths | xargs -d '\\n' grep -n retry
     """
-    from .search import Searcher, normalize_under
-    from .search.results import render
+    from semfs.ingest.search import Searcher, normalize_under
+    from semfs.ingest.search.results import render
 
     scope = normalize_under(under)
     with opened(store_path, url, api_key, collection) as store:

@@ -3,7 +3,7 @@
 The mount always uses ``default_permissions``, so the kernel checks each open against the
 attributes it holds. Those can be older than the version an open is served: while handles
 of a version read through the page cache, ``getattr`` keeps showing that version's
-attributes (see :mod:`semfs.fusefs.kernelcache`), and a tree can lag the store by a refresh.
+attributes (see :mod:`semfs.fusefs.mount.kernelcache`), and a tree can lag the store by a refresh.
 A re-ingest that makes a file private (0600, new text) would then let every user open the
 new text through the old, readable mode. So every open of a document is checked again here,
 against the version it will serve and the folders of the tree shown now.
@@ -24,9 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from semfs.fusefs.view.tree import DIR, Ownership, Tree
 from semfs.ingest.store.schema import DocumentRecord
-
-from .tree import DIR, Ownership, Tree
 
 # (uid, gid, pid) of the process whose request is running.
 Caller = tuple[int, int, int]

@@ -6,7 +6,8 @@ threads, so importing this module before daemonizing is safe.
 
 libfuse 3 is preferred where it is installed (mfusepy alone picks libfuse 2 first): only
 libfuse 3 exports ``fuse_invalidate_path``, which lets the mount keep long kernel cache
-timeouts and still drop exactly the paths a refresh changed (see :mod:`semfs.fusefs.kernelcache`).
+timeouts and still drop exactly the paths a refresh changed (see
+:mod:`semfs.fusefs.mount.kernelcache`).
 Under libfuse 2 (or fusepy) the mount falls back to short timeouts. ``FUSE_LIBRARY_PATH``
 or ``FUSE_LIBRARY_NAME`` in the environment still choose the library.
 """
@@ -291,7 +292,7 @@ def current_fuse() -> int | None:
     """The ``struct fuse *`` of the mount whose callback is running (call it from ``init``).
 
     libfuse's context is per request thread; the pointer itself stays valid until the
-    loop ends (see :class:`semfs.fusefs.kernelcache.KernelCache` for how its users stop then).
+    loop ends (see :class:`semfs.fusefs.mount.kernelcache.KernelCache` for how its users stop then).
     """
     lib = _libfuse()
     if lib is None:

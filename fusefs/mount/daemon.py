@@ -29,6 +29,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from semfs.fusefs.mount.bindings import (
+    FUSE,
+    can_invalidate,
+    fuse_exit,
+    fuse_major_version,
+    request_caller,
+)
+from semfs.fusefs.mount.kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT, KernelCache
+from semfs.fusefs.mount.ops import XATTR_PREFIX, SemfsOperations
+from semfs.fusefs.view.pins import GenerationPins
+from semfs.fusefs.view.reader import DocumentReader
+from semfs.fusefs.view.refresh import DEFAULT_INTERVAL, TreeRefresher
+from semfs.fusefs.view.searchdir import DEFAULT_NAME, SearchDirectories, SearchOptions
+from semfs.fusefs.view.tree import InodeMap, Ownership
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.logs import MOUNT_LOG
 from semfs.ingest.sources import SourceOptions, check_source
@@ -44,17 +58,8 @@ from semfs.ingest.store.check import require_counts
 from semfs.ingest.store.manifest import collector_paused
 from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
 
-from .bindings import FUSE, can_invalidate, fuse_exit, fuse_major_version, request_caller
-from .kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT, KernelCache
-from .ops import XATTR_PREFIX, SemfsOperations
-from .pins import GenerationPins
-from .reader import DocumentReader
-from .refresh import DEFAULT_INTERVAL, TreeRefresher
-from .searchdir import DEFAULT_NAME, SearchDirectories, SearchOptions
-from .tree import InodeMap, Ownership
-
 if TYPE_CHECKING:  # imported where used: the first listing needs neither (see MountDaemon.run)
-    from semfs.ingest.embedder import Embedder
+    from semfs.ingest.embedding.embedder import Embedder
     from semfs.ingest.search import Hit, Searcher
     from semfs.ingest.watch import SourceWatcher
 
@@ -109,7 +114,7 @@ def fuse_options(cfg: MountConfig) -> dict[str, Any]:
     """The options handed to libfuse: read-only, stable inodes, kernel cache timeouts, -o.
 
     The timeouts are long where every change is invalidated (libfuse 3), else short: see
-    :mod:`semfs.fusefs.kernelcache`.
+    :mod:`semfs.fusefs.mount.kernelcache`.
     """
     user = dict(cfg.options)
     if "rw" in user:
@@ -230,7 +235,7 @@ class MountDaemon:
         try:
             embedder = documents = None
             if self.cfg.watch is not None:
-                from semfs.ingest.embedder import load_embedder
+                from semfs.ingest.embedding.embedder import load_embedder
                 from semfs.ingest.origin import claim_source
                 from semfs.ingest.pipeline import resolve_model
 
@@ -483,7 +488,7 @@ class _OnDemandSearcher:
 
     def queries(self) -> QueryService:
         """Other processes' queries, embedded with this searcher's model (made on the first)."""
-        from semfs.ingest.embedder import query_backend
+        from semfs.ingest.embedding.embedder import query_backend
 
         return QueryService(
             embed=lambda text: self.get().embedder.encode([text])[0],

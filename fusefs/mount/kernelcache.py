@@ -40,8 +40,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
-from .bindings import can_invalidate, invalidate_path, session_exited
-from .tree import DIR, Node, Tree
+from semfs.fusefs.mount.bindings import can_invalidate, invalidate_path, session_exited
+from semfs.fusefs.view.tree import DIR, Node, Tree
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from .daemon import parse_options
+from semfs.fusefs.mount.daemon import parse_options
 
 # Options for mount(8) and fstab, not for the filesystem. `rw` is dropped too: semfs is
 # read-only whatever the fstab line says (mount(8) may add it on its own).
@@ -81,6 +81,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = translate(sys.argv[1:] if argv is None else argv)
     if args is None:
         return
-    from .cli import cli
+    from semfs.fusefs.cli import cli
 
     cli(args=args, prog_name="mount.semfs")

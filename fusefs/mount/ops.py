@@ -20,14 +20,29 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from semfs.fusefs.mount.access import may_read
+from semfs.fusefs.mount.bindings import (
+    ENOATTR,
+    FuseOSError,
+    Operations,
+    current_fuse,
+    overrides,
+    request_caller,
+)
+from semfs.fusefs.mount.kernelcache import KernelCache, OpenMode
+from semfs.fusefs.view.pins import GenerationPins
+from semfs.fusefs.view.reader import ChunksMissingError, DocumentReader, ServedHash
+from semfs.fusefs.view.tree import (
+    DIR,
+    FILE,
+    NAME_MAX,
+    SYMLINK,
+    Node,
+    Tree,
+    document_attrs,
+    name_too_long,
+)
 from semfs.ingest.store.schema import DocumentRecord
-
-from .access import may_read
-from .bindings import ENOATTR, FuseOSError, Operations, current_fuse, overrides, request_caller
-from .kernelcache import KernelCache, OpenMode
-from .pins import GenerationPins
-from .reader import ChunksMissingError, DocumentReader, ServedHash
-from .tree import DIR, FILE, NAME_MAX, SYMLINK, Node, Tree, document_attrs, name_too_long
 
 logger = logging.getLogger(__name__)
 
@@ -146,8 +161,8 @@ class SemfsOperations(Operations):
     ``on_init`` runs in ``init()``, once the kernel has connected: the place to start
     threads (never before daemonizing) and to tell a waiting parent the mount is up.
     ``kernel`` decides how each handle reads and invalidates what a new tree changes
-    (:mod:`semfs.fusefs.kernelcache`); ``pins`` keeps each open handle's version readable
-    (:mod:`semfs.fusefs.pins`).
+    (:mod:`semfs.fusefs.mount.kernelcache`); ``pins`` keeps each open handle's version readable
+    (:mod:`semfs.fusefs.view.pins`).
     """
 
     use_ns = True
@@ -315,7 +330,7 @@ class SemfsOperations(Operations):
         if doc is None:  # deleted since the tree was built
             raise FuseOSError(errno.ENOENT)
         # The kernel checked the attributes it holds, which may be an older version's (see
-        # semfs.fusefs.access): check the caller against the version served, now.
+        # semfs.fusefs.mount.access): check the caller against the version served, now.
         if not may_read(self.tree, doc, request_caller()):
             self.pins.release(doc.path, doc.gen)
             raise FuseOSError(errno.EACCES)

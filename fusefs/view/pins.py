@@ -28,10 +28,9 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
+from semfs.fusefs.view.reader import DocumentReader
 from semfs.ingest.store import DelegatingStore, Store
 from semfs.ingest.store.schema import DocumentRecord, StoreMeta
-
-from .reader import DocumentReader
 
 logger = logging.getLogger(__name__)
 

@@ -14,11 +14,10 @@ import logging
 import threading
 from collections.abc import Callable, Set
 
+from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
 from semfs.ingest.store import Store
 from semfs.ingest.store.manifest import Manifest
 from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord, StoreMeta
-
-from .tree import InodeMap, Ownership, Tree
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +47,7 @@ class TreeRefresher:
     ) -> None:
         self.store = store
         # Paths a tree leaves out though the store still lists them (deleted documents that
-        # open handles still read: semfs.fusefs.pins).
+        # open handles still read: semfs.fusefs.view.pins).
         self.hidden = hidden
         self.views = views  # text views beside their originals (semfs mount --no-views: not)
         self.inodes = inodes

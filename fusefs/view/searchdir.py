@@ -39,8 +39,8 @@ Rules a caller may rely on:
   file name, cut to fit 255 bytes; targets are relative, so they resolve inside the mount
   wherever it is.
 
-This module never imports FUSE: it turns paths into :class:`semfs.fusefs.tree.Node` objects for
-:class:`semfs.fusefs.ops.SemfsOperations` and is tested without a mount.
+This module never imports FUSE: it turns paths into :class:`semfs.fusefs.view.tree.Node` objects for
+:class:`semfs.fusefs.mount.ops.SemfsOperations` and is tested without a mount.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ from semfs.ingest.store import DEFAULT_K, MAX_K, MODES
 if TYPE_CHECKING:
     from semfs.ingest.search import Hit
 
-from .tree import (
+from semfs.fusefs.view.tree import (
     DIR,
     DIR_MODE,
     FILE,

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from .onnx_embedder import Agreement
+    from semfs.ingest.embedding.onnx import Agreement
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def canonical_model_name(name: str) -> str:
     An ONNX backend stays part of the name (``...@onnx-int8``): vectors of another backend
     are another model's. A name without a backend (or with ``@torch``) means torch fp32, and
     ``@torch`` is dropped, so stores built with torch keep matching their recorded name."""
-    from .onnx_embedder import split_backend
+    from semfs.ingest.embedding.onnx import split_backend
 
     base, backend = split_backend(name)
     if base in ("all-MiniLM-L6-v2", "all-minilm-l6-v2", PACKAGED_MODEL):
@@ -84,10 +84,10 @@ def load_embedder(name: str = DEFAULT_MODEL, threads: int | None = None) -> Embe
     ``hash`` (or ``hash:DIM``) is a deterministic bag-of-words stand-in for tests and
     benchmarks: fast, not semantic.
     ``MODEL@onnx`` and ``MODEL@onnx-int8`` run the same model with ONNX Runtime
-    (:mod:`semfs.ingest.onnx_embedder`). ``threads`` caps torch's threads for the whole process
+    (:mod:`semfs.ingest.embedding.onnx`). ``threads`` caps torch's threads for the whole process
     once the model loads (ONNX Runtime: the session's threads).
     """
-    from .onnx_embedder import OnnxEmbedder, split_backend
+    from semfs.ingest.embedding.onnx import OnnxEmbedder, split_backend
 
     canonical = canonical_model_name(name)
     if canonical == HASH_MODEL or canonical.startswith(HASH_MODEL + ":"):
@@ -199,7 +199,7 @@ def load_query_embedder(name: str, threads: int | None = None) -> Embedder:
     canonical = canonical_model_name(name)
     if canonical == HASH_MODEL or canonical.startswith(HASH_MODEL + ":"):
         return load_embedder(canonical, threads)
-    from .onnx_embedder import split_backend
+    from semfs.ingest.embedding.onnx import split_backend
 
     if split_backend(canonical)[1] is not None:
         return load_embedder(canonical, threads)
@@ -212,7 +212,7 @@ def query_backend(embedder: Embedder) -> str:
     backend = getattr(embedder, "query_backend", None)
     if isinstance(backend, str):
         return backend
-    from .onnx_embedder import split_backend
+    from semfs.ingest.embedding.onnx import split_backend
 
     if isinstance(embedder, HashEmbedder):
         return "hash (test stand-in)"
@@ -240,7 +240,7 @@ class QueryEmbedder:
         if not location.is_dir():
             self.why_torch = f"{name} is not a local model folder"
         else:
-            from .onnx_embedder import OnnxEmbedder, verified_query_export
+            from semfs.ingest.embedding.onnx import OnnxEmbedder, verified_query_export
 
             path, self.why_torch = verified_query_export(location)
             if path is not None:
@@ -316,8 +316,8 @@ def prepare_query_embedding(
     location = Path(model_location(embedder.name))
     if not location.is_dir():
         return None
-    from .errors import ModelUnavailableError
-    from .onnx_embedder import prepare_query_export, verified_query_export
+    from semfs.ingest.embedding.onnx import prepare_query_export, verified_query_export
+    from semfs.ingest.errors import ModelUnavailableError
 
     if verified_query_export(location)[0] is not None:
         return None

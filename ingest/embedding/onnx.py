@@ -6,7 +6,8 @@ Rules a caller may rely on:
   so a store's queries embed with the backend that embedded its documents, and an ingest
   with another backend is refused like any other model
   (:func:`semfs.ingest.pipeline.resolve_model`).
-* An option, not the default (torch fp32 is: see :data:`semfs.ingest.embedder.DEFAULT_MODEL`).
+* An option, not the default (torch fp32 is: see
+:data:`semfs.ingest.embedding.embedder.DEFAULT_MODEL`).
   onnxruntime and onnx are dependencies all the same, so choosing it needs no other install.
 * Nothing is downloaded. The first use exports the packaged weights with ``torch.onnx``
   (int8: then ``onnxruntime.quantization.quantize_dynamic``) into :func:`model_cache_dir`;
@@ -24,7 +25,7 @@ Rules a caller may rely on:
   where torch was loaded anyway (``semfs ingest`` after embedding): the cosine of every probe
   text at least :data:`AGREEMENT`, recorded beside the export. A search never exports: with
   no export, or one that disagreed, :func:`verified_query_export` says why and the caller
-  falls back to torch (:func:`semfs.ingest.embedder.load_query_embedder`).
+  falls back to torch (:func:`semfs.ingest.embedding.embedder.load_query_embedder`).
 
 Why not sentence-transformers' ``backend="onnx"``: it needs ``optimum``, whose current
 release pins transformers < 5 (pip would downgrade transformers 5.x to 4.57), so the export
@@ -49,8 +50,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ModelUnavailableError
-from .store import default_store_path
+from semfs.ingest.errors import ModelUnavailableError
+from semfs.ingest.store import default_store_path
 
 logger = logging.getLogger(__name__)
 

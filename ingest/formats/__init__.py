@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import importlib
 
-from . import text
-from .base import MARKER, VIEW_SUFFIX, Extracted, Extractor, Unsupported
+from semfs.ingest.formats import text
+from semfs.ingest.formats.base import MARKER, VIEW_SUFFIX, Extracted, Extractor, Unsupported
 
 __all__ = [
     "EXTRACTORS",
@@ -96,6 +96,6 @@ def extract(path: str, data: bytes, *, isolated: bool = True) -> Extracted | Uns
         return text.extract(path, data)
     if not isolated:
         return extractor_for(path)(path, data)
-    from . import worker
+    from semfs.ingest.formats import worker
 
     return worker.shared().extract(module, path, data)

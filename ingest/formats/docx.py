@@ -10,8 +10,8 @@ from __future__ import annotations
 import io
 import re
 
-from .base import Extracted, Unsupported, first_line, open_zip
-from .html import sections
+from semfs.ingest.formats.base import Extracted, Unsupported, first_line, open_zip
+from semfs.ingest.formats.html import sections
 
 _LEVEL = re.compile(r"heading (\d)$", re.IGNORECASE)
 

@@ -10,8 +10,8 @@ import posixpath
 import xml.etree.ElementTree as ET
 from urllib.parse import unquote
 
-from .base import Extracted, Unsupported, ViewBuilder, first_line, open_zip
-from .html import decode, headings, to_markdown
+from semfs.ingest.formats.base import Extracted, Unsupported, ViewBuilder, first_line, open_zip
+from semfs.ingest.formats.html import decode, headings, to_markdown
 
 _CONTAINER = "urn:oasis:names:tc:opendocument:xmlns:container"
 _OPF = "http://www.idpf.org/2007/opf"

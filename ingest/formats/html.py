@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .base import Extracted, Unsupported, ViewBuilder, clean_lines, first_line
+from semfs.ingest.formats.base import Extracted, Unsupported, ViewBuilder, clean_lines, first_line
 
 # Never content: code, styling, embedded objects, forms.
 _DROP = (

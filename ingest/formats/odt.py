@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from .base import Extracted, Unsupported, first_line, open_zip
-from .html import sections
+from semfs.ingest.formats.base import Extracted, Unsupported, first_line, open_zip
+from semfs.ingest.formats.html import sections
 
 _TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 _TABLE = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"

@@ -7,7 +7,7 @@ pdfminer.six interleaves their lines. The view has one ``## Page N`` heading per
 
 from __future__ import annotations
 
-from .base import Extracted, Unsupported, ViewBuilder, clean_lines, first_line
+from semfs.ingest.formats.base import Extracted, Unsupported, ViewBuilder, clean_lines, first_line
 
 # Pages of one PDF: a bound on the work a crafted page count could ask for.
 MAX_PAGES = 20_000

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import io
 
-from .base import Extracted, Unsupported, ViewBuilder, clean_lines, first_line, open_zip
+from semfs.ingest.formats.base import (
+    Extracted,
+    Unsupported,
+    ViewBuilder,
+    clean_lines,
+    first_line,
+    open_zip,
+)
 
 
 def extract(path: str, data: bytes) -> Extracted | Unsupported:

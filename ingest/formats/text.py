@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import codecs
 
-from .base import Extracted, Unsupported
+from semfs.ingest.formats.base import Extracted, Unsupported
 
 
 def extract(path: str, data: bytes) -> Extracted | Unsupported:

@@ -25,7 +25,7 @@ import threading
 import time
 from typing import IO, Any
 
-from .base import Extracted, Unsupported, first_line
+from semfs.ingest.formats.base import Extracted, Unsupported, first_line
 
 TIMEOUT_S = 60.0
 MEMORY_BYTES = 2 * 1024 * 1024 * 1024

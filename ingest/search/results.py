@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from . import Hit
+    from semfs.ingest.search import Hit
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _BACKTICKS = re.compile(r"`+")

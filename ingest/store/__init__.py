@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from semfs.ingest.errors import SemfsError
-
-from .manifest import Manifest
-from .schema import (
+from semfs.ingest.store.manifest import Manifest
+from semfs.ingest.store.schema import (
     ChunkPoint,
     ChunkRecord,
     DirectoryRecord,

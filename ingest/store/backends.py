@@ -10,7 +10,7 @@ composition root that picks one (like ratarmount's ``ARCHIVE_BACKENDS`` table):
   (a ``file:`` URL opens qdrant-client's local mode: the stand-in server of the tests).
 
 To add a backend: write a :class:`~semfs.ingest.store.Store` subclass in its own module (run the
-contract tests in ``tests/test_store_contract.py`` against it), add a factory below that
+contract tests in ``tests/contract/test_store_contract.py`` against it), add a factory below that
 imports it lazily, and add its name to :data:`BACKENDS` and :func:`backend_for`.
 Implementations are imported inside the factories: qdrant_client costs ~1 s to import and
 the embedded path must not pay for it.
@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from semfs.ingest.errors import SemfsError, StoreNotFoundError
-
-from . import DEFAULT_COLLECTION, Store, check_collection_name, default_store_path
-from .catalog import Catalog, missing
-from .schema import check_schema
+from semfs.ingest.store import DEFAULT_COLLECTION, Store, check_collection_name, default_store_path
+from semfs.ingest.store.catalog import Catalog, missing
+from semfs.ingest.store.schema import check_schema
 
 
 @dataclass(frozen=True)
@@ -42,14 +41,14 @@ class StoreAddress:
 
 
 def _embedded(address: StoreAddress) -> Store:
-    from .edge_store import DAEMON_SOCKET, EdgeStore, collection_dir
+    from semfs.ingest.store.edge_store import DAEMON_SOCKET, EdgeStore, collection_dir
 
     store_dir = address.path or default_store_path()
     coll_dir = collection_dir(store_dir, address.collection)
     # No socket, no owner: skip importing the ipc client (a mount's start-up pays for it).
     if not (coll_dir / DAEMON_SOCKET).exists():
         return EdgeStore(store_dir, address.collection)
-    from .ipc import connect_daemon
+    from semfs.ingest.store.ipc import connect_daemon
 
     # Ask the owner first: even a failed second load of a live shard rewrites its files.
     remote = connect_daemon(coll_dir, address.collection)
@@ -59,7 +58,7 @@ def _embedded(address: StoreAddress) -> Store:
 
 
 def _server(address: StoreAddress) -> Store:
-    from .server_store import ServerStore
+    from semfs.ingest.store.server_store import ServerStore
 
     if address.url is None:
         raise ValueError("the server backend needs a URL")
@@ -89,10 +88,10 @@ def open_catalog(
     """The collections of the embedded store at ``store_path`` (default
     :func:`default_store_path`), or of the Qdrant server at ``url``."""
     if url:
-        from .server_store import ServerCatalog
+        from semfs.ingest.store.server_store import ServerCatalog
 
         return ServerCatalog(url, api_key=api_key, timeout=timeout)
-    from .edge_store import EdgeCatalog
+    from semfs.ingest.store.edge_store import EdgeCatalog
 
     return EdgeCatalog(Path(store_path) if store_path else default_store_path())
 

@@ -26,8 +26,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from semfs.ingest.errors import SemfsError, StoreLockedError, StoreNotFoundError
-
-from . import check_collection_name
+from semfs.ingest.store import check_collection_name
 
 # The kernel's name of a semfs mount is the daemon's fsname (mount_source) and its type.
 MOUNT_SOURCE_PREFIX = "semfs:"

@@ -26,9 +26,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from semfs.ingest.errors import SemfsError, StoreDamagedError
-
-from . import Store
-from .schema import DocumentRecord, SparseQuery, StoreMeta
+from semfs.ingest.store import Store
+from semfs.ingest.store.schema import DocumentRecord, SparseQuery, StoreMeta
 
 # Chunks fetched per store call while checking a document.
 _FETCH = 256

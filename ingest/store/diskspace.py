@@ -29,8 +29,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from semfs.ingest.errors import DiskFullError
-
-from .schema import ChunkPoint
+from semfs.ingest.store.schema import ChunkPoint
 
 logger = logging.getLogger(__name__)
 

@@ -41,8 +41,7 @@ from semfs.ingest.errors import (
     StoreNotFoundError,
     StoreUnavailableError,
 )
-
-from . import (
+from semfs.ingest.store import (
     FUSION_CANDIDATES,
     LineSpan,
     QueryService,
@@ -54,10 +53,10 @@ from . import (
     shardprobe,
     similarity,
 )
-from .catalog import Catalog
-from .diskspace import SpaceGuard, allocated_bytes, chunk_bytes
-from .manifest import Manifest
-from .schema import (
+from semfs.ingest.store.catalog import Catalog
+from semfs.ingest.store.diskspace import SpaceGuard, allocated_bytes, chunk_bytes
+from semfs.ingest.store.manifest import Manifest
+from semfs.ingest.store.schema import (
     DENSE,
     DOC_TREE_FIELDS,
     INDEXED_INTEGERS,
@@ -804,7 +803,7 @@ class EdgeStore(Store):
         queries: QueryService | None = None,
     ) -> Callable[[], None] | None:
         """Serve this shard on ``COLLECTION/daemon.sock``: we hold its lock, so others cannot."""
-        from .ipc import StoreServer  # in a daemon's init(), not on its way up
+        from semfs.ingest.store.ipc import StoreServer  # in a daemon's init(), not on its way up
 
         server = StoreServer(served or self, self.dir, on_change=on_change, queries=queries)
         server.start()

@@ -9,8 +9,8 @@ Wire format: a 4-byte big-endian length, then a JSON object. Request ``{"method"
 "kwargs"}``; reply ``{"ok": value}`` or ``{"error": {"type", "message"}}``. Values are encoded
 explicitly by :func:`semfs.ingest.store.schema.encode` (the schema types' own payloads), never
 pickled: a peer can send data, not code. Only the Store methods named in ``_READS`` and ``_WRITES``
-can be called; ``tests/test_ipc_coverage.py`` checks that they and :class:`RemoteStore` cover every
-abstract Store method.
+can be called; ``tests/contract/test_ipc_coverage.py`` checks that they and
+:class:`RemoteStore` cover every abstract Store method.
 
 Searches: an owner that embeds queries (a mount, ``semfs mcp``, ``semfs ingest --watch``: a
 :class:`~semfs.ingest.store.QueryService`) says so in its hello reply (``"queries"``: what runs
@@ -42,10 +42,9 @@ from typing import Any
 
 from semfs.ingest import errors
 from semfs.ingest.errors import SemfsError, StoreLockedError, StoreUnavailableError
-
-from . import QueryService, Store
-from .manifest import Manifest
-from .schema import (
+from semfs.ingest.store import QueryService, Store
+from semfs.ingest.store.manifest import Manifest
+from semfs.ingest.store.schema import (
     ChunkPoint,
     ChunkRecord,
     DirectoryRecord,

@@ -41,7 +41,7 @@ from dataclasses import dataclass, fields
 from itertools import accumulate, repeat
 from typing import Any
 
-from .schema import DOC_LOCAL_FIELDS, DirectoryRecord, DocumentRecord, StoreMeta
+from semfs.ingest.store.schema import DOC_LOCAL_FIELDS, DirectoryRecord, DocumentRecord, StoreMeta
 
 logger = logging.getLogger(__name__)
 

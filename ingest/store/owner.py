@@ -5,7 +5,7 @@ embedded store holds Qdrant Edge's lock for as long as it runs, so an ingest sta
 it could not write. :class:`StoreOwner` is the one place that handles this; reuse it rather
 than looking at the store's class::
 
-    from .owner import StoreOwner
+    from semfs.ingest.store.owner import StoreOwner
 
     owner = StoreOwner.open(store_path, url=url, collection=name)  # raises StoreOwnedError
     try:                                        # when another process owns the store
@@ -35,9 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from semfs.ingest.errors import StoreLockedError
-
-from . import DEFAULT_COLLECTION, QueryService, Store
-from .backends import missing_collection, open_store
+from semfs.ingest.store import DEFAULT_COLLECTION, QueryService, Store
+from semfs.ingest.store.backends import missing_collection, open_store
 
 logger = logging.getLogger(__name__)
 

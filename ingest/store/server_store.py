@@ -23,11 +23,10 @@ from qdrant_client import models as m
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from semfs.ingest.errors import StoreNotFoundError, StoreUnavailableError
-
-from . import FUSION_CANDIDATES, LineSpan, SparseQuery, Store, similarity
-from .catalog import Catalog, refuse_if_mounted
-from .manifest import Manifest
-from .schema import (
+from semfs.ingest.store import FUSION_CANDIDATES, LineSpan, SparseQuery, Store, similarity
+from semfs.ingest.store.catalog import Catalog, refuse_if_mounted
+from semfs.ingest.store.manifest import Manifest
+from semfs.ingest.store.schema import (
     DENSE,
     DOC_TREE_FIELDS,
     INDEXED_INTEGERS,

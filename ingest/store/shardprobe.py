@@ -32,8 +32,7 @@ from semfs.ingest.errors import (
     StoreLockedError,
     StoreUnavailableError,
 )
-
-from .diskspace import MB, allocated_bytes, free_bytes
+from semfs.ingest.store.diskspace import MB, allocated_bytes, free_bytes
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from semfs.ingest.embedder import PACKAGED_MODEL, Embedder, load_embedder
+from semfs.ingest.embedding.embedder import PACKAGED_MODEL, Embedder, load_embedder
 
 from .config import Config
 from .harness import REPO, CannotMeasure, median, timed

@@ -1,7 +1,8 @@
 """The benchmark's small harness: timing, commands, and mounts (``semfs mount``, always unmounted).
 
-The mount primitives (stale, alive, forced unmount) are :mod:`semfs.fusefs.daemon`'s, shared with
-``tests/mounting.py``."""
+The mount primitives (stale, alive, forced unmount) are :mod:`semfs.fusefs.mount.daemon`'s, shared
+with
+``tests/helpers/mounting.py``."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from semfs.fusefs.daemon import force_unmount, process_alive
+from semfs.fusefs.mount.daemon import force_unmount, process_alive
 
 REPO = Path(__file__).resolve().parents[2]
 logger = logging.getLogger("bench")

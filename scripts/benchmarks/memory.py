@@ -6,7 +6,7 @@ import functools
 import subprocess
 import sys
 
-from semfs.ingest.embedder import HASH_MODEL
+from semfs.ingest.embedding.embedder import HASH_MODEL
 
 from .harness import REPO
 from .results import CorpusInfo, Results, Row
@@ -65,10 +65,12 @@ def memory_with_model(info: CorpusInfo, mb: float, res: Results) -> Row:
 
 @functools.cache
 def import_floor_mb() -> float:
-    """Peak RSS of a bare interpreter that imports semfs.fusefs.daemon: what any daemon costs."""
+    """Peak RSS of a bare interpreter that imports semfs.fusefs.mount.daemon: what any daemon
+    costs."""
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forked parent across exec.
     code = (
-        "import semfs.fusefs.daemon; print(next(l.split()[1] for l in open('/proc/self/status') "
+        "import semfs.fusefs.mount.daemon; "
+        "print(next(l.split()[1] for l in open('/proc/self/status') "
         "if l.startswith('VmHWM:')))"
     )
     out = subprocess.run(

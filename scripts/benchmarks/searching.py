@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from semfs.ingest.embedder import HASH_MODEL
+from semfs.ingest.embedding.embedder import HASH_MODEL
 from semfs.ingest.search import Searcher
 from semfs.ingest.store import SparseQuery
 from semfs.ingest.store.backends import open_store

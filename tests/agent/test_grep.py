@@ -9,9 +9,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_CORPUS
-from grepcorpus import PATTERNS, boundary_pattern, build, gnu_grep
-from mounting import ingest_hash
 
 from semfs.fusefs.agent.grep import (
     Grep,
@@ -24,11 +21,14 @@ from semfs.fusefs.agent.grep import (
     walk,
 )
 from semfs.fusefs.agent.patterns import SlowPatternError, line_matcher, re2_source
-from semfs.fusefs.reader import DocumentReader
-from semfs.fusefs.tree import InodeMap, Ownership, Tree
+from semfs.fusefs.view.reader import DocumentReader
+from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import Store
 from semfs.ingest.store.backends import open_store
+from tests.helpers import SAMPLE_CORPUS
+from tests.helpers.grepcorpus import PATTERNS, boundary_pattern, build, gnu_grep
+from tests.helpers.mounting import ingest_hash
 
 
 class CountingStore:

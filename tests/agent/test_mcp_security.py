@@ -21,11 +21,12 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from conftest import SAMPLE_CORPUS, SEMFS
-from grepcorpus import gnu_grep
-from mcphttp import http_server
-from mounting import ingest_hash, semfs
-from test_mcp import call, connect, data, is_error, stdio, text
+
+from tests.helpers import SAMPLE_CORPUS, SEMFS
+from tests.helpers.grepcorpus import gnu_grep
+from tests.helpers.mcpclient import call, connect, data, is_error, stdio, text
+from tests.helpers.mcphttp import http_server
+from tests.helpers.mounting import ingest_hash, semfs
 
 pytestmark = pytest.mark.mount
 NOBODY = 65534

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mounting import Mount, ingest_hash, mounted, read_log, semfs
+
+from tests.helpers.mounting import Mount, ingest_hash, mounted, read_log, semfs
 
 
 @pytest.fixture(scope="module")

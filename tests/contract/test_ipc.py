@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SEMFS
 
 from semfs.ingest.errors import (
     SemfsError,
@@ -39,6 +38,7 @@ from semfs.ingest.store.schema import (
     ScoredChunk,
     StoreMeta,
 )
+from tests.helpers import SEMFS
 
 DIM = 8
 COLLECTION = "docs"

@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SEMFS
 
 from semfs.ingest.errors import SchemaVersionError
 from semfs.ingest.pipeline import ingest
@@ -30,6 +29,7 @@ from semfs.ingest.store.schema import (
     encode,
 )
 from semfs.ingest.store.server_store import ServerStore
+from tests.helpers import SEMFS
 
 # Answered by the proxy itself, never sent: where the store is, who owns it, serving writers,
 # and the manifest, which only the owner (a mount) uses.

@@ -16,8 +16,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_CORPUS, SEMFS
-from mounting import ingest_hash, mounted, semfs, stop_process, wait_until
 
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.search import Searcher
@@ -32,6 +30,8 @@ from semfs.ingest.store.ipc import (
     connect_daemon,
 )
 from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
+from tests.helpers import SAMPLE_CORPUS, SEMFS
+from tests.helpers.mounting import ingest_hash, mounted, semfs, stop_process, wait_until
 
 QUERIES = [
     "custom domain",
@@ -130,7 +130,7 @@ def test_search_beside_a_mount_ranks_as_a_local_search(tmp_path: Path) -> None:
 def test_search_beside_a_mount_embeds_with_its_warm_model(tmp_path: Path) -> None:
     """The real model: the query goes to the mount (which imports torch or onnxruntime, not the
     client), and the ranking is the local one."""
-    from semfs.ingest.embedder import load_embedder
+    from semfs.ingest.embedding.embedder import load_embedder
 
     store = tmp_path / "store"
     source = tmp_path / "src"

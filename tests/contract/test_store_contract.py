@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import qdrant_edge as qe
 
-from semfs.ingest.embedder import HashEmbedder
+from semfs.ingest.embedding.embedder import HashEmbedder
 from semfs.ingest.errors import StoreLockedError, StoreNotFoundError
 from semfs.ingest.store import SparseQuery, Store, edge_store
 from semfs.ingest.store.backends import open_store

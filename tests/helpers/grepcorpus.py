@@ -13,9 +13,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import SAMPLE_CORPUS
-
 from semfs.ingest.store import Store
+from tests.helpers import SAMPLE_CORPUS
 
 UNICODE_TEXT = """\
 # Grüße

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import SEMFS
-from mounting import stop_process
+
+from tests.helpers import SEMFS
+from tests.helpers.mounting import stop_process
 
 STARTUP_SECONDS = 60
 STARTED = re.compile(r"serving .* at (\S+); (?:new )?token in (/\S+) \(")

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import SEMFS
 
-from semfs.fusefs.daemon import force_unmount
+from semfs.fusefs.mount.daemon import force_unmount
 from semfs.ingest.pipeline import IngestReport, ingest
 from semfs.ingest.store.backends import open_store
+from tests.helpers import SEMFS
 
 # Limits that only catch a hang: a loaded shared machine is slow, never this slow.
 MOUNT_TIMEOUT = 60.0

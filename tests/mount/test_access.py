@@ -1,15 +1,15 @@
-"""The daemon's own permission check of a new open (semfs.fusefs.access), as the kernel's.
+"""The daemon's own permission check of a new open (semfs.fusefs.mount.access), as the kernel's.
 
 Against real trees; the same check runs, through a real mount and a real other user, in
-tests/test_shared_mount.py.
+tests/mount/test_shared_mount.py.
 """
 
 from __future__ import annotations
 
 import os
 
-from semfs.fusefs.access import caller_groups, may_read
-from semfs.fusefs.tree import InodeMap, Ownership, Tree
+from semfs.fusefs.mount.access import caller_groups, may_read
+from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
 from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord
 
 OWNER, GROUP, OTHER, ROOT = (1000, 100, 1), (2000, 100, 1), (3000, 300, 1), (0, 0, 1)

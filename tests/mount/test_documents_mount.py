@@ -12,9 +12,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from docfixtures import FACTS, MAKERS, make_all
-from mounting import ingest_hash, mounted, semfs, wait_until
-from test_mcp import call, connect, data, is_error, stdio, text
+
+from tests.helpers.docfixtures import FACTS, MAKERS, make_all
+from tests.helpers.mcpclient import call, connect, data, is_error, stdio, text
+from tests.helpers.mounting import ingest_hash, mounted, semfs, wait_until
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SEMFS
-from mounting import semfs, small_tmpfs
+
+from tests.helpers import SEMFS
+from tests.helpers.mounting import semfs, small_tmpfs
 
 
 @pytest.fixture

@@ -24,8 +24,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_CORPUS, SEMFS, shared_path
-from mounting import (
+
+from semfs.fusefs.mount.daemon import daemon_pid, is_stale, process_alive, unmount
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.manifest import Manifest
+from tests.helpers import SAMPLE_CORPUS, SEMFS, shared_path
+from tests.helpers.mounting import (
     Mount,
     force_unmount,
     fuse_mounts,
@@ -38,10 +42,6 @@ from mounting import (
     wait_mounted,
     wait_until,
 )
-
-from semfs.fusefs.daemon import daemon_pid, is_stale, process_alive, unmount
-from semfs.ingest.store.backends import open_store
-from semfs.ingest.store.manifest import Manifest
 
 pytestmark = pytest.mark.mount
 

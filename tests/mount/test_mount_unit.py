@@ -24,13 +24,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import SAMPLE_CORPUS, SEMFS
-from mounting import ingest_hash
 
-from semfs.fusefs import fastmount, kernelcache
-from semfs.fusefs.bindings import ENOATTR, FuseOSError, can_invalidate
-from semfs.fusefs.commands import cli
-from semfs.fusefs.daemon import (
+from semfs.fusefs.cli import fastmount
+from semfs.fusefs.cli.commands import cli
+from semfs.fusefs.mount import kernelcache
+from semfs.fusefs.mount.bindings import ENOATTR, FuseOSError, can_invalidate
+from semfs.fusefs.mount.daemon import (
     MountConfig,
     MountError,
     check_mountpoint,
@@ -39,17 +38,24 @@ from semfs.fusefs.daemon import (
     parse_options,
     unmount_commands,
 )
-from semfs.fusefs.kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT, KernelCache, changed_nodes
-from semfs.fusefs.mounthelper import translate
-from semfs.fusefs.ops import SemfsOperations
-from semfs.fusefs.pins import GenerationPins
-from semfs.fusefs.reader import ChunksMissingError, CorruptDocumentError, DocumentReader, LRUCache
-from semfs.fusefs.refresh import TreeRefresher
-from semfs.fusefs.tree import DIR, FILE, ROOT_INO, InodeMap, Node, Ownership, Tree
+from semfs.fusefs.mount.kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT, KernelCache, changed_nodes
+from semfs.fusefs.mount.mounthelper import translate
+from semfs.fusefs.mount.ops import SemfsOperations
+from semfs.fusefs.view.pins import GenerationPins
+from semfs.fusefs.view.reader import (
+    ChunksMissingError,
+    CorruptDocumentError,
+    DocumentReader,
+    LRUCache,
+)
+from semfs.fusefs.view.refresh import TreeRefresher
+from semfs.fusefs.view.tree import DIR, FILE, ROOT_INO, InodeMap, Node, Ownership, Tree
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import DelegatingStore, Store
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import ChunkRecord, DirectoryRecord, DocumentRecord, StoreMeta
+from tests.helpers import SAMPLE_CORPUS, SEMFS
+from tests.helpers.mounting import ingest_hash
 
 OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
 
@@ -222,7 +228,7 @@ def test_folders_holding_what_others_cannot_read_are_guarded() -> None:
 
 def test_unusable_and_clashing_paths_are_left_out(caplog: pytest.LogCaptureFixture) -> None:
     records = [record(p) for p in ("", "a//b", "../x", "/abs", "x/./y", "a", "a/b", "ok.md")]
-    with caplog.at_level(logging.WARNING, logger="semfs.fusefs.tree"):
+    with caplog.at_level(logging.WARNING, logger="semfs.fusefs.view.tree"):
         tree = Tree.build(records, InodeMap(), OWNER)
     assert list(tree.root.children) == ["a", "ok.md"]
     assert at(tree, "a").kind == DIR
@@ -430,7 +436,7 @@ def test_store_failure_is_eio_and_logged(store: Store, caplog: pytest.LogCapture
     info = fi()
     ops.open("/index.mdx", info)
     store.close()
-    with caplog.at_level(logging.ERROR, logger="semfs.fusefs.ops"):
+    with caplog.at_level(logging.ERROR, logger="semfs.fusefs.mount.ops"):
         assert errno_of(ops.read, "/index.mdx", 100, 0, info) == errno.EIO
     assert any("read /index.mdx failed" in r.getMessage() for r in caplog.records)
     assert ops.getattr("/index.mdx")["st_size"] > 0  # the tree still answers
@@ -729,7 +735,7 @@ def _click_params(args: list[str]) -> dict[str, Any]:
 def test_plain_mount_arguments_parse_without_click_as_click_does(
     args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`semfs mount`'s click-free start (semfs.fusefs.fastmount) passes what click would."""
+    """`semfs mount`'s click-free start (semfs.fusefs.cli.fastmount) passes what click would."""
     for name in ("SEMFS_STORE", "SEMFS_COLLECTION", "QDRANT_URL", "QDRANT_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     (tmp_path / "STORE").mkdir()
@@ -775,9 +781,9 @@ def test_the_mount_start_does_not_import_click() -> None:
     """What a plain `semfs mount` imports before it forks (the console script's own path)."""
     code = (
         "import sys\n"
-        "from semfs.fusefs import cli, fastmount\n"
+        "from semfs.fusefs import cli\nfrom semfs.fusefs.cli import fastmount\n"
         "assert fastmount.parse(['/mnt/x'], {}) is not None\n"
-        "import semfs.fusefs.daemon\n"
+        "import semfs.fusefs.mount.daemon\n"
         "ours = ('click', 'semfs', 'qdrant_edge')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ours))\n"
     )
@@ -785,8 +791,10 @@ def test_the_mount_start_does_not_import_click() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     loaded = set(ast.literal_eval(out))
-    assert {"semfs.fusefs.cli", "semfs.fusefs.fastmount", "semfs.fusefs.daemon"} <= loaded
-    assert not {"click", "semfs.ingest.cli", "semfs.fusefs.commands", "qdrant_edge"} & loaded
+    assert {"semfs.fusefs.cli", "semfs.fusefs.cli.fastmount", "semfs.fusefs.mount.daemon"} <= loaded
+    assert (
+        not {"click", "semfs.fusefs.cli.store", "semfs.fusefs.cli.commands", "qdrant_edge"} & loaded
+    )
 
 
 def test_the_console_script_leaves_help_and_usage_errors_to_click(tmp_path: Path) -> None:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mounting import mounted, semfs, wait_until
-
 from semfs.ingest.store.diskspace import allocated_bytes
+from tests.helpers.mounting import mounted, semfs, wait_until
 
 RE_INGESTS = 5
 

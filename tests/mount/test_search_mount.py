@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from conftest import SAMPLE_CORPUS
-from mounting import Mount, ingest_hash, mounted, semfs, wait_until
-from paraphrases import QUESTIONS
 
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import DEFAULT_K
 from semfs.ingest.store.backends import open_store
+from tests.helpers import SAMPLE_CORPUS
+from tests.helpers.mounting import Mount, ingest_hash, mounted, semfs, wait_until
+from tests.helpers.paraphrases import QUESTIONS
 
 pytestmark = pytest.mark.mount
 T = TypeVar("T")

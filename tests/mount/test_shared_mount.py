@@ -15,8 +15,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import NOBODY
-from mounting import mounted, semfs, wait_until
+
+from tests.helpers import NOBODY
+from tests.helpers.mounting import mounted, semfs, wait_until
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user"),

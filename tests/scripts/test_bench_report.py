@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from conftest import REPO
+from tests.helpers import REPO
 
 sys.path.insert(0, str(REPO / "scripts"))
 

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
+
+from tests.helpers import REPO
 
 SECTIONS = ("ingest", "mount", "reading", "search", "memory", "store", "backends", "answers")
 # Figures each section must report (measured or "skipped"), per corpus where it applies.

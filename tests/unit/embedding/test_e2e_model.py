@@ -9,13 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_CORPUS, SEMFS
-from paraphrases import QUESTIONS
 
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Searcher
 from semfs.ingest.store import Store
 from semfs.ingest.store.backends import open_store
+from tests.helpers import SAMPLE_CORPUS, SEMFS
+from tests.helpers.paraphrases import QUESTIONS
 
 pytestmark = pytest.mark.model
 

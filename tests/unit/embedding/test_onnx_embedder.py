@@ -15,9 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLE_CORPUS, SEMFS
 
-from semfs.ingest.embedder import (
+from semfs.ingest.embedding.embedder import (
     DEFAULT_MODEL,
     ONNX_QUERIES,
     PACKAGED_MODEL,
@@ -27,12 +26,13 @@ from semfs.ingest.embedder import (
     load_embedder,
     query_backend,
 )
+from semfs.ingest.embedding.onnx import OnnxEmbedder, split_backend
 from semfs.ingest.errors import ModelMismatchError, ModelUnavailableError
-from semfs.ingest.onnx_embedder import OnnxEmbedder, split_backend
 from semfs.ingest.pipeline import ingest, resolve_model
 from semfs.ingest.search import Searcher
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import StoreMeta
+from tests.helpers import REPO, SAMPLE_CORPUS, SEMFS
 
 INT8 = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
 TORCH = "sentence-transformers/all-MiniLM-L6-v2"
@@ -66,7 +66,7 @@ def test_a_new_store_defaults_to_torch_and_each_store_keeps_its_backend(store_di
         with pytest.raises(ModelMismatchError, match="onnx-int8"):
             resolve_model(store, INT8)
         # Its queries: torch's weights, on ONNX Runtime once an ingest has checked the export
-        # (tests/test_query_embedding.py), else on torch.
+        # (tests/unit/embedding/test_query_embedding.py), else on torch.
         assert query_backend(Searcher(store).embedder) in (ONNX_QUERIES, TORCH_QUERIES)
     with open_store(store_dir / "int8") as store:
         store.create(384)
@@ -82,7 +82,7 @@ def test_a_new_store_defaults_to_torch_and_each_store_keeps_its_backend(store_di
 def test_cli_help_names_the_default_and_how_to_pick_int8() -> None:
     from click.testing import CliRunner
 
-    from semfs.ingest.cli import cli
+    from semfs.fusefs.cli.store import cli
 
     out = " ".join(CliRunner().invoke(cli, ["ingest", "--help"]).output.split())
     assert "else all-MiniLM-L6-v2, the packaged model, on torch in fp32" in out, out
@@ -294,7 +294,7 @@ def test_two_first_uses_at_once_export_once(tmp_path: Path) -> None:
     code = (
         "import logging, sys\n"
         "logging.basicConfig(level=logging.INFO, stream=sys.stderr)\n"
-        "from semfs.ingest.embedder import load_embedder\n"
+        "from semfs.ingest.embedding.embedder import load_embedder\n"
         "print(load_embedder('all-MiniLM-L6-v2@onnx').encode(['concurrent first use'])[0][:4])\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO), "SEMFS_MODEL_CACHE": str(cache)}

@@ -17,9 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLE_CORPUS, SEMFS, shared_path
 
-from semfs.ingest.embedder import (
+from semfs.ingest.embedding.embedder import (
     ONNX_QUERIES,
     PACKAGED_MODEL,
     TORCH_QUERIES,
@@ -31,7 +30,7 @@ from semfs.ingest.embedder import (
     prepare_query_embedding,
     query_backend,
 )
-from semfs.ingest.onnx_embedder import (
+from semfs.ingest.embedding.onnx import (
     AGREEMENT,
     agreement_path,
     export_path,
@@ -41,6 +40,7 @@ from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Searcher
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import StoreMeta
+from tests.helpers import REPO, SAMPLE_CORPUS, SEMFS, shared_path
 
 QUESTION_SETS = ("fastapi-docs", "mem0-docs", "mintlify-docs")
 
@@ -132,7 +132,10 @@ def test_a_search_never_exports_and_says_why_it_uses_torch(
     monkeypatch.setenv("SEMFS_MODEL_CACHE", str(cache))
     _torch_store(store_dir)
     location = Path(model_location(PACKAGED_MODEL))
-    with caplog.at_level(logging.INFO, logger="semfs.ingest.embedder"), open_store(store_dir) as s:
+    with (
+        caplog.at_level(logging.INFO, logger="semfs.ingest.embedding.embedder"),
+        open_store(store_dir) as s,
+    ):
         searcher = Searcher(s)
         assert query_backend(searcher.embedder) == TORCH_QUERIES
         assert "no ONNX export" in caplog.text and "semfs ingest" in caplog.text

@@ -1,7 +1,7 @@
 """Converted documents (PDF, Word, PowerPoint, HTML, EPUB, ODT) from bytes to store: the
 extractors on real files made at test time, the bounded worker, the skip reasons, and the
 pipeline's incremental protocol for a view and its stored original. The mount is
-tests/test_documents_mount.py."""
+tests/mount/test_documents_mount.py."""
 
 from __future__ import annotations
 
@@ -11,14 +11,21 @@ import re
 from pathlib import Path
 
 import pytest
-from docfixtures import BAD_REASONS, FACTS, HTML_FURNITURE, make_all, make_bad, make_pdf
-from mounting import ingest_hash
 
 from semfs.ingest import formats, sources
 from semfs.ingest.formats import worker
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.check import check_store
 from semfs.ingest.store.schema import BLOB_PART
+from tests.helpers.docfixtures import (
+    BAD_REASONS,
+    FACTS,
+    HTML_FURNITURE,
+    make_all,
+    make_bad,
+    make_pdf,
+)
+from tests.helpers.mounting import ingest_hash
 
 
 def _flat(text: str) -> str:

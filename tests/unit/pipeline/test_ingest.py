@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import SEMFS
 
-from semfs.ingest.cli import cli
+from semfs.fusefs.cli.store import cli
 from semfs.ingest.errors import ModelMismatchError, SourceError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import Store
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge_store import EdgeStore
+from tests.helpers import SEMFS
 
 
 def write(root: Path, rel: str, data: str | bytes) -> Path:

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SEMFS
 
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store.backends import open_store
+from tests.helpers import SEMFS
 
 
 def write(root: Path, rel: str, data: str | bytes) -> Path:

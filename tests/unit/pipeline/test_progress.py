@@ -10,11 +10,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import SAMPLE_CORPUS, SEMFS
-
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.progress import IngestProgress, eta_text
 from semfs.ingest.store.backends import open_store
+from tests.helpers import SAMPLE_CORPUS, SEMFS
 
 
 def test_a_log_gets_a_line_every_interval_and_a_last_one() -> None:

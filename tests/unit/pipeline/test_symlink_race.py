@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import NOBODY, SEMFS
 
 from semfs.ingest.store.backends import open_store
+from tests.helpers import NOBODY, SEMFS
 
 SECRET = "TOP SECRET, root only"
 FILES = 40

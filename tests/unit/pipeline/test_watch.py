@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SEMFS
-from mounting import Mount, force_unmount, mounted, semfs, stop_process, wait_until
 
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.syncstate import SyncState, load_state, state_file
+from tests.helpers import SEMFS
+from tests.helpers.mounting import Mount, force_unmount, mounted, semfs, stop_process, wait_until
 
 pytestmark = pytest.mark.mount
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import qdrant_edge as qe
-from conftest import SAMPLE_CORPUS
 
 from semfs.ingest.chunking import chunk_text, document_description
 from semfs.ingest.pipeline import bm25_average_length, bm25_model, ingest
@@ -19,6 +18,7 @@ from semfs.ingest.search.excerpts import ExcerptPicker
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge_store import EdgeStore
 from semfs.ingest.store.schema import SPARSE, ChunkRecord, StoreMeta, chunk_id
+from tests.helpers import SAMPLE_CORPUS
 
 DOC = """\
 ---

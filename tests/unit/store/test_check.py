@@ -9,11 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from mounting import ingest_hash, mounted, semfs
 
 from semfs.ingest.errors import StoreDamagedError
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import ChunkPoint, chunk_id
+from tests.helpers.mounting import ingest_hash, mounted, semfs
 
 
 def damage_text(store: Path, path: str) -> None:

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import SEMFS
-from mounting import mounted, stop_process, wait_until
 
+from semfs.fusefs.cli.store import cli
 from semfs.ingest import display
-from semfs.ingest.cli import cli
 from semfs.ingest.store.catalog import mount_source, mounted_at
 from semfs.ingest.syncstate import SyncState, state_file
+from tests.helpers import SEMFS
+from tests.helpers.mounting import mounted, stop_process, wait_until
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:

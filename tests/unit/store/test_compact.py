@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mounting import ingest_hash, mounted, semfs
-
 from semfs.ingest.store.backends import open_store
+from tests.helpers.mounting import ingest_hash, mounted, semfs
 
 
 def disk_bytes(store: Path) -> int:
@@ -57,7 +56,8 @@ def test_compact_command_reclaims_deleted_documents(sample_copy: Path, tmp_path:
 
 
 def test_reingests_through_a_mounted_daemon_compact_too(sample_copy: Path, tmp_path: Path) -> None:
-    """The daemon's write view (semfs.fusefs.pins) must pass compact() on, not answer it itself."""
+    """The daemon's write view (semfs.fusefs.view.pins) must pass compact() on, not answer it
+    itself."""
     store = tmp_path / "store"
     ingest_hash(sample_copy, store)
     with mounted(tmp_path / "mnt", "--store", str(store)):

@@ -8,8 +8,8 @@ import random
 import subprocess
 from pathlib import Path
 
-from conftest import SEMFS
-from mounting import semfs
+from tests.helpers import SEMFS
+from tests.helpers.mounting import semfs
 
 
 def _store(src: Path, store: Path) -> Path:

@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mounting import mounted, semfs, small_tmpfs
+
+from tests.helpers.mounting import mounted, semfs, small_tmpfs
 
 DISK_MB = 100
 

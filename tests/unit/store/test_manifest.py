@@ -13,15 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mounting import ingest_hash
 
-from semfs.fusefs.tree import InodeMap, Ownership, Tree
+from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
 from semfs.ingest.store import Store, shardprobe
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge_store import MANIFEST_NAME, EdgeStore
 from semfs.ingest.store.manifest import DIR_COLUMNS, DOC_COLUMNS, Manifest
 from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord, StoreMeta
 from semfs.ingest.store.server_store import ServerStore
+from tests.helpers.mounting import ingest_hash
 
 META = StoreMeta("hash", 384, generation=7, documents=2, chunks=2, bm25_avg_len=12.5)
 DOCS = [

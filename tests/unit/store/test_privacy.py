@@ -14,8 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import NOBODY, SEMFS
-from mounting import mounted, semfs, wait_until
+
+from tests.helpers import NOBODY, SEMFS
+from tests.helpers.mounting import mounted, semfs, wait_until
 
 
 @contextmanager

@@ -21,13 +21,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from conftest import SAMPLE_CORPUS
 
-from semfs.fusefs.bindings import FuseOSError
-from semfs.fusefs.mounthelper import translate
-from semfs.fusefs.ops import SemfsOperations
-from semfs.fusefs.reader import DocumentReader
-from semfs.fusefs.searchdir import (
+from semfs.fusefs.mount.bindings import FuseOSError
+from semfs.fusefs.mount.mounthelper import translate
+from semfs.fusefs.mount.ops import SemfsOperations
+from semfs.fusefs.view.reader import DocumentReader
+from semfs.fusefs.view.searchdir import (
     NAME_MAX,
     QueryCache,
     QueryResult,
@@ -40,13 +39,14 @@ from semfs.fusefs.searchdir import (
     render_results,
     results_name,
 )
-from semfs.fusefs.tree import DIR, FILE, SYMLINK, InodeMap, Node, Ownership, Tree
+from semfs.fusefs.view.tree import DIR, FILE, SYMLINK, InodeMap, Node, Ownership, Tree
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Hit, Searcher
 from semfs.ingest.search.results import list_entry
 from semfs.ingest.store import Store
 from semfs.ingest.store.backends import open_store
+from tests.helpers import SAMPLE_CORPUS
 
 OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
 
@@ -572,7 +572,7 @@ def test_every_search_folder_explains_itself(
     assert "default: keyword" in text and "(default 7)" in text and "@k=500" in text
     assert dirs.resolve(tree, ".find/README.md/00-results.md") is None
     assert spy.calls == [], "the README is not a search"
-    caplog.set_level(logging.WARNING, logger="semfs.fusefs.searchdir")
+    caplog.set_level(logging.WARNING, logger="semfs.fusefs.view.searchdir")
     reasons = {
         "@k=500": "k must be a whole number from 1 to 100, not '500'",
         "@min=x": "min must be a number",
@@ -620,7 +620,7 @@ def test_inode_numbers_are_stable_and_apart_from_the_tree(
 
 
 def test_module_never_imports_fuse() -> None:
-    import semfs.fusefs.searchdir as mod
+    import semfs.fusefs.view.searchdir as mod
 
     source = Path(mod.__file__).read_text()
     assert "bindings" not in source and "mfusepy" not in source
@@ -681,7 +681,7 @@ def test_callbacks_answer_precise_errors(
     assert stat.S_ISDIR(ops.getattr("/.search/" + "x" * 255)["st_mode"])
     assert not spy.calls
     spy.fail = RuntimeError("store down")
-    with caplog.at_level(logging.ERROR, logger="semfs.fusefs.ops"):
+    with caplog.at_level(logging.ERROR, logger="semfs.fusefs.mount.ops"):
         assert errno_of(ops.readdir, "/.search/cards", 0) == errno.EIO
         assert errno_of(ops.getattr, "/.search/cards/01-cards.mdx") == errno.EIO
     assert "store down" in caplog.text

@@ -1,0 +1,30 @@
+"""What the tests share that is not a fixture: paths, the installed console script, users.
+
+Imported as ``tests.helpers`` (pytest puts the repository root on ``sys.path``; see
+pyproject's ``pythonpath``), never as ``conftest``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE_CORPUS = REPO / "tests" / "corpus" / "mintlify-sample"
+SHARED = REPO.parent / "shared"
+# The installed console script, beside this interpreter (tests run from the project venv).
+SEMFS = str(Path(sys.executable).with_name("semfs"))
+
+
+def shared_path(*parts: str) -> Path:
+    """A path in ../shared, or skip the test with the reason when this clone has none."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} is absent (only beside the project's own checkout)")
+    return path
+
+
+# Another local user, for tests of what the store and the mount let others see.
+NOBODY = 65534
