@@ -46,3 +46,49 @@ class StoreDamagedError(StoreUnavailableError):
 
 class DiskFullError(SemfsError):
     """The store's disk has too little free space for a write (or, on tmpfs, an open)."""
+
+
+class StoreOwnedError(StoreLockedError):
+    """Another process owns the store and serves it; ``pid`` is that process, ``holder`` says
+    which (``pid 123 (semfs mcp -c docs)``, as it recorded itself) and ``is_mount`` whether it
+    is a mount daemon."""
+
+    def __init__(self, message: str, pid: int, holder: str = "", is_mount: bool = False) -> None:
+        super().__init__(message)
+        self.pid = pid
+        self.holder = holder or f"pid {pid}"
+        self.is_mount = is_mount
+
+    @property
+    def by_watcher(self) -> bool:
+        """Whether the owner is `semfs ingest --watch` (not a mount, not `semfs mcp`)."""
+        words = self.holder.split()
+        return "ingest" in words and any(w.rstrip(")") in ("--watch", "-w") for w in words)
+
+
+# The front ends' errors live here too, so that one raised in a store's owner crosses its
+# socket (semfs.ingest.store.ipc rebuilds errors by class name from this module) as itself.
+
+
+class MountError(SemfsError):
+    """The mount cannot start (or stop); the message says why and what to do."""
+
+
+class ToolInputError(SemfsError):
+    """A tool was called with an argument it cannot use."""
+
+
+class PatternError(SemfsError):
+    """The pattern cannot be used: a bad regular expression, or empty."""
+
+
+class SlowPatternError(SemfsError):
+    """A pattern RE2 cannot run took too long on the backtracking engine."""
+
+
+class PathError(SemfsError):
+    """The path is not in the collection."""
+
+
+class TokenError(SemfsError):
+    """A token file cannot be used, or a token command was given something it cannot use."""

@@ -42,7 +42,7 @@ from typing import Any
 from semfs.fusefs.agent.patterns import FALLBACK_SECONDS, LineMatcher, line_matcher
 from semfs.fusefs.view.reader import DocumentReader
 from semfs.fusefs.view.tree import DIR, FILE, Node, Tree
-from semfs.ingest.errors import SemfsError
+from semfs.ingest.errors import PathError, PatternError
 from semfs.ingest.store import Store
 
 if sys.version_info >= (3, 11):
@@ -79,14 +79,6 @@ _CLASSES = {
     "print": r" -~",
     "graph": r"!-~",
 }
-
-
-class PatternError(SemfsError):
-    """The pattern cannot be used: a bad regular expression, or empty."""
-
-
-class PathError(SemfsError):
-    """The path is not in the collection."""
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from typing import Any
 import re2
 import regex
 
-from semfs.ingest.errors import SemfsError
+from semfs.ingest.errors import SlowPatternError
 
 # CPU seconds one call may spend matching with the backtracking engine (patterns RE2 cannot
 # run): enough for a plain pattern over a whole collection, short enough that one bad pattern
@@ -58,10 +58,6 @@ _OUTSIDE = {
     "B": None,
 }
 _INSIDE = {"w": _WORD, "d": _DIGIT, "D": r"\P{Nd}", "s": _SPACE, "W": None, "S": None, "b": None}
-
-
-class SlowPatternError(SemfsError):
-    """A pattern RE2 cannot run took too long on the backtracking engine."""
 
 
 def re2_source(source: str) -> str | None:

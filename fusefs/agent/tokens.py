@@ -40,17 +40,13 @@ from urllib.parse import urlsplit
 from mcp.server.auth.provider import AccessToken
 
 from semfs.fusefs.agent.grep import normalize_path
-from semfs.ingest.errors import SemfsError
+from semfs.ingest.errors import TokenError
 from semfs.ingest.store import default_store_path
 
 OWNER_TOKEN = "mcp.token"
 SCOPED_TOKENS = "mcp-tokens.json"
 OWNER = "owner"  # the owner token's name in grants and listings
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
-class TokenError(SemfsError):
-    """A token file cannot be used, or a token command was given something it cannot use."""
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,6 @@ from semfs.fusefs.agent.grep import (
     DEFAULT_MAX_RESULTS,
     Grep,
     GrepResult,
-    PathError,
     document_lines,
     resolve,
     walk,
@@ -51,11 +50,17 @@ from semfs.fusefs.view.refresh import TreeRefresher
 from semfs.fusefs.view.searchdir import SearchOptions, SearchPath, link_names, render_results
 from semfs.fusefs.view.tree import DIR, FILE, InodeMap, Node, Ownership, Tree
 from semfs.ingest import formats
-from semfs.ingest.errors import SemfsError, StoreNotFoundError
+from semfs.ingest.errors import (
+    PathError,
+    SemfsError,
+    StoreNotFoundError,
+    StoreOwnedError,
+    ToolInputError,
+)
 from semfs.ingest.search import MAX_K, Hit, Searcher, query_service
 from semfs.ingest.store import MODES, Store
 from semfs.ingest.store.backends import open_store
-from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
+from semfs.ingest.store.owner import StoreOwner
 from semfs.ingest.store.schema import DocumentRecord
 
 logger = logging.getLogger(__name__)
@@ -66,10 +71,6 @@ DEFAULT_BUDGET = 30_000  # bytes per tool result, as Mintlify's MCP filesystem c
 SCOPED_VIEWS = 16
 # Lines one read returns at most (the budget may cut earlier): a screenful of a long file.
 READ_LINES = 2000
-
-
-class ToolInputError(SemfsError):
-    """A tool was called with an argument it cannot use."""
 
 
 Scope = tuple[str, ...]  # collection-relative folders a caller may see; () is everything

@@ -390,7 +390,8 @@ def token_revoke(
     Example:
         semfs token revoke ci
     """
-    from semfs.fusefs.agent.tokens import ScopedTokens, TokenError, token_folder
+    from semfs.fusefs.agent.tokens import ScopedTokens, token_folder
+    from semfs.ingest.errors import TokenError
 
     if not ScopedTokens(token_folder(store_path, url, collection)).revoke(name):
         raise TokenError(f"no token named {name!r}: `semfs token list` shows them")

@@ -433,11 +433,12 @@ def _follow(
     plain `semfs ingest` reach it through its socket (searches embedded with its model). When
     a mount owns the store already, it writes through the mount's socket instead."""
     from semfs.ingest.embedding.embedder import load_embedder
+    from semfs.ingest.errors import StoreOwnedError
     from semfs.ingest.origin import claim_source
     from semfs.ingest.pipeline import ingest, resolve_model
     from semfs.ingest.search import Searcher, query_service
     from semfs.ingest.sources import check_source
-    from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
+    from semfs.ingest.store.owner import StoreOwner
     from semfs.ingest.syncstate import state_file
     from semfs.ingest.watch import SourceWatcher
 

@@ -43,7 +43,7 @@ from semfs.fusefs.view.reader import DocumentReader
 from semfs.fusefs.view.refresh import DEFAULT_INTERVAL, TreeRefresher
 from semfs.fusefs.view.searchdir import DEFAULT_NAME, SearchDirectories, SearchOptions
 from semfs.fusefs.view.tree import InodeMap, Ownership
-from semfs.ingest.errors import SemfsError
+from semfs.ingest.errors import MountError, SemfsError, StoreOwnedError
 from semfs.ingest.logs import MOUNT_LOG
 from semfs.ingest.sources import SourceOptions, check_source
 from semfs.ingest.store import (
@@ -56,7 +56,7 @@ from semfs.ingest.store import (
 from semfs.ingest.store.catalog import mount_source
 from semfs.ingest.store.check import require_counts
 from semfs.ingest.store.manifest import collector_paused
-from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
+from semfs.ingest.store.owner import StoreOwner
 
 if TYPE_CHECKING:  # imported where used: the first listing needs neither (see MountDaemon.run)
     from semfs.ingest.embedding.embedder import Embedder
@@ -74,10 +74,6 @@ WARM_UP_DELAY = 0.2
 # How long the parent waits for the child to mount, beyond the store's connect timeout.
 START_GRACE = 60.0
 Ready = Callable[[str | None], None]
-
-
-class MountError(SemfsError):
-    """The mount cannot start (or stop); the message says why and what to do."""
 
 
 @dataclass

@@ -166,8 +166,30 @@ def _recv_frame(sock: socket.socket, limit: int) -> bytes | None:
 
 def _error(exc: SemfsError) -> dict[str, Any]:
     # The nearest class the client knows: a subclass defined elsewhere degrades to its base.
+    # Its plain attributes go along (StoreOwnedError's pid and holder), so it arrives whole.
     name = next(c.__name__ for c in type(exc).__mro__ if _ERRORS.get(c.__name__) is c)
-    return {"error": {"type": name, "message": str(exc)}}
+    fields = {
+        k: v
+        for k, v in vars(exc).items()
+        if not k.startswith("_") and isinstance(v, str | int | float | bool)
+    }
+    return {"error": {"type": name, "message": str(exc), "fields": fields}}
+
+
+def _rebuild(err: dict[str, Any]) -> SemfsError:
+    """The error a reply describes, as its own class with its attributes; built without its
+    ``__init__``, whose arguments the wire does not name (StoreOwnedError takes a pid)."""
+    cls = _ERRORS.get(str(err.get("type")), SemfsError)
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, str(err.get("message", "")))
+    fields = err.get("fields")
+    if isinstance(fields, dict):
+        exc.__dict__.update(
+            (str(k), v)
+            for k, v in fields.items()
+            if not str(k).startswith("_") and isinstance(v, str | int | float | bool)
+        )
+    return exc
 
 
 # --- sockets ---------------------------------------------------------------------------------
@@ -563,8 +585,7 @@ class RemoteStore(Store):
         if "ok" in reply:
             return decode(reply["ok"])
         err = reply.get("error")
-        err = err if isinstance(err, dict) else {}
-        raise _ERRORS.get(str(err.get("type")), SemfsError)(str(err.get("message", reply)))
+        raise _rebuild(err if isinstance(err, dict) else {"message": str(reply)})
 
     def exists(self) -> bool:
         return bool(self._call("exists"))

@@ -34,29 +34,11 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from semfs.ingest.errors import StoreLockedError
+from semfs.ingest.errors import StoreOwnedError
 from semfs.ingest.store import DEFAULT_COLLECTION, QueryService, Store
 from semfs.ingest.store.backends import missing_collection, open_store
 
 logger = logging.getLogger(__name__)
-
-
-class StoreOwnedError(StoreLockedError):
-    """Another process owns the store and serves it; ``pid`` is that process, ``holder`` says
-    which (``pid 123 (semfs mcp -c docs)``, as it recorded itself) and ``is_mount`` whether it
-    is a mount daemon."""
-
-    def __init__(self, message: str, pid: int, holder: str = "", is_mount: bool = False) -> None:
-        super().__init__(message)
-        self.pid = pid
-        self.holder = holder or f"pid {pid}"
-        self.is_mount = is_mount
-
-    @property
-    def by_watcher(self) -> bool:
-        """Whether the owner is `semfs ingest --watch` (not a mount, not `semfs mcp`)."""
-        words = self.holder.split()
-        return "ingest" in words and any(w.rstrip(")") in ("--watch", "-w") for w in words)
 
 
 def _holder(store: Store, pid: int) -> tuple[str, bool]:

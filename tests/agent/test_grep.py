@@ -12,17 +12,16 @@ import pytest
 
 from semfs.fusefs.agent.grep import (
     Grep,
-    PathError,
-    PatternError,
     compile_pattern,
     ere_to_python,
     plan,
     required_literals,
     walk,
 )
-from semfs.fusefs.agent.patterns import SlowPatternError, line_matcher, re2_source
+from semfs.fusefs.agent.patterns import line_matcher, re2_source
 from semfs.fusefs.view.reader import DocumentReader
 from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
+from semfs.ingest.errors import PathError, PatternError, SlowPatternError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import Store
 from semfs.ingest.store.backends import open_store

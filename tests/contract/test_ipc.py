@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from semfs.ingest import errors
 from semfs.ingest.errors import (
     SemfsError,
     StoreLockedError,
@@ -290,6 +291,54 @@ def test_store_errors_come_back_as_the_same_class(store_dir: Path) -> None:
     finally:
         server.close()
         empty.close()
+
+
+class _FailingStore(EdgeStore):
+    """A real store whose count_chunks raises ``error``, as an owner's store may."""
+
+    error: SemfsError
+
+    def count_chunks(self) -> int:
+        raise self.error
+
+
+# One of every error class the front ends raise: each arrives as itself, attributes included.
+MOVED_ERRORS = [
+    errors.StoreOwnedError("owned by pid 7", 7, "pid 7 (semfs ingest --watch docs)", True),
+    errors.MountError("the mount point is not empty"),
+    errors.ToolInputError("k must be 1 to 50"),
+    errors.PatternError("bad regular expression"),
+    errors.SlowPatternError("pattern too slow, narrow it"),
+    errors.PathError("no such file"),
+    errors.TokenError("no token named 'ci'"),
+]
+
+
+def test_every_error_class_crosses_the_socket_as_itself(store_dir: Path) -> None:
+    # Any class in errors.py is rebuilt by name on the client's side: one defined elsewhere
+    # would arrive as its nearest base found there.
+    assert all(vars(errors)[type(e).__name__] is type(e) for e in MOVED_ERRORS)
+    store = _FailingStore(store_dir, COLLECTION)
+    store.create(DIM)
+    server = StoreServer(store, store.dir)
+    server.start()
+    try:
+        with _remote(store.dir) as remote:
+            for sent in MOVED_ERRORS:
+                store.error = sent
+                with pytest.raises(SemfsError) as info:
+                    remote.count_chunks()
+                got = info.value
+                assert type(got) is type(sent) and str(got) == str(sent)
+                assert vars(got) == vars(sent)
+            owned = MOVED_ERRORS[0]
+            store.error = owned
+            with pytest.raises(errors.StoreOwnedError) as info:
+                remote.count_chunks()
+            assert (info.value.pid, info.value.is_mount, info.value.by_watcher) == (7, True, True)
+    finally:
+        server.close()
+        store.close()
 
 
 def test_files_are_owner_only_and_removed_on_close(store_dir: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from semfs.ingest.errors import SemfsError
+from semfs.ingest.errors import SemfsError, StoreOwnedError
 from semfs.ingest.search import Searcher
 from semfs.ingest.store import QueryService
 from semfs.ingest.store.backends import open_store
@@ -29,7 +29,7 @@ from semfs.ingest.store.ipc import (
     StoreServer,
     connect_daemon,
 )
-from semfs.ingest.store.owner import StoreOwnedError, StoreOwner
+from semfs.ingest.store.owner import StoreOwner
 from tests.helpers import SAMPLE_CORPUS, SEMFS
 from tests.helpers.mounting import ingest_hash, mounted, semfs, stop_process, wait_until
 

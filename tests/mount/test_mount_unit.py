@@ -31,7 +31,6 @@ from semfs.fusefs.mount import kernelcache
 from semfs.fusefs.mount.bindings import ENOATTR, FuseOSError, can_invalidate
 from semfs.fusefs.mount.daemon import (
     MountConfig,
-    MountError,
     check_mountpoint,
     fuse_options,
     mount_fstype,
@@ -50,6 +49,7 @@ from semfs.fusefs.view.reader import (
 )
 from semfs.fusefs.view.refresh import TreeRefresher
 from semfs.fusefs.view.tree import DIR, FILE, ROOT_INO, InodeMap, Node, Ownership, Tree
+from semfs.ingest.errors import MountError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import DelegatingStore, Store
 from semfs.ingest.store.backends import open_store
