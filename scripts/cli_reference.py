@@ -21,7 +21,7 @@ os.environ.pop("SEMFS_STORE", None)
 os.environ["XDG_DATA_HOME"] = "$HOME/.local/share"
 
 from semfs.fusefs.agent.guide import guide
-from semfs.fusefs.cli.commands import cli  # after the environment above
+from semfs.fusefs.cli.group import cli  # after the environment above
 
 PROG = "semfs"
 

@@ -1,9 +1,9 @@
 """The ``semfs`` console script's entry point.
 
-A plain `semfs mount MOUNTPOINT [options]` starts without importing click or the store
-commands (:mod:`semfs.fusefs.cli.fastmount`): a mount's start is paid every time one starts.
+A plain `semfs mount MOUNTPOINT [options]` starts without importing click or the commands
+(:mod:`semfs.fusefs.cli.fastmount`): a mount's start is paid every time one starts.
 Everything else, `semfs mount --help` and any argument that path is not sure of included,
-runs the click command group of :mod:`semfs.fusefs.cli.commands`.
+runs the click command group of :mod:`semfs.fusefs.cli.group`. Nothing here imports click.
 """
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ def main() -> None:
 
         if try_mount(sys.argv[2:]):
             return
-    from semfs.fusefs.cli.commands import main as click_main
+    from semfs.fusefs.cli.group import main as click_main
 
     click_main()
 
 
 def __getattr__(name: str) -> Any:
-    """``semfs.fusefs.cli.cli``: the click group, for callers from before
-    :mod:`semfs.fusefs.cli.commands`."""
+    """``semfs.fusefs.cli.cli``: the click group (``mount.semfs`` runs it), imported when
+    asked for."""
     if name == "cli":
-        from semfs.fusefs.cli.commands import cli
+        from semfs.fusefs.cli.group import cli
 
         return cli
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

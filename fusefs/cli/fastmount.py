@@ -1,13 +1,14 @@
 """`semfs mount` without click: the start of a mount is paid every time one starts.
 
-Importing click and the store commands (:mod:`semfs.fusefs.cli.store`) costs ~30 ms, a fifth of a
-small
-collection's mount → first ls, and the daemon needs neither. :func:`try_mount` recognises
+Importing click and the commands (:mod:`semfs.fusefs.cli.group`) costs ~30 ms, a fifth of a
+small collection's mount → first ls, and the daemon needs neither. :func:`try_mount` recognises
 the plain forms of `semfs mount MOUNTPOINT [options]` and starts the mount directly, with
-the parameters click would have given; for anything else (--help, an option it does not
-parse, an unusual spelling, a path click would refuse) it returns False and the caller runs
-the click command, so help, examples and usage errors stay click's. Both paths build the
-mount through :func:`run_mount` (tests compare their parameters).
+the parameters click would have given; for anything else (--help, an option whose value click
+converts, an unusual spelling, a path click would refuse) it returns False and the caller runs
+the click command, so help, examples and usage errors stay click's. Both read the mount's
+parameters from one table (:data:`semfs.fusefs.cli.options.MOUNT`: flags, defaults,
+environment variables), and both build the mount through :func:`run_mount` (tests compare
+their parameters).
 """
 
 from __future__ import annotations
@@ -19,67 +20,29 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from semfs.fusefs.view.searchdir import DEFAULT_NAME
-from semfs.ingest.embedding.embedder import DEFAULT_BATCH_SIZE
-from semfs.ingest.sources import DEFAULT_MAX_BYTES
-from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K
+from semfs.fusefs.cli.options import MOUNT
 
 # Every parameter of the click `mount` command, at its default (what a parse starts from).
-DEFAULTS: Mapping[str, Any] = {
-    "mountpoint": None,
-    "store_path": None,
-    "url": None,
-    "api_key": None,
-    "collection": DEFAULT_COLLECTION,
-    "foreground": False,
-    "options": (),
-    "log_file": None,
-    "search_dir": DEFAULT_NAME,
-    "k": DEFAULT_K,
-    "mode": "hybrid",
-    "min_score": None,
-    "connect_timeout": 10.0,
-    "watch": None,
-    "model": None,
-    "include": (),
-    "exclude": (),
-    "batch_size": DEFAULT_BATCH_SIZE,
-    "max_bytes": DEFAULT_MAX_BYTES,
-    "follow_symlinks": False,
-    "no_views": False,
-}
-# Options taking a value: the parameter each sets. Only those whose value needs no
-# conversion beyond click.Path's, so a value click would refuse is never taken here.
-_VALUED = {
-    "--store": "store_path",
-    "-c": "collection",
-    "--collection": "collection",
-    "--log-file": "log_file",
-    "--search-dir": "search_dir",
-    "-o": "options",
-}
-_FLAGS = {"-f": "foreground", "--foreground": "foreground", "--no-views": "no_views"}
-# Environment variables click reads for the parameters (store_options): set ones are taken
-# when not empty; QDRANT_* mean a server, which the fast path leaves to click.
-_ENV = {"SEMFS_STORE": "store_path", "SEMFS_COLLECTION": "collection"}
-_ENV_UNHANDLED = ("QDRANT_URL", "QDRANT_API_KEY")
-# click.Path's checks on an existing path: (file_okay, dir_okay) per path parameter.
-_PATHS = {"mountpoint": (True, True), "store_path": (False, True), "log_file": (True, False)}
+DEFAULTS: Mapping[str, Any] = {param.name: param.initial for param in MOUNT}
+_ARGUMENT = next(param for param in MOUNT if not param.flags)
+_BY_FLAG = {flag: param for param in MOUNT for flag in param.flags}
 
 
 def parse(args: Sequence[str], environ: Mapping[str, str] = os.environ) -> dict[str, Any] | None:
     """The `mount` command's parameters for ``args`` (after the word ``mount``), as click
-    would pass them, or None when only click should answer."""
-    if any(environ.get(name) is not None for name in _ENV_UNHANDLED):
-        return None
+    would pass them, or None when only click should answer.
+
+    Taken here: flags, and options whose value click passes on as it is (a string, or a path
+    after click.Path's checks); a value click converts (a number, a choice) is left to click,
+    so a value click would refuse is never taken."""
     params = dict(DEFAULTS)
-    for variable, param in _ENV.items():
-        setting = environ.get(variable)
+    for param in MOUNT:
+        setting = environ.get(param.envvar) if param.envvar else None
         if setting is not None:
-            if not setting:
+            if not setting or param.converted:
                 return None
-            params[param] = setting
-    options: list[str] = []
+            params[param.name] = setting
+    gathered: dict[str, list[str]] = {}
     positional: list[str] = []
     i = 0
     while i < len(args):
@@ -89,12 +52,14 @@ def parse(args: Sequence[str], environ: Mapping[str, str] = os.environ) -> dict[
             positional.append(arg)
             continue
         name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
-        if name in _FLAGS and not eq:
-            params[_FLAGS[name]] = True
+        option = _BY_FLAG.get(name)
+        if option is None or option.converted:
+            return None  # --help, -fo..., --, a number: click's
+        if option.is_flag:
+            if eq:
+                return None
+            params[option.name] = True
             continue
-        key = _VALUED.get(name)
-        if key is None:
-            return None  # --help, another option, -fo..., --: click's
         if not eq:
             if i == len(args):
                 return None  # click says the option needs a value
@@ -102,20 +67,21 @@ def parse(args: Sequence[str], environ: Mapping[str, str] = os.environ) -> dict[
             i += 1
         if not value or value.startswith("-"):
             return None
-        if key == "options":
-            options.append(value)
+        if option.multiple:
+            gathered.setdefault(option.name, []).append(value)
         else:
-            params[key] = value
+            params[option.name] = value
     if len(positional) != 1:
         return None
-    params["mountpoint"] = positional[0]
-    params["options"] = tuple(options)
-    for key, (file_ok, dir_ok) in _PATHS.items():
-        if params[key] is not None:
-            path = _as_click_path(params[key], file_ok, dir_ok)
+    params[_ARGUMENT.name] = positional[0]
+    for key, values in gathered.items():
+        params[key] = tuple(values)
+    for param in MOUNT:
+        if param.path is not None and params[param.name] is not None:
+            path = _as_click_path(params[param.name], *param.path)
             if path is None:
                 return None
-            params[key] = path
+            params[param.name] = path
     return params
 
 
@@ -219,7 +185,7 @@ def _fail(error: BaseException | None) -> NoReturn:
     exit status."""
     import click
 
-    from semfs.fusefs.cli.store import translate_errors
+    from semfs.fusefs.cli.common import translate_errors
 
     def again() -> NoReturn:
         if error is None:

@@ -26,7 +26,7 @@ import pytest
 from click.testing import CliRunner
 
 from semfs.fusefs.cli import fastmount
-from semfs.fusefs.cli.commands import cli
+from semfs.fusefs.cli.group import cli
 from semfs.fusefs.mount import kernelcache
 from semfs.fusefs.mount.bindings import ENOATTR, FuseOSError, can_invalidate
 from semfs.fusefs.mount.daemon import (
@@ -730,6 +730,9 @@ def _click_params(args: list[str]) -> dict[str, Any]:
         ["MNT", "--store", "STORE", "--log-file", "LOG"],
         ["--store=STORE", "MNT", "-c", "notes", "-f", "-o", "allow_other,uid=1", "-o", "debug"],
         ["MNT", "--collection=x", "--foreground", "--search-dir", ".find", "--log-file=LOG"],
+        ["MNT", "--url", "http://q:6333", "--api-key=secret", "--no-views"],
+        ["MNT", "-w", "src", "--include", "*.md", "--include=*.txt", "-m", "hash"],
+        ["MNT", "--watch=src", "--exclude", "drafts/", "--follow-symlinks"],
     ],
 )
 def test_plain_mount_arguments_parse_without_click_as_click_does(
@@ -739,10 +742,13 @@ def test_plain_mount_arguments_parse_without_click_as_click_does(
     for name in ("SEMFS_STORE", "SEMFS_COLLECTION", "QDRANT_URL", "QDRANT_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     (tmp_path / "STORE").mkdir()
+    (tmp_path / "src").mkdir()
     monkeypatch.chdir(tmp_path)
+    assert fastmount.parse(args, os.environ) is not None
     assert fastmount.parse(args, os.environ) == _click_params(args)
     monkeypatch.setenv("SEMFS_STORE", "elsewhere")
     monkeypatch.setenv("SEMFS_COLLECTION", "c2")
+    monkeypatch.setenv("QDRANT_URL", "http://elsewhere:6333")
     assert fastmount.parse(args, os.environ) == _click_params(args)
 
 
@@ -753,9 +759,11 @@ def test_plain_mount_arguments_parse_without_click_as_click_does(
         ["--help"],
         ["MNT", "-h"],
         ["MNT", "OTHER"],
-        ["MNT", "--url", "http://q:6333"],
-        ["MNT", "--watch", "src"],
         ["MNT", "-k", "3"],
+        ["MNT", "--mode=keyword"],
+        ["MNT", "--connect-timeout", "5"],
+        ["MNT", "--watch", "FILE"],  # click: a file, not a folder
+        ["MNT", "--no-views=yes"],
         ["MNT", "-fo", "debug"],
         ["MNT", "--store"],
         ["MNT", "--store", "--log-file"],
@@ -773,7 +781,6 @@ def test_mount_arguments_the_fast_start_is_unsure_of_go_to_click(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "FILE").write_text("x")
     assert fastmount.parse(args, os.environ) is None
-    assert fastmount.parse(["MNT"], {"QDRANT_URL": "http://q:6333"}) is None
     assert fastmount.parse(["MNT"], {"SEMFS_STORE": ""}) is None
 
 
@@ -793,7 +800,7 @@ def test_the_mount_start_does_not_import_click() -> None:
     loaded = set(ast.literal_eval(out))
     assert {"semfs.fusefs.cli", "semfs.fusefs.cli.fastmount", "semfs.fusefs.mount.daemon"} <= loaded
     assert (
-        not {"click", "semfs.fusefs.cli.store", "semfs.fusefs.cli.commands", "qdrant_edge"} & loaded
+        not {"click", "semfs.fusefs.cli.group", "semfs.fusefs.cli.common", "qdrant_edge"} & loaded
     )
 
 

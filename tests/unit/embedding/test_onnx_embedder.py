@@ -82,7 +82,7 @@ def test_a_new_store_defaults_to_torch_and_each_store_keeps_its_backend(store_di
 def test_cli_help_names_the_default_and_how_to_pick_int8() -> None:
     from click.testing import CliRunner
 
-    from semfs.fusefs.cli.store import cli
+    from semfs.fusefs.cli.group import cli
 
     out = " ".join(CliRunner().invoke(cli, ["ingest", "--help"]).output.split())
     assert "else all-MiniLM-L6-v2, the packaged model, on torch in fp32" in out, out

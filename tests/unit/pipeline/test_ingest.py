@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from semfs.fusefs.cli.store import cli
+from semfs.fusefs.cli.group import cli
 from semfs.ingest.errors import ModelMismatchError, SourceError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import Store

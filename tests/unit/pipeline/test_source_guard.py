@@ -152,7 +152,7 @@ def test_watch_refuses_another_folder_at_once(tmp_path: Path, store_dir: Path) -
 def test_check_prune_keeps_the_source_record(tmp_path: Path, store_dir: Path) -> None:
     """`semfs check --prune` rewrote the meta from scratch: the source and BM25's average
     chunk length were lost (the next ingest then weighed terms differently)."""
-    from semfs.fusefs.cli.store import _prune
+    from semfs.fusefs.cli.maintenance import _prune
 
     src = _tree(tmp_path / "src", {"one.md": "one two three\n", "two.md": "four five\n"})
     with open_store(store_dir) as store:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from semfs.fusefs.cli.store import cli
+from semfs.fusefs.cli.group import cli
 from semfs.ingest import display
 from semfs.ingest.store.catalog import mount_source, mounted_at
 from semfs.ingest.syncstate import SyncState, state_file

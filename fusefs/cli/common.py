@@ -1,0 +1,194 @@
+"""What every command shares: library errors as one line (:func:`handle_errors`), the end of a
+pipe's reader as SIGPIPE, the shared option groups (built from the table in
+:mod:`semfs.fusefs.cli.options`) and opening a store for the length of a command."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import select
+import signal
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from semfs.fusefs.cli.options import CATALOG, MIN_SCORE, MODE, SOURCE, STORE, K, Param
+from semfs.ingest.errors import SemfsError
+from semfs.ingest.store import Store
+from semfs.ingest.store.backends import open_store
+
+if TYPE_CHECKING:
+    from semfs.ingest.store.catalog import Catalog
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+def handle_errors(func: F) -> F:
+    """Library errors become one line and exit 1; a traceback only with -v.
+
+    A command called with ``--json`` (its ``as_json`` parameter) also prints the error as
+    ``{"error": "..."}`` on stdout, so a script reading stdout always gets JSON.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return translate_errors(func, *args, **kwargs)
+        except click.ClickException as exc:
+            if kwargs.get("as_json"):
+                click.echo(json.dumps({"error": exc.format_message()}, ensure_ascii=False))
+            raise
+
+    return wrapper  # type: ignore[return-value]
+
+
+def translate_errors(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``func(*args, **kwargs)``, its library errors raised as one-line ClickExceptions."""
+    try:
+        return func(*args, **kwargs)
+    except (click.ClickException, click.exceptions.Exit, click.Abort):
+        raise
+    except BrokenPipeError:
+        if not _stdout_gone():
+            raise click.ClickException("the connection closed (BrokenPipeError)") from None
+        _end_as_sigpipe()
+        raise  # not reached
+    except SemfsError as exc:
+        raise click.ClickException(one_line(str(exc))) from exc
+    except Exception as exc:
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None and ctx.find_root().meta.get("semfs.verbose", 0) > 0:
+            raise
+        raise click.ClickException(
+            one_line(f"{type(exc).__name__}: {exc} (run with -v for details)")
+        ) from exc
+    except BaseException as exc:
+        if type(exc).__name__ != "PanicException":  # Qdrant Edge's Rust panics (pyo3)
+            raise
+        raise click.ClickException(
+            one_line(f"the store engine failed: {exc}; run `semfs check` on the store")
+        ) from exc
+
+
+def _stdout_gone() -> bool:
+    """Whether our stdout is a pipe whose reader went away (``semfs search ... | head -1``)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(event & select.POLLERR for _, event in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _end_as_sigpipe() -> None:
+    """End the way cat or grep end when their reader leaves: silently, by SIGPIPE (the shell
+    sees 141). Python ignores the signal, so it is restored and sent to ourselves."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing left to flush into the dead pipe
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGPIPE)
+
+
+def _click_type(param: Param) -> Any:
+    if param.path is not None:
+        file_okay, dir_okay = param.path
+        return click.Path(file_okay=file_okay, dir_okay=dir_okay, path_type=Path)
+    if param.choices is not None:
+        return click.Choice(param.choices)
+    if param.number is not None and param.bounds is not None:
+        low, high = param.bounds
+        if param.number is int:
+            return click.IntRange(
+                None if low is None else int(low), None if high is None else int(high)
+            )
+        return click.FloatRange(low, high)
+    return param.number
+
+
+def _decorator(param: Param) -> Callable[[F], F]:
+    """The click.option (click.argument, for a parameter without flags) for ``param``."""
+    if not param.flags:
+        return click.argument(param.name, type=_click_type(param), required=param.required)
+    # Only what the table sets: click's own defaults (a flag's False, a multiple's ()) stay its.
+    settings: dict[str, Any] = {
+        "default": param.default,
+        "envvar": param.envvar,
+        "help": param.help,
+        "metavar": param.metavar,
+        "show_default": param.show_default or None,
+        "multiple": param.multiple or None,
+        "is_flag": param.is_flag or None,
+        "type": None if param.is_flag else _click_type(param),
+    }
+    return click.option(
+        *param.flags, param.name, **{k: v for k, v in settings.items() if v is not None}
+    )
+
+
+def params(table: Iterable[Param]) -> Callable[[F], F]:
+    """Decorate a command with ``table``'s parameters, listed in its order."""
+
+    def decorate(func: F) -> F:
+        for param in reversed(tuple(table)):
+            func = _decorator(param)(func)
+        return func
+
+    return decorate
+
+
+def store_options(func: F) -> F:
+    """--store / --url / --api-key / --collection, shared by every command that opens a store."""
+    return params(STORE)(func)
+
+
+def catalog_options(func: F) -> F:
+    """--store / --url / --api-key: where the collections are (no --collection)."""
+    return params(CATALOG)(func)
+
+
+def search_options(k_help: str, mode_help: str, min_score_help: str) -> Callable[[F], F]:
+    """-k / --mode / --min-score, shared by `semfs search` and `semfs mount` (its defaults)."""
+    return params(
+        (K.with_help(k_help), MODE.with_help(mode_help), MIN_SCORE.with_help(min_score_help))
+    )
+
+
+def source_options(func: F) -> F:
+    """--model / --include / --exclude / --batch-size / --max-size / --follow-symlinks: how a
+    source is read, shared by `semfs ingest` and `semfs mount --watch`."""
+    return params(SOURCE)(func)
+
+
+@contextmanager
+def opened(
+    store_path: Path | None, url: str | None, api_key: str | None, collection: str
+) -> Iterator[Store]:
+    store = open_store(store_path, url=url, collection=collection, api_key=api_key)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@contextmanager
+def opened_catalog(
+    store_path: Path | None, url: str | None, api_key: str | None
+) -> Iterator[Catalog]:
+    from semfs.ingest.store.backends import open_catalog
+
+    catalog = open_catalog(store_path, url, api_key)
+    try:
+        yield catalog
+    finally:
+        catalog.close()

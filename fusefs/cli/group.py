@@ -1,0 +1,50 @@
+"""The ``semfs`` click group, and the one place its commands are added.
+
+Each front end's command module has one ``register(group)`` (as llm's plugin hook
+``register_commands(cli)``): the store commands (:mod:`~semfs.fusefs.cli.store`), the mount
+(:mod:`~semfs.fusefs.cli.mount`) and the agents' (:mod:`~semfs.fusefs.cli.agent`). No module
+adds to another's group when it is imported. :mod:`semfs.fusefs.cli` (the console script) runs
+this group, except for a plain `semfs mount`, which it starts without click
+(:mod:`semfs.fusefs.cli.fastmount`).
+
+A command module imports the library it calls inside the command: `semfs --version`,
+`--help` and `semfs mount` start without the pipeline, the engine or the FUSE bindings.
+"""
+
+from __future__ import annotations
+
+import click
+
+from semfs.fusefs.cli.agent import register as register_agent
+from semfs.fusefs.cli.mount import register as register_mount
+from semfs.fusefs.cli.store import register as register_store
+from semfs.ingest import __version__
+from semfs.ingest.logs import configure_logging
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="semfs")
+@click.option(
+    "-v", "--verbose", count=True, help="More logging; -vv for debug. Tracebacks with -v."
+)
+@click.pass_context
+def cli(ctx: click.Context, verbose: int) -> None:
+    """semfs: a document collection as a directory, with search as paths.
+
+    \b
+    Example:
+        semfs ingest ./docs
+        semfs search "how do I rotate an api key"
+        semfs mount ~/mnt/docs && ls ~/mnt/docs/.search/"rotate api key"/
+    """
+    ctx.meta["semfs.verbose"] = verbose
+    configure_logging(verbose)
+
+
+register_store(cli)
+register_mount(cli)
+register_agent(cli)
+
+
+def main() -> None:
+    cli(prog_name="semfs")

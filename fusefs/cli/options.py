@@ -1,0 +1,212 @@
+"""The options the commands share, as data: one table from which both the click decorators
+(:mod:`semfs.fusefs.cli.common`) and the click-free `semfs mount` parser
+(:mod:`semfs.fusefs.cli.fastmount`) are built, so a default, an environment variable or a help
+text is stated once.
+
+No click here: a plain `semfs mount` imports this module and must start without it. A
+:class:`Param` says what click needs to build the option (flags, default, envvar, help, type);
+the click type is derived from ``path``, ``number`` and ``choices``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from semfs.fusefs.view.searchdir import DEFAULT_NAME
+from semfs.ingest.embedding.embedder import DEFAULT_BATCH_SIZE
+from semfs.ingest.sources import DEFAULT_MAX_BYTES
+from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, MAX_K, MODES, default_store_path
+
+
+@dataclass(frozen=True)
+class Param:
+    """One command-line parameter: an option, or the positional argument when ``flags`` is
+    empty. Its value is a ``str`` unless ``path`` (a ``Path``, click.Path's checks:
+    (file_okay, dir_okay)), ``number`` (``int`` or ``float``, within ``bounds``), ``choices``
+    or ``is_flag`` say otherwise; ``multiple`` gathers a tuple."""
+
+    name: str
+    flags: tuple[str, ...] = ()
+    default: Any = None
+    envvar: str | None = None
+    help: str | None = None
+    metavar: str | None = None
+    show_default: bool = False
+    is_flag: bool = False
+    multiple: bool = False
+    path: tuple[bool, bool] | None = None
+    number: type[int] | type[float] | None = None
+    bounds: tuple[float | None, float | None] | None = None
+    choices: tuple[str, ...] | None = None
+    required: bool = True  # an argument's; options never are
+
+    @property
+    def converted(self) -> bool:
+        """Whether click does more to the value than take the string (or check the path)."""
+        return self.number is not None or self.choices is not None
+
+    @property
+    def initial(self) -> Any:
+        """The value click passes when the parameter is not given (nor its envvar set)."""
+        if self.multiple:
+            return tuple(self.default or ())
+        return False if self.is_flag and self.default is None else self.default
+
+    def with_help(self, help: str) -> Param:
+        return dataclasses.replace(self, help=help)
+
+
+# --store / --url / --api-key / --collection: every command that opens a store.
+STORE = (
+    Param(
+        "store_path",
+        ("--store",),
+        envvar="SEMFS_STORE",
+        path=(False, True),
+        help=f"Embedded store directory [env SEMFS_STORE; default {default_store_path()}].",
+    ),
+    Param(
+        "url",
+        ("--url",),
+        envvar="QDRANT_URL",
+        help="Qdrant server URL instead of the embedded store [env QDRANT_URL].",
+    ),
+    Param(
+        "api_key",
+        ("--api-key",),
+        envvar="QDRANT_API_KEY",
+        help="Qdrant API key [env QDRANT_API_KEY].",
+    ),
+    Param(
+        "collection",
+        ("-c", "--collection"),
+        default=DEFAULT_COLLECTION,
+        envvar="SEMFS_COLLECTION",
+        show_default=True,
+        help="Collection name [env SEMFS_COLLECTION].",
+    ),
+)
+# Where the collections are (`semfs collections`): the store options but --collection.
+CATALOG = STORE[:3]
+
+# -k / --mode / --min-score: `semfs search`'s, and `semfs mount`'s defaults for its folders.
+# Each command gives its own help (with_help).
+K = Param("k", ("-k", "--k"), default=DEFAULT_K, show_default=True, number=int, bounds=(1, MAX_K))
+MODE = Param("mode", ("--mode",), default="hybrid", show_default=True, choices=MODES)
+MIN_SCORE = Param("min_score", ("--min-score",), number=float)
+
+# How a source folder is read: `semfs ingest` and `semfs mount --watch`.
+SOURCE = (
+    Param(
+        "model",
+        ("-m", "--model"),
+        help="sentence-transformers model name or path [default: the store's, "
+        "else all-MiniLM-L6-v2, the packaged model, on torch in fp32]. "
+        "@onnx-int8 (all-MiniLM-L6-v2@onnx-int8) runs it int8 on ONNX Runtime: starts "
+        "and answers queries faster, in less memory; @onnx: fp32. "
+        "'hash' is a fast non-semantic stand-in for tests.",
+    ),
+    Param(
+        "include",
+        ("--include",),
+        multiple=True,
+        metavar="GLOB",
+        help="Only files matching GLOB (repeatable).",
+    ),
+    Param(
+        "exclude",
+        ("--exclude",),
+        multiple=True,
+        metavar="GLOB",
+        help="Skip files or folders matching GLOB (repeatable).",
+    ),
+    Param(
+        "batch_size",
+        ("--batch-size",),
+        default=DEFAULT_BATCH_SIZE,
+        show_default=True,
+        number=int,
+        bounds=(1, 4096),
+        help="Chunks per model batch.",
+    ),
+    Param(
+        "max_bytes",
+        ("--max-size",),
+        default=DEFAULT_MAX_BYTES,
+        show_default=True,
+        number=int,
+        bounds=(1, None),
+        help="Skip files larger than this many bytes.",
+    ),
+    Param(
+        "follow_symlinks",
+        ("--follow-symlinks",),
+        is_flag=True,
+        help="Also ingest files that symlinks lead to outside SOURCE (skipped by default).",
+    ),
+)
+
+# `semfs mount`'s parameters, in the order of its --help.
+MOUNT = (
+    Param("mountpoint", path=(True, True)),
+    *STORE,
+    Param(
+        "foreground",
+        ("-f", "--foreground"),
+        is_flag=True,
+        help="Stay in the foreground, logging to stderr; Ctrl-C unmounts.",
+    ),
+    Param(
+        "options",
+        ("-o",),
+        multiple=True,
+        metavar="OPT[,OPT...]",
+        help="FUSE mount options, comma-separated, repeatable: allow_other, "
+        "entry_timeout=S, attr_timeout=S, uid=N, gid=N, nonempty, debug, ...",
+    ),
+    Param(
+        "log_file",
+        ("--log-file",),
+        path=(True, False),
+        help="Append the daemon's log (INFO and up) here, created 0600, cut at 4 MiB "
+        "[default: STORE/COLLECTION/mount.log in the background, stderr with -f].",
+    ),
+    Param(
+        "search_dir",
+        ("--search-dir",),
+        default=DEFAULT_NAME,
+        show_default=True,
+        metavar="NAME",
+        help="The search folder every directory answers (listed nowhere).",
+    ),
+    Param(
+        "no_views",
+        ("--no-views",),
+        is_flag=True,
+        help="Hide the text views of PDFs, Word, PowerPoint, HTML and EPUB files (report.pdf.md "
+        "beside report.pdf): the tree is then the source folder exactly (diff -r is empty).",
+    ),
+    K.with_help("Documents per search; @k=N changes it per query."),
+    MODE.with_help("Search mode; @semantic, @keyword, @hybrid change it per query."),
+    MIN_SCORE.with_help("Drop hits whose match strength (0-1) is below this; @min=X per query."),
+    Param(
+        "connect_timeout",
+        ("--connect-timeout",),
+        default=10.0,
+        show_default=True,
+        number=float,
+        bounds=(0.1, None),
+        help="Seconds to wait for a Qdrant server before giving up.",
+    ),
+    Param(
+        "watch",
+        ("-w", "--watch"),
+        path=(False, True),
+        metavar="DIR",
+        help="Follow DIR: ingest what changed since the last run, then every change as it "
+        "happens (the options below say how DIR is read, as for `semfs ingest`).",
+    ),
+    *SOURCE,
+)

@@ -1,0 +1,200 @@
+"""What `semfs status` and `semfs collections list` show: gathered from a store without
+loading a model, and laid out for a person (sizes in KiB/MiB, local times, aligned columns)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from semfs.fusefs.cli.common import one_line, opened
+from semfs.ingest import display
+from semfs.ingest.errors import SemfsError
+from semfs.ingest.store import Store
+from semfs.ingest.store.backends import missing_collection
+
+if TYPE_CHECKING:
+    from semfs.ingest.store.schema import StoreMeta
+    from semfs.ingest.syncstate import SyncState
+
+# Failed files listed by `semfs status` (all of them with --json).
+STATUS_FAILED_SHOWN = 20
+
+
+def store_info(
+    store_path: Path | None, url: str | None, api_key: str | None, collection: str
+) -> dict[str, Any]:
+    with opened(store_path, url, api_key, collection) as store:
+        meta = store.read_meta()
+        if meta is not None:
+            return _collection_info(store, meta, collection)
+    # After closing: listing may open the store (a file: URL takes one client).
+    raise missing_collection(collection, store_path, url, api_key)
+
+
+def _collection_info(store: Store, meta: StoreMeta, collection: str) -> dict[str, Any]:
+    # A current manifest is the store as its last ingest left it (semfs.ingest.store.manifest):
+    # its records and counts need no shard, which the engine cannot open on a full disk.
+    manifest = store.read_manifest()
+    if manifest is not None:
+        docs = list(manifest.documents)
+        chunks = sum(d.chunks for d in docs)
+    else:
+        docs = store.list_documents()
+        chunks = store.count_chunks()
+    from semfs.ingest.store.check import require_counts
+
+    require_counts(store, len(docs), chunks)  # a store that lost points says so
+    return {
+        "backend": store.backend,
+        "location": store.location,
+        "collection": collection,
+        "source": meta.source,
+        "documents": len(docs),
+        "chunks": chunks,
+        "bytes": sum(d.size for d in docs),
+        "model": meta.model,
+        "queries": _queries_backend(store, meta.model),
+        "dimension": meta.dimension,
+        "generation": meta.generation,
+        "interrupted": meta.dirty,
+        "disk_bytes": store.disk_bytes(),
+        "ingested_at": meta.ingested_at,
+        "ingest_seconds": meta.ingest_seconds,
+    }
+
+
+def _queries_backend(store: Store, model: str) -> str:
+    """What embeds this store's search queries (`semfs status`), loading nothing: the owner's
+    model over its socket, ONNX Runtime, or torch and why."""
+    from semfs.ingest.embedding.embedder import QueryEmbedder, load_query_embedder, query_backend
+    from semfs.ingest.store.ipc import owner_embedder
+
+    served = owner_embedder(store, model, lambda: None)
+    if served is not None:
+        return served.query_backend
+    embedder = load_query_embedder(model)
+    backend = query_backend(embedder)
+    if isinstance(embedder, QueryEmbedder) and embedder.why_torch:
+        return f"{backend} ({embedder.why_torch}; the next `semfs ingest` that embeds fixes it)"
+    return backend
+
+
+def status_lines(info: dict[str, Any], raw_bytes: bool) -> Iterator[tuple[str, str]]:
+    """`semfs status` for a person: sizes in KiB/MiB (bytes with --bytes), yes/no, local
+    times. A key this function does not know is shown as it is (after the known ones)."""
+    shown = {"watch", "bytes", "dimension", "ingest_seconds", "disk_bytes", "mount_log"}
+    order = ["collection", "backend", "location", "source", "documents", "chunks"]
+    for key in order:
+        if info.get(key) is None:
+            continue
+        value = info[key]
+        if key == "documents" and info.get("bytes") is not None:
+            value = f"{value} ({shown_size(info['bytes'], raw_bytes)})"
+        yield key, str(value)
+    if "disk_bytes" in info:
+        yield "on disk", shown_size(info["disk_bytes"], raw_bytes)  # None: a server keeps its own
+    if info.get("model") is not None:
+        yield "model", f"{info['model']} (dimension {info.get('dimension')})"
+    if info.get("queries") is not None:
+        yield "queries", str(info["queries"])  # what embeds them: ONNX Runtime, torch, the owner
+    if "ingested_at" in info:
+        last = display.when(info["ingested_at"])
+        if info.get("ingest_seconds") is not None:
+            last += f", took {display.duration(info['ingest_seconds'])}"
+        yield "last ingest", last
+    for key, value in info.items():
+        if key in shown or key in order or key in ("model", "queries", "ingested_at"):
+            continue
+        if value is None:
+            continue
+        yield key, display.yes_no(value) if isinstance(value, bool) else str(value)
+    if info.get("mount_log"):
+        yield "mount log", info["mount_log"]
+
+
+def print_watch(watch: SyncState) -> None:
+    """The freshness lines of `semfs status`: what is followed, last sync, pending, failed."""
+    how = f"pid {watch.pid}, {watch.watcher or 'starting'}"
+    if watch.running:
+        click.echo(f"{'following':>11}: {watch.source} ({how})")
+    else:
+        click.echo(f"{'followed':>11}: {watch.source} (not any more: {how} has stopped)")
+    if watch.synced_at is None:
+        click.echo(f"{'last sync':>11}: none yet")
+    else:
+        ago = max(0.0, time.time() - watch.synced_at)
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(watch.synced_at))
+        click.echo(f"{'last sync':>11}: {when} ({ago:.0f} s ago; {watch.batches} batches)")
+    click.echo(f"{'pending':>11}: {watch.pending}")
+    if watch.source_problem:
+        click.echo(f"{'source':>11}: {watch.source_problem} (the index keeps its last state)")
+    if watch.error:
+        click.echo(f"{'error':>11}: {watch.error}")
+    click.echo(f"{'failed':>11}: {len(watch.failed)}")
+    for path, reason in sorted(watch.failed.items())[:STATUS_FAILED_SHOWN]:
+        click.echo(f"{'':>13}{path!r}: {reason}" if "\n" in path else f"{'':>13}{path}: {reason}")
+    if len(watch.failed) > STATUS_FAILED_SHOWN:
+        click.echo(f"{'':>13}... and {len(watch.failed) - STATUS_FAILED_SHOWN} more (--json)")
+
+
+def collection_row(
+    store_path: Path | None, url: str | None, api_key: str | None, name: str
+) -> dict[str, Any]:
+    """One line of `semfs collections list`: from the meta and the document records (a
+    manifest read on the embedded store), without counting chunks in the engine."""
+    try:
+        with opened(store_path, url, api_key, name) as store:
+            meta = store.read_meta()
+            if meta is None:
+                return {"name": name, "error": "empty (no meta): ingest into it or remove it"}
+            docs = store.list_documents()
+            return {
+                "name": name,
+                "documents": len(docs),
+                "chunks": meta.chunks,
+                "bytes": sum(d.size for d in docs),
+                "disk_bytes": store.disk_bytes(),
+                "model": meta.model,
+                "source": meta.source,
+                "ingested_at": meta.ingested_at,
+                "ingest_seconds": meta.ingest_seconds,
+                "interrupted": meta.dirty,
+            }
+    except SemfsError as exc:  # in use by an ingest, damaged: say so on its line
+        return {"name": name, "error": one_line(str(exc))}
+
+
+def collection_table(rows: list[dict[str, Any]], raw_bytes: bool) -> Iterator[str]:
+    """`semfs collections list`'s lines: a header, then one aligned line per collection."""
+    table = [("NAME", "DOCS", "CHUNKS", "SIZE", "MODEL", "LAST INGEST", "SOURCE")]
+    for r in rows:
+        if "error" in r:
+            table.append((r["name"], "-", "-", "-", "-", "-", r["error"]))
+            continue
+        last = display.ago(time.time() - r["ingested_at"]) if r["ingested_at"] else "-"
+        table.append(
+            (
+                r["name"],
+                str(r["documents"]),
+                "-" if r["chunks"] is None else str(r["chunks"]),
+                shown_size(r["bytes"], raw_bytes),
+                r["model"],
+                last,
+                r["source"] or "-",
+            )
+        )
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
+    for row in table:
+        cells = [
+            c.ljust(w) if i == 0 or i >= 4 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row[:-1], widths, strict=True))
+        ]
+        yield "  ".join([*cells, row[-1]]).rstrip()
+
+
+def shown_size(n: int | None, raw: bool) -> str:
+    return display.size(n) if not raw or n is None else f"{n} bytes"

@@ -1,0 +1,160 @@
+"""Keeping a collection mirroring a folder from a process of its own: `semfs ingest --watch`.
+
+:class:`Follower` opens the collection, then :meth:`Follower.run` makes a full pass and a
+batch per burst of changes (:class:`semfs.ingest.watch.SourceWatcher`) until interrupted. The
+command line only prints; a mount's ``--watch`` runs a :class:`SourceWatcher` inside its daemon.
+
+Rules a caller may rely on:
+
+* **It owns the store as a mount does**: `semfs search`, `semfs status`, `semfs mcp` and a
+  plain `semfs ingest` reach it through its socket, searches embedded with its model (warmed
+  once the collection exists). When a mount owns the store already, it writes through the
+  mount's socket instead.
+* **Refusals come before the first batch**: a source that is not a readable folder, another
+  model than the store's, another folder than the collection's (unless ``replace``) raise
+  from the constructor, not once per batch.
+* The documents' model loads on the first change to embed and stays loaded between batches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from semfs.ingest.embedding.embedder import Embedder, load_embedder
+from semfs.ingest.errors import StoreOwnedError
+from semfs.ingest.origin import claim_source
+from semfs.ingest.pipeline import ingest, resolve_model
+from semfs.ingest.search import Searcher, query_service
+from semfs.ingest.sources import SourceOptions, check_source
+from semfs.ingest.store import Store
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.owner import StoreOwner
+from semfs.ingest.syncstate import state_file
+from semfs.ingest.watch import OnBatch, SourceWatcher
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Follower:
+    """A collection kept mirroring ``source`` by this process; close it (or use ``with``)."""
+
+    def __init__(
+        self,
+        source: Path,
+        store_path: Path | None,
+        url: str | None,
+        api_key: str | None,
+        collection: str,
+        options: SourceOptions,
+        *,
+        replace: bool = False,
+    ) -> None:
+        check_source(source)
+        self.source = source
+        self.options = options
+        self._state_file = state_file(store_path, url, collection)
+        self._owner: StoreOwner | None = None
+        try:
+            self._owner = StoreOwner.open(
+                store_path, url=url, collection=collection, api_key=api_key, must_exist=False
+            )
+            self.store: Store = self._owner.store
+        except StoreOwnedError:  # a mount owns it: write through its socket, as `semfs ingest`
+            self.store = open_store(store_path, url=url, collection=collection, api_key=api_key)
+        try:
+            # Another model: fail now, not per batch.
+            self.embedder: Embedder = load_embedder(resolve_model(self.store, options.model))
+            # Another folder: refuse now, not per batch. With replace, the first pass takes it.
+            self._replace = claim_source(
+                self.store.read_meta(), source, collection, replace=replace
+            ).replaced
+        except BaseException:
+            self.close()
+            raise
+
+    def run(
+        self,
+        on_batch: OnBatch | None = None,
+        on_start: Callable[[int], None] | None = None,
+        on_progress: Callable[[int], None] | None = None,
+        on_ready: Callable[[], None] | None = None,
+    ) -> None:
+        """Mirror the source until KeyboardInterrupt (Ctrl-C; the caller may map SIGTERM to
+        it): the batch under way finishes and the state says so. ``on_batch(report, state)``
+        after each batch; ``on_start``/``on_progress`` as for
+        :func:`semfs.ingest.pipeline.ingest`; ``on_ready()`` once it serves, before the first
+        pass."""
+        o = self.options
+        if self._replace:
+            ingest(
+                self.source,
+                self.store,
+                model=o.model,
+                embedder=self.embedder,
+                include=o.include,
+                exclude=o.exclude,
+                batch_size=o.batch_size,
+                max_bytes=o.max_bytes,
+                follow_symlinks=o.follow_symlinks,
+                replace_source=True,
+            )
+        watcher = SourceWatcher(
+            self.source,
+            self.store,
+            o,
+            embedder=self.embedder,
+            state_file=self._state_file,
+            on_batch=on_batch,
+            on_start=on_start,
+            on_progress=on_progress,
+        )
+        if self._owner is not None:
+            store = self.store
+            searcher = _once(lambda: Searcher(store))
+            self._owner.serve(queries=query_service(searcher))
+            if store.read_meta() is not None:  # the first search finds the model warm
+                threading.Thread(target=_warm_up, args=(searcher,), daemon=True).start()
+        if on_ready is not None:
+            on_ready()
+        with contextlib.suppress(KeyboardInterrupt):
+            watcher.run()  # stops the watcher on its way out
+
+    def close(self) -> None:
+        """Stop serving and close the store."""
+        if self._owner is not None:
+            self._owner.close()
+        else:
+            self.store.close()
+
+    def __enter__(self) -> Follower:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _warm_up(searcher: Callable[[], Any]) -> None:
+    try:
+        searcher().warm_up()
+    except Exception as exc:  # each search then says why, or embeds its query itself
+        logger.warning("cannot prepare searches: %s", exc)
+
+
+def _once(make: Callable[[], T]) -> Callable[[], T]:
+    """``make()`` on the first call, the same object on every later one; thread-safe."""
+    lock = threading.Lock()
+    made: list[T] = []
+
+    def get() -> T:
+        with lock:
+            if not made:
+                made.append(make())
+            return made[0]
+
+    return get
