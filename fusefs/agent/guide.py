@@ -2,21 +2,27 @@
 
 Printed by ``semfs guide [MOUNTPOINT]`` and shown in the README; the text is the product's
 advice, so it names only behaviour the mount has (see :mod:`semfs.fusefs.view.searchdir`).
+Its option lines and their defaults come from the table of ``@`` folders
+(:mod:`semfs.fusefs.view.parameters`), and ``.search`` is the search folder's default name
+(``DEFAULT_NAME``), both as the mount has them.
 """
 
 from __future__ import annotations
 
+from semfs.fusefs.view.parameters import RESULTS_NAME, parameter_lines
+from semfs.fusefs.view.searchdir import DEFAULT_NAME
+
 PLACEHOLDER = "DOCS"
 
-GUIDE = """\
+GUIDE = f"""\
 The documentation is mounted read-only at DOCS: a plain directory tree (ls, cat, grep,
 sed and find work). Search it first, then read:
 
 1. Ask a question as a folder name and read the results file:
-     cat "DOCS/.search/rotate api key/00-results.md"
+     cat "DOCS/{DEFAULT_NAME}/rotate api key/{RESULTS_NAME}"
    Write the query in the docs' own words, a few of them (the feature, setting or
    error message, not the story of what broke), and search the product's folder
-   when you know it: DOCS/DIR/.search/QUERY/ finds only documents under DIR.
+   when you know it: DOCS/DIR/{DEFAULT_NAME}/QUERY/ finds only documents under DIR.
 2. The file lists the best documents, one a line: rank, path, match 0-1 (strong >= 0.5,
    fair >= 0.2, else weak) and title; then the lines that best answer, each numbered as
    in the file ("41: ..."), under [its section]. Often the answer is there: stop.
@@ -24,23 +30,18 @@ sed and find work). Search it first, then read:
    The entries 01-NAME, 02-NAME, ... in the folder link to the whole documents.
    A PDF, Word, PowerPoint, HTML or EPUB file is read as its text view beside it
    (report.pdf.md): hits name its page or slide, and grep -n '^## Page' finds the pages.
-4. Options are folders before the question, in any order:
-     @more     lines from more of the hits                  @full  whole passages
-     @keyword  exact words: names, flags, error messages   @semantic  meaning only
-     @k=N      N documents (default 5)                       @min=X drop hits below X
-   e.g. cat "DOCS/.search/@keyword/@k=3/ERR_TOO_MANY_REDIRECTS/00-results.md"
+4. Options are folders before the question, in any order (a later one wins):
+{parameter_lines(indent=5)}
+   e.g. cat "DOCS/{DEFAULT_NAME}/@keyword/@k=3/ERR_TOO_MANY_REDIRECTS/{RESULTS_NAME}"
 5. The question is one file name: write "/" as "\u2215" (U+2215) or "\uff0f" (U+FF0F);
    at most 255 bytes. Start it with a space if it starts with "." or "@".
 6. If every match is weak, reword with the words the docs would use, try @keyword, or
-   grep -rn WORD DOCS. .search is never listed: name it to use it.
+   grep -rn WORD DOCS. {DEFAULT_NAME} is never listed: name it to use it.
 """
 
 
-SEARCH_DIR = ".search"
-
-
-def guide(mountpoint: str | None = None, search_dir: str = SEARCH_DIR) -> str:
+def guide(mountpoint: str | None = None, search_dir: str = DEFAULT_NAME) -> str:
     """The guide, with ``mountpoint`` (default: a placeholder) where the mount is and
     ``search_dir`` as the search folder's name (``semfs mount --search-dir``)."""
-    text = GUIDE.replace(SEARCH_DIR, search_dir)
+    text = GUIDE.replace(DEFAULT_NAME, search_dir)
     return text.replace(PLACEHOLDER, mountpoint.rstrip("/") or "/") if mountpoint else text

@@ -9,11 +9,14 @@ import click
 
 from semfs.fusefs.cli.common import handle_errors, params
 from semfs.fusefs.cli.options import MOUNT
+from semfs.fusefs.view.parameters import parameter_lines
 
 # semfs.fusefs.mount.daemon (FUSE bindings, the store backends, the watcher) is imported by the
 # commands that use it: `semfs --version`, `--help` and the store commands start without it.
 
-MOUNT_EPILOG = """\b
+# The search syntax of `semfs mount --help`; its parameter lines come from the one table of
+# `@` folders (semfs.fusefs.view.parameters), with the code's defaults.
+MOUNT_EPILOG = f"""\b
 Search as directories: every folder answers .search (--search-dir), listed nowhere,
 so ls -a, find, grep -r and diff -r see only your documents:
     ls ~/mnt/docs/.search/"how do I rotate an api key"/
@@ -26,19 +29,16 @@ so ls -a, find, grep -r and diff -r see only your documents:
 \b
 A query folder holds 00-results.md, then one symlink per document, best first
 (01-NAME, 02-NAME, ...; relative, so cat, grep and editors reach the real file).
-Per-query options are parameter folders before the question, in any order:
-    @hybrid @semantic @keyword   the mode (hybrid: dense + BM25, scores fused)
-    @k=N                         how many documents (1-100)
-    @min=X                       drop hits whose match strength (0-1) is below X
-    @more                        answering lines from more of the hits (about 3x)
-    @full                        whole passages in 00-results.md instead of excerpts
+Per-query options are parameter folders before the question, in any order
+(a later one wins):
+{parameter_lines()}
     e.g. ls ~/mnt/docs/.search/@keyword/@k=3/"nginx subpath"/
 A parameter folder that is none of these (@k=500, @min=x, @bogus) is not found;
 the mount's log says why. 00-results.md keeps its name whatever k.
-The question is one file name: type '/' as U+2215 or U+FF0F, at most 255 bytes. Names starting with
-'.' are not queries (.DS_Store, .git probes); '@' starts a parameter; for a question
-that starts with either, begin the name with a space. Results are cached per question
-and refreshed when the collection changes.
+The question is one file name: type '/' as U+2215 or U+FF0F, at most 255 bytes.
+Names starting with '.' are not queries (.DS_Store, .git probes); '@' starts a
+parameter; for a question that starts with either, begin the name with a space.
+Results are cached per question and refreshed when the collection changes.
 
 \b
 System mount (mount -t semfs, /etc/fstab), after a one-time install of the helper:

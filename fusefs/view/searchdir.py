@@ -11,11 +11,8 @@ The paths below any directory ``D`` of the tree (the folder name ``.search`` is 
                                     windows of lines that answer the question
         01-NAME -> ../../PATH       one relative symlink per document, best first
 
-Parameters, chained in any order (a later one wins): ``@hybrid``, ``@semantic``,
-``@keyword`` (the mode), ``@k=N`` (documents, 1-100), ``@min=X`` (drop hits whose match
-strength, 0-1 and the same scale in every mode, is below X), ``@more`` (windows from more
-of the hits, about three times the lines) and ``@full`` (each hit's best passage whole in
-the results file, instead of windows).
+Parameters, chained in any order (a later one wins), are the table of
+:mod:`semfs.fusefs.view.parameters`: ``@keyword``, ``@k=N``, ``@min=X``, ``@more``, ...
 
 Rules a caller may rely on:
 
@@ -47,7 +44,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import re
 import threading
 import time
@@ -59,12 +55,18 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from semfs.ingest.errors import SemfsError
-from semfs.ingest.store import DEFAULT_K, MAX_K, MODES
+from semfs.ingest.store import MAX_K
 
 # semfs.ingest.search imports the Qdrant engine: not needed to parse a command line.
 if TYPE_CHECKING:
     from semfs.ingest.search import Hit
 
+from semfs.fusefs.view.parameters import (
+    PARAMETER_PREFIX,
+    RESULTS_NAME,
+    SearchOptions,
+    parameter_lines,
+)
 from semfs.fusefs.view.tree import (
     DIR,
     DIR_MODE,
@@ -88,15 +90,10 @@ DEFAULT_NAME = ".search"
 DEFAULT_CACHE_ENTRIES = 256
 # Queries remembered for listing search folders: a few dozen bytes each.
 DEFAULT_RECENT_ENTRIES = 100
-RESULTS_STEM = "-results.md"
-RESULTS_NAME = "00" + RESULTS_STEM
 # The syntax, listed in every search and parameter folder (a query of that name is shadowed).
 README_NAME = "README.md"
 # Bad parameter folder names logged, each once: a shell's completion asks again and again.
 LOGGED_BAD_PARAMETERS = 256
-PARAMETER_PREFIX = "@"
-FULL = "full"  # @full: whole passages in the results file instead of excerpts
-MORE = "more"  # @more: windows for more of the hits, about three times the bytes
 # Virtual nodes take inode numbers from a hash of their path, in a range the tree's counter
 # never reaches: every query ever typed would otherwise grow the mount's InodeMap forever.
 _VIRTUAL_INO_BIT = 1 << 62
@@ -120,68 +117,6 @@ class SearchFunction(Protocol):
         committed: Callable[[str, int], bool] | None = ...,
         more: bool = ...,
     ) -> list[Hit]: ...
-
-
-@dataclass(frozen=True)
-class SearchOptions:
-    """How a query runs: the mount's defaults, changed by parameter folders."""
-
-    mode: str = "hybrid"
-    k: int = DEFAULT_K
-    min_score: float | None = None
-    full: bool = False
-    more: bool = False
-
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise SemfsError(f"unknown search mode {self.mode!r}: use one of {', '.join(MODES)}")
-        if not 1 <= self.k <= MAX_K:
-            raise SemfsError(f"k must be between 1 and {MAX_K}, not {self.k}")
-        if self.min_score is not None and not math.isfinite(self.min_score):
-            raise SemfsError(f"the score floor must be a finite number, not {self.min_score}")
-
-    def with_parameter(self, name: str) -> SearchOptions | None:
-        """These options changed by a parameter folder name (``@keyword``, ``@k=3``,
-        ``@min=0.02``, ``@more``, ``@full``); None when the name is not a valid parameter."""
-        key, sep, value = name.removeprefix(PARAMETER_PREFIX).partition("=")
-        try:
-            if not sep and key in MODES:
-                return replace(self, mode=key)
-            if not sep and key == FULL:
-                return replace(self, full=True)
-            if not sep and key == MORE:
-                return replace(self, more=True)
-            if sep and key == "k" and value.isascii() and value.isdigit():
-                return replace(self, k=int(value))
-            if sep and key == "min":
-                return replace(self, min_score=float(value))
-        except (SemfsError, ValueError):
-            return None
-        return None
-
-    def parameter_problem(self, name: str) -> str:
-        """Why ``name`` (which :meth:`with_parameter` refused) is not a parameter folder."""
-        key, sep, value = name.removeprefix(PARAMETER_PREFIX).partition("=")
-        if key == "k" and sep:
-            return f"k must be a whole number from 1 to {MAX_K}, not {value!r}"
-        if key == "min" and sep:
-            return f"min must be a number (a match strength, 0-1), not {value!r}"
-        if key in (*MODES, FULL, MORE, "k", "min"):
-            return f"@{key} takes no value" if sep else f"@{key} needs a value: @{key}=N"
-        known = ", ".join(f"@{m}" for m in (*MODES, MORE, FULL)) + ", @k=N, @min=X"
-        return f"unknown parameter {name!r}: use one of {known}"
-
-    def describe(self) -> str:
-        """``hybrid · k 5``, then only the options set: ``· min 0.2``, ``· more``,
-        ``· full passages``."""
-        out = f"{self.mode} · k {self.k}"
-        if self.min_score is not None:
-            out += f" · min {self.min_score:g}"
-        if self.more:
-            out += " · more"
-        if self.full:
-            out += " · full passages"
-        return out
 
 
 def check_folder_name(name: str) -> str:
@@ -267,8 +202,8 @@ def results_name(k: int) -> str:
 
 
 def search_readme(folder: str, defaults: SearchOptions) -> bytes:
-    """The ``README.md`` of every search folder: the syntax, and why a folder is not found."""
-    floor = "none" if defaults.min_score is None else f"{defaults.min_score:g}"
+    """The ``README.md`` of every search folder: the syntax (the parameters with this mount's
+    defaults), and why a folder is not found."""
     text = f"""\
 # {folder}: search by naming a question
 
@@ -282,11 +217,7 @@ exists as soon as it is named (mkdir -p works; plain mkdir says "File exists").
 
 Options are folders before the question, in any order (a later one wins):
 
-    @hybrid @semantic @keyword   the mode (this mount's default: {defaults.mode})
-    @k=N                         N documents, 1-{MAX_K} (default {defaults.k})
-    @min=X                       drop hits whose match (0-1) is below X (default {floor})
-    @more                        answering lines from more of the hits (about 3x)
-    @full                        whole passages in {RESULTS_NAME} instead of excerpts
+{parameter_lines(defaults)}
 
     e.g. cat "{folder}/@keyword/@k=3/ERR_TOO_MANY_REDIRECTS/{RESULTS_NAME}"
 

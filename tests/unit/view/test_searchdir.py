@@ -569,7 +569,8 @@ def test_every_search_folder_explains_itself(
     text = (readme.data or b"").decode()
     assert text.startswith("# .find: search by naming a question")
     assert ".find/how do I rotate an api key/00-results.md" in text
-    assert "default: keyword" in text and "(default 7)" in text and "@k=500" in text
+    assert re.search(r"^    @keyword +exact words.*\(default\)$", text, re.MULTILINE)
+    assert "(default 7)" in text and "@k=500" in text
     assert dirs.resolve(tree, ".find/README.md/00-results.md") is None
     assert spy.calls == [], "the README is not a search"
     caplog.set_level(logging.WARNING, logger="semfs.fusefs.view.searchdir")
