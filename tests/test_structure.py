@@ -160,6 +160,8 @@ def test_the_agent_tools_reach_no_fuse_binding() -> None:
         "semfs.fusefs.mount.bindings",
         "semfs.fusefs.mount.ops",
         "semfs.fusefs.mount.daemon",
+        "semfs.fusefs.mount.start",
+        "semfs.fusefs.mount.unmount",
     }
     for module in (m for m in graph if _under(m, "semfs.fusefs.agent")):
         reached = _reach(graph, module) | {module}

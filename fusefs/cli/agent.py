@@ -243,7 +243,7 @@ def guide_cmd(mountpoint: Path | None, search_dir: str | None) -> None:
         semfs guide ~/mnt/docs >> AGENTS.md
         semfs guide --search-dir .find
     """
-    from semfs.fusefs.mount.daemon import FSTYPE, mount_fstype, mount_search_dir
+    from semfs.fusefs.mount.unmount import FSTYPE, mount_fstype, mount_search_dir
     from semfs.fusefs.view.searchdir import check_folder_name
 
     if mountpoint is not None:

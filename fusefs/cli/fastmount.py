@@ -100,13 +100,9 @@ def _as_click_path(value: str, file_ok: bool, dir_ok: bool) -> Path | None:
 
 def run_mount(params: Mapping[str, Any], verbose: int) -> None:
     """Mount with the `mount` command's parameters; in the background, exit once it answers."""
-    from semfs.fusefs.mount.daemon import (
-        MountConfig,
-        configure_logging,
-        default_log_file,
-        mount,
-        parse_options,
-    )
+    from semfs.fusefs.mount.daemon import MountConfig, parse_options
+    from semfs.fusefs.mount.logfile import configure_logging, default_log_file
+    from semfs.fusefs.mount.start import mount
     from semfs.fusefs.view.searchdir import SearchOptions, check_folder_name
     from semfs.ingest.sources import SourceOptions
 

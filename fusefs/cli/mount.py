@@ -11,7 +11,7 @@ from semfs.fusefs.cli.common import handle_errors, params
 from semfs.fusefs.cli.options import MOUNT
 from semfs.fusefs.view.parameters import parameter_lines
 
-# semfs.fusefs.mount.daemon (FUSE bindings, the store backends, the watcher) is imported by the
+# semfs.fusefs.mount (FUSE bindings, the store backends, the watcher) is imported by the
 # commands that use it: `semfs --version`, `--help` and the store commands start without it.
 
 # The search syntax of `semfs mount --help`; its parameter lines come from the one table of
@@ -130,7 +130,7 @@ def umount_cmd(mountpoint: Path, lazy: bool, force: bool) -> None:
         semfs umount ~/mnt/docs
         semfs umount --lazy ~/mnt/docs
     """
-    from semfs.fusefs.mount.daemon import unmount
+    from semfs.fusefs.mount.unmount import unmount
 
     note = unmount(mountpoint, lazy=lazy, force=force)
     if note is not None:

@@ -1,26 +1,21 @@
-"""The mount's lifecycle: start-up checks, daemonizing, the ready signal, unmounting.
+"""One mount, wired: its store, tree, search folders, threads and FUSE loop, in this process.
 
-``semfs mount`` checks the mountpoint, then (unless ``--foreground``) forks. The child
-opens the store, builds the first tree and runs the FUSE loop in the foreground of its own
-session; the parent waits on a pipe until the child's ``init()`` says the kernel is
-connected (exit 0) or reports why it could not start (one line, exit 1), like sshfs.
-Threads (the tree refresher, the ipc server that lets `semfs ingest` write through the
-daemon) start in ``init()``, after the fork. libfuse turns SIGINT, SIGTERM and SIGHUP into
-a clean unmount; the store is closed after the loop ends.
+:class:`MountDaemon` opens the store as its owner, builds the first tree and runs the FUSE
+loop in the foreground. Threads (the tree refresher, the ipc server that lets `semfs
+ingest` write through the daemon, the watcher of ``--watch``, the model warm-up, the
+compactor, the manifest writer) start in ``init()``, after any fork. libfuse turns SIGINT,
+SIGTERM and SIGHUP into a clean unmount; the store is closed after the loop ends.
+
+Beside it: :mod:`~semfs.fusefs.mount.start` (the start-up checks, the fork and the ready
+pipe), :mod:`~semfs.fusefs.mount.unmount` (unmounting, mountinfo) and
+:mod:`~semfs.fusefs.mount.logfile` (the log file).
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import logging
-import logging.handlers
 import os
-import re
-import select
 import signal
-import stat
-import subprocess
 import sys
 import threading
 import time
@@ -37,22 +32,15 @@ from semfs.fusefs.mount.bindings import (
     request_caller,
 )
 from semfs.fusefs.mount.kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT, KernelCache
-from semfs.fusefs.mount.ops import XATTR_PREFIX, SemfsOperations
+from semfs.fusefs.mount.ops import SemfsOperations
 from semfs.fusefs.view.pins import GenerationPins
 from semfs.fusefs.view.reader import DocumentReader
 from semfs.fusefs.view.refresh import DEFAULT_INTERVAL, TreeRefresher
 from semfs.fusefs.view.searchdir import DEFAULT_NAME, SearchDirectories, SearchOptions
 from semfs.fusefs.view.tree import InodeMap, Ownership
-from semfs.ingest.errors import MountError, SemfsError, StoreOwnedError
-from semfs.ingest.logs import MOUNT_LOG
-from semfs.ingest.sources import SourceOptions, check_source
-from semfs.ingest.store import (
-    DEFAULT_COLLECTION,
-    DEFAULT_K,
-    QueryService,
-    Store,
-    default_store_path,
-)
+from semfs.ingest.errors import MountError, StoreOwnedError
+from semfs.ingest.sources import SourceOptions
+from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, QueryService, Store
 from semfs.ingest.store.catalog import mount_source
 from semfs.ingest.store.check import require_counts
 from semfs.ingest.store.manifest import collector_paused
@@ -71,8 +59,6 @@ MANIFEST_DELAY = 1.0
 # Seconds after the mount answers before the search model starts loading (torch holds the
 # GIL for much of its seconds-long import): the first listings come first.
 WARM_UP_DELAY = 0.2
-# How long the parent waits for the child to mount, beyond the store's connect timeout.
-START_GRACE = 60.0
 Ready = Callable[[str | None], None]
 
 
@@ -133,34 +119,6 @@ def fuse_options(cfg: MountConfig) -> dict[str, Any]:
         opts["nonempty"] = True
     opts.update(user)
     return opts
-
-
-def check_mountpoint(path: Path, allow_nonempty: bool = False) -> None:
-    """Refuse, with one clear line, a mountpoint that cannot take a mount now."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise MountError(f"mountpoint {path} does not exist: create it first (mkdir -p)") from None
-    except OSError as exc:
-        if exc.errno == errno.ENOTCONN:
-            raise MountError(
-                f"{path} is a stale mount (Transport endpoint is not connected): "
-                f"run `semfs umount {path}` (or fusermount -u {path}) first"
-            ) from None
-        raise MountError(f"cannot use mountpoint {path}: {exc.strerror}") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise MountError(f"mountpoint {path} is not a directory")
-    if is_stale(path):  # stat came from the kernel's cache
-        raise MountError(
-            f"{path} is a stale mount (Transport endpoint is not connected): "
-            f"run `semfs umount {path}` (or fusermount -u {path}) first"
-        )
-    if os.path.ismount(path):
-        raise MountError(f"{path} is already a mount point: `semfs umount {path}` first")
-    if not allow_nonempty and any(os.scandir(path)):
-        raise MountError(
-            f"mountpoint {path} is not empty (use -o nonempty to mount over its contents)"
-        )
 
 
 def open_mount_store(cfg: MountConfig) -> StoreOwner:
@@ -526,351 +484,3 @@ def _warm_up(on_demand: _OnDemandSearcher) -> None:
     logger.info(
         "embedding model %s ready in %.1f s", searcher.embedder.name, time.monotonic() - started
     )
-
-
-# -- background mode ---------------------------------------------------------------------
-
-
-class _PipeReady:
-    """The child's side of the start-up pipe: one line, ``ok`` or ``error: ...``, then EOF.
-
-    On ``ok`` the child also lets go of the terminal: stdin from /dev/null, stdout and
-    stderr (where libfuse writes) to the log file, else /dev/null.
-    """
-
-    def __init__(self, fd: int, log_file: Path | None) -> None:
-        self.fd = fd
-        self.log_file = log_file
-
-    def __call__(self, error: str | None) -> None:
-        line = "ok" if error is None else "error: " + " ".join(error.split())
-        try:
-            os.write(self.fd, line.encode("utf-8", "replace") + b"\n")
-        finally:
-            os.close(self.fd)
-        if error is None:
-            self._detach_stdio()
-
-    def _detach_stdio(self) -> None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        devnull = os.open(os.devnull, os.O_RDWR)
-        out = devnull
-        if self.log_file is not None:
-            with contextlib.suppress(OSError):
-                out = os.open(self.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        os.dup2(devnull, 0)
-        os.dup2(out, 1)
-        os.dup2(out, 2)
-
-
-def _absolute(cfg: MountConfig) -> MountConfig:
-    """The config with every path absolute: the daemon runs from /, like any daemon."""
-    cfg.mountpoint = cfg.mountpoint.absolute()
-    if cfg.url is None:
-        cfg.store_path = (cfg.store_path or default_store_path()).expanduser().absolute()
-    if cfg.log_file is not None:
-        cfg.log_file = cfg.log_file.absolute()
-    if cfg.watch is not None:
-        cfg.watch = cfg.watch.absolute()
-    return cfg
-
-
-def mount(cfg: MountConfig) -> None:
-    """Mount as configured: return once the mount answers (background) or is unmounted (-f)."""
-    cfg = _absolute(cfg)
-    check_mountpoint(cfg.mountpoint, allow_nonempty=bool(cfg.options.get("nonempty")))
-    fuse_options(cfg)  # option errors now, not in the child
-    if cfg.watch is not None:
-        check_source(cfg.watch)
-    if cfg.foreground:
-        MountDaemon(cfg).run()
-        return
-    read_fd, write_fd = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child; tests see it through the mount
-        os.close(read_fd)
-        os._exit(_child(cfg, write_fd))
-    os.close(write_fd)
-    _await_child(pid, read_fd, cfg.connect_timeout + START_GRACE)
-
-
-def _child(cfg: MountConfig, write_fd: int) -> int:
-    ready = _PipeReady(write_fd, cfg.log_file)
-    daemon = MountDaemon(cfg, ready)
-    try:
-        os.setsid()  # out of the shell's process group: its Ctrl-C is not for us
-        os.chdir("/")
-        daemon.run()
-        return 0
-    except BaseException as exc:
-        message = str(exc) if isinstance(exc, SemfsError) else f"{type(exc).__name__}: {exc}"
-        # The parent prints the message; the log (when it is a file) keeps it too.
-        level = logging.ERROR if cfg.log_file is not None else logging.DEBUG
-        logger.log(level, "%s", message, exc_info=logger.isEnabledFor(logging.DEBUG))
-        with contextlib.suppress(OSError):
-            daemon.report(message)
-        return 1
-    finally:
-        logging.shutdown()
-
-
-def _await_child(pid: int, fd: int, timeout: float) -> None:
-    """Wait for the child's start-up line; raise MountError with its reason on failure."""
-    deadline = time.monotonic() + timeout
-    data = b""
-    try:
-        while b"\n" not in data:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGTERM)
-                raise MountError(f"the mount did not come up within {timeout:.0f} s; stopped it")
-            if not select.select([fd], [], [], remaining)[0]:
-                continue
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            data += chunk
-    except KeyboardInterrupt:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGTERM)
-        raise
-    finally:
-        os.close(fd)
-    line = data.decode("utf-8", "replace").strip()
-    if line == "ok":
-        return
-    if line.startswith("error: "):
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
-        raise MountError(line.removeprefix("error: "))
-    _, status = os.waitpid(pid, 0)
-    raise MountError(
-        f"the mount daemon exited (status {os.waitstatus_to_exitcode(status)}) before the "
-        "mount was ready; run with --foreground or --log-file to see why"
-    )
-
-
-# -- unmounting --------------------------------------------------------------------------
-
-
-def is_stale(path: Path) -> bool:
-    """A FUSE mount whose daemon is gone: stat or opening the root fails with ENOTCONN.
-
-    stat alone is not enough: the kernel answers it from its attribute cache (for minutes
-    on a semfs mount), while opening a directory always asks the daemon.
-    """
-    try:
-        os.stat(path)
-        if os.path.ismount(path):
-            os.close(os.open(path, os.O_RDONLY | os.O_DIRECTORY))
-    except OSError as exc:
-        return exc.errno == errno.ENOTCONN
-    return False
-
-
-def force_unmount(mountpoint: Path) -> None:
-    """Unmount whatever is at ``mountpoint`` by every means, quietly: each tool, then lazily,
-    then ``umount -l``. For harnesses (tests, benchmarks) that must never leave a mount behind."""
-
-    def busy() -> bool:
-        return os.path.ismount(mountpoint) or is_stale(mountpoint)
-
-    for lazy in (False, True):
-        for command in unmount_commands(mountpoint, lazy):
-            if not busy():
-                return
-            with contextlib.suppress(OSError):
-                subprocess.run(command, capture_output=True, check=False)
-    if busy():
-        with contextlib.suppress(OSError):
-            subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True, check=False)
-
-
-def unmount_commands(mountpoint: Path, lazy: bool = False) -> list[list[str]]:
-    """Commands to try in order: fusermount3/fusermount on Linux, umount elsewhere."""
-    import shutil  # unmounting only: not on a mount's way up
-
-    mnt = str(mountpoint)
-    if sys.platform == "darwin":
-        return [["diskutil", "unmount", "force", mnt]] if lazy else [["umount", mnt]]
-    commands = [
-        [exe, "-u", *(["-z"] if lazy else []), mnt]
-        for exe in filter(None, (shutil.which("fusermount3"), shutil.which("fusermount")))
-    ]
-    return commands or [["umount", *(["-l"] if lazy else []), mnt]]
-
-
-def daemon_pid(mountpoint: Path) -> int | None:
-    """The pid of the semfs daemon serving ``mountpoint``, as its root xattr says."""
-    getxattr = getattr(os, "getxattr", None)  # Linux only
-    if getxattr is None:
-        return None
-    try:
-        return int(getxattr(mountpoint, XATTR_PREFIX + "pid"))
-    except (OSError, ValueError):
-        return None
-
-
-def mount_search_dir(mountpoint: Path) -> str | None:
-    """The search folder the semfs mount at ``mountpoint`` answers, as its root xattr says
-    (None from a mount that does not say: an older daemon, or no xattrs here)."""
-    getxattr = getattr(os, "getxattr", None)  # Linux only
-    if getxattr is None:
-        return None
-    try:
-        return getxattr(mountpoint, XATTR_PREFIX + "search_dir").decode()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        return fields[0] != "Z"  # a zombie has exited
-    return True
-
-
-# What the kernel calls a semfs mount: FUSE with our subtype (see fuse_options).
-FSTYPE = "fuse.semfs"
-MOUNTINFO = Path("/proc/self/mountinfo")
-# How long `umount --lazy` waits before saying the daemon is still serving open files.
-LAZY_WAIT = 1.0
-
-
-def _unescape_mountinfo(field: str) -> str:
-    """mountinfo writes space, tab, newline and backslash in paths as octal escapes."""
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
-def mount_fstype(path: Path, mountinfo: Path = MOUNTINFO) -> str | None:
-    """The filesystem type mounted at ``path`` (the topmost mount), None when none is.
-
-    Raises FileNotFoundError where there is no mountinfo (not Linux).
-    """
-    target = os.path.realpath(path) if not is_stale(path) else os.path.abspath(path)
-    fstype = None
-    for line in mountinfo.read_text(errors="surrogateescape").splitlines():
-        fields = line.split(" ")
-        if len(fields) < 7 or "-" not in fields[6:]:
-            continue
-        if _unescape_mountinfo(fields[4]) == target:
-            fstype = fields[fields.index("-", 6) + 1]  # later lines are mounted on top
-    return fstype
-
-
-def check_semfs_mount(mnt: Path) -> None:
-    """Refuse, with one line, a mountpoint that is not a semfs mount."""
-    try:
-        fstype = mount_fstype(mnt)
-    except FileNotFoundError:  # no mountinfo (macOS): our root answers the pid xattr
-        if is_stale(mnt) or daemon_pid(mnt) is not None:
-            return
-        fstype = "another" if os.path.ismount(mnt) else None
-    if fstype is None:
-        raise MountError(f"{mnt} is not mounted")
-    if fstype != FSTYPE:
-        raise MountError(
-            f"{mnt} is a {fstype} mount, not semfs: not unmounting it (--force to do it anyway)"
-        )
-
-
-def unmount(
-    mountpoint: Path, lazy: bool = False, force: bool = False, wait: float = 10.0
-) -> str | None:
-    """Unmount a semfs mount, then wait (up to ``wait`` s) for its daemon to exit.
-
-    Refuses anything but a semfs mount unless ``force``. Returns a line to tell the user
-    when the daemon is still running afterwards (a lazy detach leaves it serving the files
-    still open), else None.
-    """
-    mnt = mountpoint.absolute()
-    stale = is_stale(mnt)
-    if force:
-        if not stale and not os.path.ismount(mnt):
-            raise MountError(f"{mnt} is not mounted")
-    else:
-        check_semfs_mount(mnt)
-    pid = None if stale else daemon_pid(mnt)
-    errors = []
-    for command in unmount_commands(mnt, lazy):
-        try:
-            proc = subprocess.run(command, capture_output=True, text=True, check=False)
-        except OSError as exc:
-            errors.append(f"{command[0]}: {exc.strerror}")
-            continue
-        if proc.returncode == 0:
-            break
-        errors.append((proc.stderr or proc.stdout).strip() or f"{command[0]} failed")
-    else:
-        raise MountError(f"cannot unmount {mnt}: {errors[-1] if errors else 'no unmount tool'}")
-    if pid is None:
-        return None
-    # A lazy detach returns at once and the daemon serves open files until they close:
-    # waiting the full time would only hide that.
-    deadline = time.monotonic() + (min(wait, LAZY_WAIT) if lazy else wait)
-    while process_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if not process_alive(pid):
-        return None
-    if lazy:
-        return (
-            f"detached {mnt}; its daemon (pid {pid}) keeps serving the files still open "
-            "there and exits when the last one is closed"
-        )
-    return f"unmounted {mnt}, but its daemon (pid {pid}) is still running after {wait:.0f} s"
-
-
-# A log file is cut at this size and kept with one older part (``.1``): a mount that runs for
-# months logs a line per store change, and a bad store can log one per read.
-LOG_MAX_BYTES = 4 * 1024 * 1024
-
-
-class _OwnerOnlyLog(logging.handlers.RotatingFileHandler):
-    """A bounded log file (:data:`LOG_MAX_BYTES`, one older part) created 0600 whatever the
-    umask, its rotated parts too: it quotes paths, queries and errors."""
-
-    def _open(self) -> Any:
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
-
-
-def default_log_file(cfg_store: Path | None, url: str | None, collection: str) -> Path | None:
-    """Where a background mount logs without --log-file: ``STORE/COLLECTION/mount.log`` for
-    an embedded store whose collection folder exists (owner-only, like the store); None
-    for a server, whose collection has no folder here."""
-    if url is not None:
-        return None
-    folder = (cfg_store or default_store_path()).expanduser() / collection
-    return folder / MOUNT_LOG if folder.is_dir() else None
-
-
-def configure_logging(log_file: Path | None, verbose: int, foreground: bool = False) -> None:
-    """Send the log to ``log_file`` only (INFO by default there), else leave it on stderr,
-    where a foreground mount (-f) shows semfs's own INFO lines too (mounted, unmounted, a
-    bad search parameter): its help promises a log there, and -f printed nothing without -v.
-    """
-    if log_file is None:
-        if foreground and verbose <= 0:
-            # semfs's loggers only: libraries' INFO (an HTTP line per request) stays out.
-            logging.getLogger("semfs").setLevel(logging.INFO)
-        return
-    root = logging.getLogger()
-    for handler in root.handlers[:]:
-        root.removeHandler(handler)
-    handler = _OwnerOnlyLog(log_file, maxBytes=LOG_MAX_BYTES, backupCount=1)
-    handler.setFormatter(
-        logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
-    )
-    root.addHandler(handler)
-    if verbose <= 0:
-        root.setLevel(logging.INFO)

@@ -1,6 +1,6 @@
 """The benchmark's small harness: timing, commands, and mounts (``semfs mount``, always unmounted).
 
-The mount primitives (stale, alive, forced unmount) are :mod:`semfs.fusefs.mount.daemon`'s, shared
+The mount primitives (stale, alive, forced unmount) are :mod:`semfs.fusefs.mount.unmount`'s, shared
 with
 ``tests/helpers/mounting.py``."""
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from semfs.fusefs.mount.daemon import force_unmount, process_alive
+from semfs.fusefs.mount.unmount import force_unmount, process_alive
 
 REPO = Path(__file__).resolve().parents[2]
 logger = logging.getLogger("bench")

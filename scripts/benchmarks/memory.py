@@ -65,11 +65,11 @@ def memory_with_model(info: CorpusInfo, mb: float, res: Results) -> Row:
 
 @functools.cache
 def import_floor_mb() -> float:
-    """Peak RSS of a bare interpreter that imports semfs.fusefs.mount.daemon: what any daemon
-    costs."""
+    """Peak RSS of a bare interpreter that imports the mount's modules (the wiring, the start,
+    the unmounting and the log file, as `semfs mount` does): what any daemon costs."""
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forked parent across exec.
     code = (
-        "import semfs.fusefs.mount.daemon; "
+        "import semfs.fusefs.mount.logfile, semfs.fusefs.mount.start; "
         "print(next(l.split()[1] for l in open('/proc/self/status') "
         "if l.startswith('VmHWM:')))"
     )

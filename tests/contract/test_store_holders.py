@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from semfs.fusefs.mount.daemon import force_unmount
+from semfs.fusefs.mount.unmount import force_unmount
 from tests.helpers import SEMFS
 from tests.helpers.mounting import semfs, stop_process, wait_until
 
@@ -118,7 +118,7 @@ def test_created_folders_and_log_files_are_owner_only_whatever_the_umask(tmp_pat
 
 
 def test_the_log_file_is_bounded_and_stays_owner_only(tmp_path: Path) -> None:
-    from semfs.fusefs.mount.daemon import _OwnerOnlyLog
+    from semfs.fusefs.mount.logfile import _OwnerOnlyLog
 
     log = tmp_path / "mount.log"
     handler = _OwnerOnlyLog(log, maxBytes=10_000, backupCount=1)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from semfs.fusefs.mount.daemon import force_unmount
+from semfs.fusefs.mount.unmount import force_unmount
 from semfs.ingest.pipeline import IngestReport, ingest
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SEMFS

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from semfs.fusefs.mount.daemon import daemon_pid, is_stale, process_alive, unmount
+from semfs.fusefs.mount.unmount import daemon_pid, is_stale, process_alive, unmount
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.manifest import Manifest
 from tests.helpers import SAMPLE_CORPUS, SEMFS, shared_path

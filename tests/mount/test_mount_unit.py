@@ -29,17 +29,12 @@ from semfs.fusefs.cli import fastmount
 from semfs.fusefs.cli.group import cli
 from semfs.fusefs.mount import kernelcache
 from semfs.fusefs.mount.bindings import ENOATTR, FuseOSError, can_invalidate
-from semfs.fusefs.mount.daemon import (
-    MountConfig,
-    check_mountpoint,
-    fuse_options,
-    mount_fstype,
-    parse_options,
-    unmount_commands,
-)
+from semfs.fusefs.mount.daemon import MountConfig, fuse_options, parse_options
 from semfs.fusefs.mount.kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT, KernelCache, changed_nodes
 from semfs.fusefs.mount.mounthelper import translate
 from semfs.fusefs.mount.ops import SemfsOperations
+from semfs.fusefs.mount.start import check_mountpoint
+from semfs.fusefs.mount.unmount import mount_fstype, unmount_commands
 from semfs.fusefs.view.pins import GenerationPins
 from semfs.fusefs.view.reader import (
     ChunksMissingError,
@@ -790,7 +785,7 @@ def test_the_mount_start_does_not_import_click() -> None:
         "import sys\n"
         "from semfs.fusefs import cli\nfrom semfs.fusefs.cli import fastmount\n"
         "assert fastmount.parse(['/mnt/x'], {}) is not None\n"
-        "import semfs.fusefs.mount.daemon\n"
+        "import semfs.fusefs.mount.logfile, semfs.fusefs.mount.start\n"
         "ours = ('click', 'semfs', 'qdrant_edge')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ours))\n"
     )
@@ -798,7 +793,13 @@ def test_the_mount_start_does_not_import_click() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     loaded = set(ast.literal_eval(out))
-    assert {"semfs.fusefs.cli", "semfs.fusefs.cli.fastmount", "semfs.fusefs.mount.daemon"} <= loaded
+    assert {
+        "semfs.fusefs.cli",
+        "semfs.fusefs.cli.fastmount",
+        "semfs.fusefs.mount.daemon",
+        "semfs.fusefs.mount.start",
+        "semfs.fusefs.mount.logfile",
+    } <= loaded
     assert (
         not {"click", "semfs.fusefs.cli.group", "semfs.fusefs.cli.common", "qdrant_edge"} & loaded
     )

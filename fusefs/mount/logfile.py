@@ -1,0 +1,57 @@
+"""A mount's log file: where a background mount logs, bounded and owner-only."""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+from pathlib import Path
+from typing import Any
+
+from semfs.ingest.logs import MOUNT_LOG
+from semfs.ingest.store import default_store_path
+
+# A log file is cut at this size and kept with one older part (``.1``): a mount that runs for
+# months logs a line per store change, and a bad store can log one per read.
+LOG_MAX_BYTES = 4 * 1024 * 1024
+
+
+class _OwnerOnlyLog(logging.handlers.RotatingFileHandler):
+    """A bounded log file (:data:`LOG_MAX_BYTES`, one older part) created 0600 whatever the
+    umask, its rotated parts too: it quotes paths, queries and errors."""
+
+    def _open(self) -> Any:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+
+
+def default_log_file(cfg_store: Path | None, url: str | None, collection: str) -> Path | None:
+    """Where a background mount logs without --log-file: ``STORE/COLLECTION/mount.log`` for
+    an embedded store whose collection folder exists (owner-only, like the store); None
+    for a server, whose collection has no folder here."""
+    if url is not None:
+        return None
+    folder = (cfg_store or default_store_path()).expanduser() / collection
+    return folder / MOUNT_LOG if folder.is_dir() else None
+
+
+def configure_logging(log_file: Path | None, verbose: int, foreground: bool = False) -> None:
+    """Send the log to ``log_file`` only (INFO by default there), else leave it on stderr,
+    where a foreground mount (-f) shows semfs's own INFO lines too (mounted, unmounted, a
+    bad search parameter): its help promises a log there, and -f printed nothing without -v.
+    """
+    if log_file is None:
+        if foreground and verbose <= 0:
+            # semfs's loggers only: libraries' INFO (an HTTP line per request) stays out.
+            logging.getLogger("semfs").setLevel(logging.INFO)
+        return
+    root = logging.getLogger()
+    for handler in root.handlers[:]:
+        root.removeHandler(handler)
+    handler = _OwnerOnlyLog(log_file, maxBytes=LOG_MAX_BYTES, backupCount=1)
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+    )
+    root.addHandler(handler)
+    if verbose <= 0:
+        root.setLevel(logging.INFO)
