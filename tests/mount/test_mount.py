@@ -28,7 +28,7 @@ import pytest
 from semfs.fusefs.mount.unmount import daemon_pid, is_stale, process_alive, unmount
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.manifest import Manifest
-from tests.helpers import SAMPLE_CORPUS, SEMFS, shared_path
+from tests.helpers import REPO, SAMPLE_CORPUS, SEMFS, shared_path
 from tests.helpers.mounting import (
     Mount,
     force_unmount,
@@ -443,7 +443,7 @@ def test_no_torn_reads_during_a_reingest(tmp_path: Path) -> None:
     The script is the measurement (scripts/torn_reads.py, run with 500,000 reads for the
     figure); here it runs small. Every read must be exactly one version of its file.
     """
-    script = Path(__file__).resolve().parents[1] / "scripts" / "torn_reads.py"
+    script = REPO / "scripts" / "torn_reads.py"
     proc = subprocess.run(
         [
             sys.executable,

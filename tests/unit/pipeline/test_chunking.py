@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import pytest
 
@@ -15,6 +14,7 @@ from semfs.ingest.chunking import (
     document_title,
     embedding_text,
 )
+from tests.helpers import shared_path
 
 Counter = Callable[[Sequence[str]], list[int]]
 
@@ -343,9 +343,7 @@ def test_heading_anchor_and_closing_hashes_are_stripped() -> None:
 
 @pytest.mark.model
 def test_real_tokenizer_on_corpus_page() -> None:
-    corpora = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "mintlify-docs"
-    if not corpora.is_dir():
-        pytest.skip(f"corpus not available at {corpora}")
+    corpora = shared_path("corpora", "mintlify-docs")
     pages = sorted(corpora.rglob("*.mdx"), key=lambda p: p.stat().st_size)
     if not pages:
         pytest.skip("no .mdx pages in the corpus")
