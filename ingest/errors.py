@@ -50,20 +50,25 @@ class DiskFullError(SemfsError):
 
 class StoreOwnedError(StoreLockedError):
     """Another process owns the store and serves it; ``pid`` is that process, ``holder`` says
-    which (``pid 123 (semfs mcp -c docs)``, as it recorded itself) and ``is_mount`` whether it
-    is a mount daemon."""
+    which (``pid 123 (semfs mcp -c docs)``, as it recorded itself) and ``kind`` what it is:
+    ``"mount"``, ``"watcher"``, ``"mcp"`` or ``""`` (:func:`semfs.ingest.store.holder.owner_kind`
+    reads it from the command line)."""
 
-    def __init__(self, message: str, pid: int, holder: str = "", is_mount: bool = False) -> None:
+    def __init__(self, message: str, pid: int, holder: str = "", kind: str = "") -> None:
         super().__init__(message)
         self.pid = pid
         self.holder = holder or f"pid {pid}"
-        self.is_mount = is_mount
+        self.kind = kind
+
+    @property
+    def is_mount(self) -> bool:
+        """Whether the owner is a mount daemon."""
+        return self.kind == "mount"
 
     @property
     def by_watcher(self) -> bool:
         """Whether the owner is `semfs ingest --watch` (not a mount, not `semfs mcp`)."""
-        words = self.holder.split()
-        return "ingest" in words and any(w.rstrip(")") in ("--watch", "-w") for w in words)
+        return self.kind == "watcher"
 
 
 # The front ends' errors live here too, so that one raised in a store's owner crosses its

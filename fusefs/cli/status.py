@@ -71,7 +71,7 @@ def _queries_backend(store: Store, model: str) -> str:
     """What embeds this store's search queries (`semfs status`), loading nothing: the owner's
     model over its socket, ONNX Runtime, or torch and why."""
     from semfs.ingest.embedding.embedder import QueryEmbedder, load_query_embedder, query_backend
-    from semfs.ingest.store.ipc import owner_embedder
+    from semfs.ingest.embedding.owner import owner_embedder
 
     served = owner_embedder(store, model, lambda: None)
     if served is not None:

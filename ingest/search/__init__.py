@@ -17,11 +17,11 @@ from typing import Any
 import qdrant_edge as qe
 
 from semfs.ingest.embedding.embedder import Embedder, load_query_embedder, query_backend
+from semfs.ingest.embedding.owner import owner_embedder
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.search.excerpts import Excerpt, ExcerptPicker
 from semfs.ingest.search.ranking import DATED_PENALTY, asks_about_changes, is_dated_entry
 from semfs.ingest.store import DEFAULT_K, MAX_K, MODES, QueryService, SparseQuery, Store
-from semfs.ingest.store.ipc import owner_embedder
 from semfs.ingest.store.schema import ScoredChunk
 
 # A query is one short text: a second torch thread barely speeds it up on an idle machine,

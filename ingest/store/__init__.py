@@ -4,7 +4,8 @@
   collection under the store path (the default; no server).
 * :class:`semfs.ingest.store.server_store.ServerStore`: qdrant-client against a Qdrant server or
   cluster.
-* :class:`semfs.ingest.store.ipc.RemoteStore`: the store of another process that owns it (a mount).
+* :class:`semfs.ingest.store.ipc.client.RemoteStore`: the store of another process that owns it
+  (a mount).
 
 :func:`semfs.ingest.store.backends.open_store` picks one;
 :class:`semfs.ingest.store.owner.StoreOwner` owns one and serves other processes' writes. All are

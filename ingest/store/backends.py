@@ -5,7 +5,7 @@ composition root that picks one (like ratarmount's ``ARCHIVE_BACKENDS`` table):
 
 * ``embedded``: :class:`semfs.ingest.store.edge_store.EdgeStore`, Qdrant Edge in this process, or,
   when a process already owns the shard and serves it (``semfs mount``), an
-  :class:`semfs.ingest.store.ipc.RemoteStore` talking to that owner.
+  :class:`semfs.ingest.store.ipc.client.RemoteStore` talking to that owner.
 * ``server``: :class:`semfs.ingest.store.server_store.ServerStore`, qdrant-client against ``--url``
   (a ``file:`` URL opens qdrant-client's local mode: the stand-in server of the tests).
 
@@ -41,14 +41,15 @@ class StoreAddress:
 
 
 def _embedded(address: StoreAddress) -> Store:
-    from semfs.ingest.store.edge_store import DAEMON_SOCKET, EdgeStore, collection_dir
+    from semfs.ingest.store.edge_store import EdgeStore, collection_dir
+    from semfs.ingest.store.ipc.wire import SOCKET_NAME
 
     store_dir = address.path or default_store_path()
     coll_dir = collection_dir(store_dir, address.collection)
     # No socket, no owner: skip importing the ipc client (a mount's start-up pays for it).
-    if not (coll_dir / DAEMON_SOCKET).exists():
+    if not (coll_dir / SOCKET_NAME).exists():
         return EdgeStore(store_dir, address.collection)
-    from semfs.ingest.store.ipc import connect_daemon
+    from semfs.ingest.store.ipc.client import connect_daemon
 
     # Ask the owner first: even a failed second load of a live shard rewrites its files.
     remote = connect_daemon(coll_dir, address.collection)

@@ -85,8 +85,6 @@ from semfs.ingest.store.schema import (
 logger = logging.getLogger(__name__)
 
 SCROLL_PAGE = 1024
-# Where the owner of a shard serves it to other processes (see semfs.ingest.store.ipc).
-DAEMON_SOCKET = "daemon.sock"
 MANIFEST_NAME = "manifest.json.gz"
 
 
@@ -803,7 +801,9 @@ class EdgeStore(Store):
         queries: QueryService | None = None,
     ) -> Callable[[], None] | None:
         """Serve this shard on ``COLLECTION/daemon.sock``: we hold its lock, so others cannot."""
-        from semfs.ingest.store.ipc import StoreServer  # in a daemon's init(), not on its way up
+        from semfs.ingest.store.ipc.server import (
+            StoreServer,
+        )  # in a daemon's init(), not on its way up
 
         server = StoreServer(served or self, self.dir, on_change=on_change, queries=queries)
         server.start()

@@ -37,13 +37,14 @@ from pathlib import Path
 from semfs.ingest.errors import StoreOwnedError
 from semfs.ingest.store import DEFAULT_COLLECTION, QueryService, Store
 from semfs.ingest.store.backends import missing_collection, open_store
+from semfs.ingest.store.holder import owner_kind
 
 logger = logging.getLogger(__name__)
 
 
-def _holder(store: Store, pid: int) -> tuple[str, bool]:
+def _holder(store: Store, pid: int) -> tuple[str, str]:
     """How the process ``pid`` that serves ``store`` describes itself (its ``owner.json``:
-    the command it runs), and whether it is a mount; just the pid when it left no word."""
+    the command it runs), and what kind it is; just the pid when it left no word."""
     coll_dir = getattr(store, "coll_dir", None)
     try:
         info = json.loads((Path(coll_dir) / "owner.json").read_text()) if coll_dir else {}
@@ -51,9 +52,8 @@ def _holder(store: Store, pid: int) -> tuple[str, bool]:
         info = {}
     command = info.get("command") if isinstance(info, dict) and info.get("pid") == pid else None
     if not isinstance(command, str) or not command:
-        return f"pid {pid}", False
-    words = command.split()
-    return f"pid {pid} ({command})", "mount" in words[:2] or words[0].startswith("mount.")
+        return f"pid {pid}", ""
+    return f"pid {pid} ({command})", owner_kind(command)
 
 
 class StoreOwner:
@@ -80,13 +80,13 @@ class StoreOwner:
         )
         pid = store.served_by()
         if pid is not None:
-            holder, is_mount = _holder(store, pid)
+            holder, kind = _holder(store, pid)
             store.close()
             raise StoreOwnedError(
                 f"collection {collection!r} at {store_path} is owned by {holder}",
                 pid,
                 holder,
-                is_mount,
+                kind,
             )
         if must_exist and not store.exists():
             store.close()

@@ -30,8 +30,10 @@ from semfs.ingest.errors import (
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import MODES, SparseQuery
 from semfs.ingest.store.backends import open_store
-from semfs.ingest.store.edge_store import DAEMON_SOCKET, EdgeStore, collection_dir
-from semfs.ingest.store.ipc import SOCKET_NAME, TOKEN_NAME, RemoteStore, StoreServer, connect_daemon
+from semfs.ingest.store.edge_store import EdgeStore, collection_dir
+from semfs.ingest.store.ipc.client import RemoteStore, connect_daemon
+from semfs.ingest.store.ipc.server import StoreServer
+from semfs.ingest.store.ipc.wire import SOCKET_NAME, TOKEN_NAME
 from semfs.ingest.store.schema import (
     ChunkPoint,
     ChunkRecord,
@@ -49,7 +51,7 @@ DAEMON = """
 import sys
 from pathlib import Path
 from semfs.ingest.store.edge_store import EdgeStore
-from semfs.ingest.store.ipc import StoreServer
+from semfs.ingest.store.ipc.server import StoreServer
 store = EdgeStore(Path(sys.argv[1]), sys.argv[2])
 store.create(int(sys.argv[3]))
 server = StoreServer(store, store.dir)
@@ -64,7 +66,7 @@ store.close()
 WRITER = """
 import sys
 from pathlib import Path
-from semfs.ingest.store.ipc import connect_daemon
+from semfs.ingest.store.ipc.client import connect_daemon
 from semfs.ingest.store.schema import StoreMeta
 remote = connect_daemon(Path(sys.argv[1]), "docs")
 remote.write_meta(StoreMeta("hash:8", 8, generation=7))
@@ -211,11 +213,6 @@ def _write_docs(src: Path) -> None:
 # --- in-process ------------------------------------------------------------------------------
 
 
-def test_the_store_layer_and_the_server_agree_on_the_socket_name() -> None:
-    # backends looks for it without importing ipc (a mount's start-up does not pay for it).
-    assert SOCKET_NAME == DAEMON_SOCKET
-
-
 def test_every_method_round_trips_like_the_store_itself(served: Any) -> None:
     edge, _server, changes = served
     remote = _remote(edge.dir)
@@ -304,7 +301,7 @@ class _FailingStore(EdgeStore):
 
 # One of every error class the front ends raise: each arrives as itself, attributes included.
 MOVED_ERRORS = [
-    errors.StoreOwnedError("owned by pid 7", 7, "pid 7 (semfs ingest --watch docs)", True),
+    errors.StoreOwnedError("owned by pid 7", 7, "pid 7 (semfs ingest --watch docs)", "watcher"),
     errors.MountError("the mount point is not empty"),
     errors.ToolInputError("k must be 1 to 50"),
     errors.PatternError("bad regular expression"),
@@ -335,7 +332,13 @@ def test_every_error_class_crosses_the_socket_as_itself(store_dir: Path) -> None
             store.error = owned
             with pytest.raises(errors.StoreOwnedError) as info:
                 remote.count_chunks()
-            assert (info.value.pid, info.value.is_mount, info.value.by_watcher) == (7, True, True)
+            got_owned = (
+                info.value.pid,
+                info.value.kind,
+                info.value.is_mount,
+                info.value.by_watcher,
+            )
+            assert got_owned == (7, "watcher", False, True)
     finally:
         server.close()
         store.close()

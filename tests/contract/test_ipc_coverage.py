@@ -11,10 +11,11 @@ import pytest
 
 from semfs.ingest.errors import SchemaVersionError
 from semfs.ingest.pipeline import ingest
-from semfs.ingest.store import DelegatingStore, Store, ipc
+from semfs.ingest.store import DelegatingStore, Store
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge_store import EdgeStore
-from semfs.ingest.store.ipc import RemoteStore
+from semfs.ingest.store.ipc import wire
+from semfs.ingest.store.ipc.client import RemoteStore
 from semfs.ingest.store.schema import (
     READABLE,
     SCHEMA_VERSION,
@@ -50,8 +51,8 @@ def _store_methods() -> set[str]:
 
 def test_the_proxy_sends_every_store_method_and_nothing_else() -> None:
     sent = _store_methods() - LOCAL - NOT_SENT
-    assert ipc._READS | ipc._WRITES | {"close"} == sent
-    assert not ipc._READS & ipc._WRITES
+    assert wire.READS | wire.WRITES | {"close"} == sent
+    assert not wire.READS & wire.WRITES
 
 
 def _must(cls: type[Store]) -> set[str]:

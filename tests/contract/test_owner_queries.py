@@ -17,18 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from semfs.ingest.embedding.owner import OwnerEmbedder
 from semfs.ingest.errors import SemfsError, StoreOwnedError
 from semfs.ingest.search import Searcher
 from semfs.ingest.store import QueryService
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge_store import EdgeStore
-from semfs.ingest.store.ipc import (
-    MAX_QUERY_CHARS,
-    OwnerEmbedder,
-    RemoteStore,
-    StoreServer,
-    connect_daemon,
-)
+from semfs.ingest.store.ipc.client import RemoteStore, connect_daemon
+from semfs.ingest.store.ipc.server import StoreServer
+from semfs.ingest.store.ipc.wire import MAX_QUERY_CHARS
 from semfs.ingest.store.owner import StoreOwner
 from tests.helpers import SAMPLE_CORPUS, SEMFS
 from tests.helpers.mounting import ingest_hash, mounted, semfs, stop_process, wait_until

@@ -1,0 +1,36 @@
+"""What kind of process holds a store, read from its command line: the one place it is guessed.
+
+An owner records its command line in ``owner.json`` (:mod:`.edge_store`) and says it in its
+socket's hello (:mod:`.ipc.server`); :func:`owner_kind` reads either, for the messages that tell
+a user what to stop (:class:`.owner.StoreOwnedError`, :class:`.ipc.client.RemoteStore`). A leaf
+module: it imports nothing of semfs, so every layer may ask it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+MOUNT = "mount"  # `semfs mount`, or the mount helper (mount.semfs)
+WATCHER = "watcher"  # `semfs ingest --watch`
+MCP = "mcp"  # `semfs mcp`
+
+
+def command_line() -> str:
+    """This process's command line as an owner records it: ``semfs ingest ./docs --watch``."""
+    return " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]])
+
+
+def owner_kind(command: str) -> str:
+    """What kind of process runs ``command`` (as :func:`command_line` gave it): :data:`MOUNT`,
+    :data:`WATCHER`, :data:`MCP`, or ``""`` when its words do not say (a test, a script)."""
+    words = command.split()
+    if not words:
+        return ""
+    if "mount" in words[:2] or words[0].startswith("mount."):
+        return MOUNT
+    if "ingest" in words and ("--watch" in words or "-w" in words):
+        return WATCHER
+    if "mcp" in words:
+        return MCP
+    return ""

@@ -1,0 +1,255 @@
+"""The other processes' side of the socket: :func:`connect_daemon` returns a :class:`RemoteStore`.
+
+An ingest (or a search, a status) that finds the shard owned sends its Store calls to the
+owner instead (:func:`semfs.ingest.store.backends.open_store` does this). Before it sends
+anything it checks that the socket is its own user's and proves itself with the owner's token.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from semfs.ingest.errors import StoreLockedError, StoreUnavailableError
+from semfs.ingest.store import Store
+from semfs.ingest.store.holder import MCP, WATCHER, owner_kind
+from semfs.ingest.store.ipc.wire import (
+    EMBED_QUERY,
+    MAX_HELLO,
+    MAX_MESSAGE,
+    REPLY_TIMEOUT,
+    SOCKET_NAME,
+    TOKEN_NAME,
+    ProtocolError,
+    dial,
+    peer_uid,
+    rebuild_error,
+    recv_frame,
+    send,
+    trusted,
+)
+from semfs.ingest.store.manifest import Manifest
+from semfs.ingest.store.schema import (
+    ChunkPoint,
+    ChunkRecord,
+    DirectoryRecord,
+    DocumentRecord,
+    ScoredChunk,
+    SparseQuery,
+    StoreMeta,
+    Vector,
+    decode,
+    encode,
+)
+
+logger = logging.getLogger(__name__)
+
+# How a client's messages name the owner it goes through, by kind.
+_OWNER_LABELS: dict[str | None, str] = {
+    WATCHER: "watcher (semfs ingest --watch)",
+    MCP: "semfs mcp server",
+}
+
+
+def connect_daemon(coll_dir: Path, collection: str) -> RemoteStore | None:
+    """A RemoteStore talking to the daemon serving ``coll_dir``, or None if none answers.
+
+    None covers no socket, a stale socket (ECONNREFUSED) and a socket we may not use. A daemon
+    that answers but refuses us (wrong token, another user) raises StoreLockedError.
+    """
+    coll_dir = Path(coll_dir)
+    try:
+        sock = dial(coll_dir / SOCKET_NAME)
+    except OSError as exc:
+        logger.debug("no daemon answers on %s: %s", coll_dir / SOCKET_NAME, exc)
+        return None
+    if sock is None:
+        return None
+    refused = f"the semfs daemon serving {coll_dir} refused this process"
+    try:
+        uid = peer_uid(sock)
+        if not trusted(uid):  # never send our data to another user's socket
+            raise StoreLockedError(f"{refused}: its socket belongs to uid {uid}")
+        token = (coll_dir / TOKEN_NAME).read_text().strip()
+        send(sock, {"hello": token, "pid": os.getpid()})
+        frame = recv_frame(sock, MAX_HELLO)
+        reply = json.loads(frame) if frame is not None else None
+        daemon_pid = int(reply["ok"]["pid"]) if isinstance(reply, dict) else None
+        queries = reply["ok"].get("queries") if isinstance(reply, dict) else None
+        command = reply["ok"].get("command") if isinstance(reply, dict) else None
+    except (OSError, ProtocolError, ValueError, KeyError, TypeError) as exc:
+        sock.close()
+        raise StoreLockedError(f"{refused}: {exc}") from exc
+    except BaseException:
+        sock.close()
+        raise
+    if daemon_pid is None:
+        sock.close()
+        raise StoreLockedError(f"{refused}: the token in {coll_dir / TOKEN_NAME} is not its own")
+    sock.settimeout(REPLY_TIMEOUT)
+    remote = RemoteStore(sock, coll_dir, collection, daemon_pid)
+    remote.query_backend = queries if isinstance(queries, str) else None
+    remote.owner_command = command if isinstance(command, str) else ""
+    return remote
+
+
+class RemoteStore(Store):
+    """The Store of a mounted daemon, called over its socket; one call at a time per instance."""
+
+    backend = "embedded"
+
+    def __init__(
+        self, sock: socket.socket, coll_dir: Path, collection: str, daemon_pid: int
+    ) -> None:
+        self.collection = collection
+        self.coll_dir = coll_dir
+        self.daemon_pid = daemon_pid
+        # What embeds queries in the owner (its hello said), or None when it does not.
+        self.query_backend: str | None = None
+        self.owner_command = ""  # the owner's command line, as it told us
+        self._sock: socket.socket | None = sock
+        self._lock = threading.Lock()
+
+    @property
+    def location(self) -> str:
+        owner = _OWNER_LABELS.get(owner_kind(self.owner_command), "mounted daemon")
+        return f"{self.coll_dir} (through the {owner}, pid {self.daemon_pid})"
+
+    def served_by(self) -> int | None:
+        return self.daemon_pid
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        request = {
+            "method": method,
+            "args": [encode(a) for a in args],
+            "kwargs": {k: encode(v) for k, v in kwargs.items()},
+        }
+        with self._lock:
+            if self._sock is None:
+                raise StoreUnavailableError(f"{self.location}: the connection is closed")
+            try:
+                send(self._sock, request)
+                frame = recv_frame(self._sock, MAX_MESSAGE)
+                if frame is None:
+                    raise ProtocolError("the daemon closed the connection")
+                reply = json.loads(frame)
+                if not isinstance(reply, dict):
+                    raise ValueError(f"unexpected reply {reply!r:.80}")
+            except (OSError, ProtocolError, ValueError) as exc:
+                self._sock.close()  # a half-read reply cannot be resynced
+                self._sock = None
+                msg = f"lost the connection to {self.location}: {exc}"
+                raise StoreUnavailableError(msg) from exc
+        if "ok" in reply:
+            return decode(reply["ok"])
+        err = reply.get("error")
+        raise rebuild_error(err if isinstance(err, dict) else {"message": str(reply)})
+
+    def exists(self) -> bool:
+        return bool(self._call("exists"))
+
+    def create(self, dimension: int) -> None:
+        self._call("create", dimension)
+
+    def read_meta(self) -> StoreMeta | None:
+        return self._call("read_meta")
+
+    def write_meta(self, meta: StoreMeta) -> None:
+        self._call("write_meta", meta)
+
+    def list_documents(self) -> list[DocumentRecord]:
+        return self._call("list_documents")
+
+    def get_document(self, path: str) -> DocumentRecord | None:
+        return self._call("get_document", path)
+
+    def put_document(self, record: DocumentRecord) -> None:
+        self._call("put_document", record)
+
+    def delete_documents(self, paths: Sequence[str]) -> None:
+        self._call("delete_documents", list(paths))
+
+    def list_directories(self) -> list[DirectoryRecord]:
+        return self._call("list_directories")
+
+    def put_directories(self, records: Sequence[DirectoryRecord]) -> None:
+        self._call("put_directories", list(records))
+
+    def delete_directories(self, paths: Sequence[str]) -> None:
+        self._call("delete_directories", list(paths))
+
+    def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
+        self._call("upsert_chunks", list(points))
+
+    def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> list[ChunkRecord]:
+        return self._call("get_chunks", path, gen, list(indexes))
+
+    def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
+        self._call("delete_stale_chunks", path, keep_gen)
+
+    def chunk_versions(self) -> set[tuple[str, int]]:
+        return self._call("chunk_versions")
+
+    def put_blob(self, path: str, gen: int, data: bytes) -> None:
+        self._call("put_blob", path, gen, data)
+
+    def read_blob(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, bytes]:
+        return self._call("read_blob", path, gen, list(indexes))
+
+    def query(
+        self,
+        dense: list[float],
+        sparse: SparseQuery,
+        mode: str,
+        limit: int,
+        under: str | None = None,
+    ) -> list[ScoredChunk]:
+        return self._call("query", Vector(dense), sparse, mode, limit, under=under)
+
+    def chunk_paths_matching(
+        self, substrings: Sequence[str], words: Sequence[str], under: str | None = None
+    ) -> list[str]:
+        return list(self._call("chunk_paths_matching", list(substrings), list(words), under))
+
+    def split_line_paths(self, under: str | None = None) -> list[str]:
+        # Computed by the daemon: sending every chunk's line span over the socket costs more.
+        return list(self._call("split_line_paths", under))
+
+    def count_chunks(self) -> int:
+        return int(self._call("count_chunks"))
+
+    def disk_bytes(self) -> int | None:
+        return self._call("disk_bytes")
+
+    def compact(self) -> bool:
+        return bool(self._call("compact"))
+
+    def read_manifest(self) -> Manifest | None:
+        """None: a client of the daemon lists the records; only a mount needs the manifest."""
+        return None
+
+    def write_manifest(self, generation: int) -> None:
+        self._call("write_manifest", generation)
+
+    def flush(self) -> None:
+        self._call("flush")
+
+    def embed_query(self, text: str) -> list[float]:
+        """``text``'s dense vector, embedded by the owner's model (see ``query_backend``)."""
+        vector = self._call(EMBED_QUERY, text)
+        if not isinstance(vector, list):
+            raise StoreUnavailableError(f"{self.location}: embed_query answered {vector!r:.80}")
+        return [float(x) for x in vector]
+
+    def close(self) -> None:
+        """Close the connection (releasing the writer slot); the daemon's store stays open."""
+        with self._lock:
+            if self._sock is not None:
+                self._sock.close()
+                self._sock = None
