@@ -441,13 +441,10 @@ class _OnDemandSearcher:
             return self._searcher
 
     def queries(self) -> QueryService:
-        """Other processes' queries, embedded with this searcher's model (made on the first)."""
-        from semfs.ingest.embedding.embedder import query_backend
+        """Other processes' queries and searches, run by this searcher (made on the first)."""
+        from semfs.ingest.search import query_service
 
-        return QueryService(
-            embed=lambda text: self.get().embedder.encode([text])[0],
-            backend=lambda: query_backend(self.get().embedder),
-        )
+        return query_service(self.get)
 
     def search(
         self,

@@ -4,12 +4,19 @@ Qdrant ranks chunks; a document appears once, at the rank of its best chunk. A c
 of dated entries (a changelog, release notes) has its score lowered unless the query asks
 about versions or changes (:mod:`.ranking`): ``Hit.score`` is that score. Chunks of
 generations no committed record points to (a re-ingest in flight) are dropped.
+
+Beside the store's owner (a mount, ``semfs mcp``, ``semfs ingest --watch``), a :class:`Searcher`
+whose store is the owner's socket lets the owner run the whole search (:func:`query_service`
+serves it): one request instead of embedding, querying and looking up each document over the
+socket. The owner runs this same code on the same store, so the hits are a local search's.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -18,11 +25,14 @@ import qdrant_edge as qe
 
 from semfs.ingest.embedding.embedder import Embedder, load_query_embedder, query_backend
 from semfs.ingest.embedding.owner import owner_embedder
-from semfs.ingest.errors import SemfsError
+from semfs.ingest.errors import SemfsError, StoreUnavailableError
 from semfs.ingest.search.excerpts import Excerpt, ExcerptPicker
 from semfs.ingest.search.ranking import DATED_PENALTY, asks_about_changes, is_dated_entry
 from semfs.ingest.store import DEFAULT_K, MAX_K, MODES, QueryService, SparseQuery, Store
+from semfs.ingest.store.ipc.client import RemoteStore
 from semfs.ingest.store.schema import ScoredChunk
+
+logger = logging.getLogger(__name__)
 
 # A query is one short text: a second torch thread barely speeds it up on an idle machine,
 # and on a busy one every op waits for it (measured: ~26 ms with one thread, ~500 ms with two).
@@ -120,6 +130,25 @@ class Hit:
         return d
 
 
+def hit_fields(hit: Hit) -> dict[str, Any]:
+    """``hit`` as plain values (what an owner sends a client that asked it to search)."""
+    return asdict(hit)
+
+
+def hit_from_fields(fields: dict[str, Any]) -> Hit:
+    """The inverse of :func:`hit_fields`; raises KeyError, TypeError or ValueError on bad input."""
+    excerpts = tuple(
+        Excerpt(
+            int(e["start_line"]),
+            int(e["end_line"]),
+            str(e["heading"]),
+            tuple((int(n), str(t)) for n, t in e["lines"]),
+        )
+        for e in fields["excerpts"]
+    )
+    return Hit(**{**fields, "excerpts": excerpts})
+
+
 _PLACE = re.compile(r"^(page|slide|chapter)s? (\d+)(?:-(\d+))?$")
 _SECTION = "section "
 _UNIT_HEADING = re.compile(r"^(Page|Slide|Chapter) (\d+)\b")
@@ -159,22 +188,42 @@ class Searcher:
         threads: int | None = QUERY_THREADS,
     ):
         self.store = store
-        if embedder is None:
-            meta = store.read_meta()
-            if meta is None:
-                raise SemfsError(f"{store.location} is empty: run `semfs ingest DIR` first")
-            name = model or meta.model
-            # The store's owner (a mount, semfs mcp, a watcher) embeds with its warm model;
-            # else this process does: ONNX Runtime for a torch store once an ingest prepared it.
-            embedder = owner_embedder(
-                store, name, lambda: load_query_embedder(name, threads=threads)
-            ) or load_query_embedder(name, threads=threads)
-        self.embedder = embedder
+        self._model, self._threads = model, threads
+        self._lock = threading.Lock()
+        # The owner that runs our searches (see the module docstring), while it can.
+        self._owner = (
+            store
+            if embedder is None and isinstance(store, RemoteStore) and store.owner_searches
+            else None
+        )
+        self._embedder = embedder
+        if embedder is None and self._owner is None:
+            self._embedder = self._load_embedder()
         self._bm25 = qe.Bm25()
         # The excerpt budget in all, by default and with ``more``: attributes so that a
         # measurement (scripts/answers.py --curve) can vary them.
         self.excerpt_chars, self.excerpt_total = EXCERPT_CHARS, EXCERPT_TOTAL
         self.more_chars, self.more_total = MORE_CHARS, MORE_TOTAL
+
+    @property
+    def embedder(self) -> Embedder:
+        """The query embedder; beside an owner that searches, made on first need (the owner's
+        searches need none here, nor a read of the store's meta)."""
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = self._load_embedder()
+            return self._embedder
+
+    def _load_embedder(self) -> Embedder:
+        meta = self.store.read_meta()
+        if meta is None:
+            raise SemfsError(f"{self.store.location} is empty: run `semfs ingest DIR` first")
+        name, threads = self._model or meta.model, self._threads
+        # The store's owner (a mount, semfs mcp, a watcher) embeds with its warm model;
+        # else this process does: ONNX Runtime for a torch store once an ingest prepared it.
+        return owner_embedder(
+            self.store, name, lambda: load_query_embedder(name, threads=threads)
+        ) or load_query_embedder(name, threads=threads)
 
     def warm_up(self) -> None:
         """Load the model now, so that the first query does not wait for it."""
@@ -200,6 +249,10 @@ class Searcher:
         text = query.strip()
         if not text:
             return []
+        if self._owner is not None and committed is None and self._default_budgets():
+            served = self._search_in_owner(self._owner, text, k, mode, under, min_score, more)
+            if served is not None:
+                return served
         # A keyword query needs no model: it must not wait for one to load.
         dense = self.embedder.encode([text])[0] if mode != "keyword" else []
         sv = self._bm25.embed_query(text)
@@ -232,11 +285,18 @@ class Searcher:
             if rec.path in by_doc:
                 if rec.gen == by_doc[rec.path][0].record.gen:
                     by_doc[rec.path].append(sc)
+            elif len(by_doc) == k:
+                # Only more chunks of the documents already found: a new one is looked up
+                # (a store call each) just to end here at the floor, as below.
+                if (
+                    floor is not None
+                    and match_strength(sc.score, mode) < floor
+                    and committed(rec.path, rec.gen)
+                ):
+                    break
             elif committed(rec.path, rec.gen):
                 if floor is not None and match_strength(sc.score, mode) < floor:
                     break  # scores come sorted: nothing after this passes the floor either
-                if len(by_doc) == k:
-                    continue  # only more chunks of the documents already found
                 by_doc[rec.path] = [sc]
         picker = ExcerptPicker(text, self._bm25)
         docs = list(by_doc.values())
@@ -282,6 +342,37 @@ class Searcher:
                 hits = [h for h in hits if h.strength >= min_score]
         return hits
 
+    def _default_budgets(self) -> bool:
+        """Whether the excerpt budgets are the defaults, the owner's (a measurement varies them)."""
+        budgets = (self.excerpt_chars, self.excerpt_total, self.more_chars, self.more_total)
+        return budgets == (EXCERPT_CHARS, EXCERPT_TOTAL, MORE_CHARS, MORE_TOTAL)
+
+    def _search_in_owner(
+        self,
+        owner: RemoteStore,
+        text: str,
+        k: int,
+        mode: str,
+        under: str | None,
+        min_score: float | None,
+        more: bool,
+    ) -> list[Hit] | None:
+        """The owner's hits for this search; None when it cannot search (then this process
+        does, from now on; logged once)."""
+        try:
+            rows = owner.search(
+                text, k=k, mode=mode, under=normalize_under(under), min_score=min_score, more=more
+            )
+            return [hit_from_fields(row) for row in rows]
+        except StoreUnavailableError:
+            raise  # the connection is gone: a search here would fail the same way
+        except (SemfsError, KeyError, TypeError, ValueError) as exc:
+            logger.warning(
+                "the owner of %s cannot search (%s): searching here", owner.location, exc
+            )
+            self._owner = None
+            return None
+
     def _rare_word_strengths(self, hits: list[Hit], terms: set[int]) -> list[Hit]:
         """Hits of rare keywords rated by the share of the query's words they hold (see
         RARE_DOCS), never above the hit ranked before them: strength follows the rank."""
@@ -308,9 +399,10 @@ class Searcher:
 
 
 def query_service(searcher: Callable[[], Searcher]) -> QueryService:
-    """What an owner serves other processes' queries with: ``searcher()``'s embedder (made on
-    first need, then warm), the one its own searches use."""
+    """What an owner serves other processes' queries with: ``searcher()`` (made on first need,
+    then warm), the one its own searches use: its embedder, and whole searches."""
     return QueryService(
         embed=lambda text: searcher().embedder.encode([text])[0],
         backend=lambda: query_backend(searcher().embedder),
+        search=lambda options: [hit_fields(h) for h in searcher().search(**options)],
     )

@@ -21,6 +21,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store.manifest import Manifest
@@ -88,10 +89,14 @@ class QueryService:
     """How the process that owns a store embeds other processes' search queries: with its own
     model, already warm (:meth:`Store.serve_writers`). ``embed`` turns one query text into its
     dense vector; ``backend`` says what runs the model (``onnxruntime fp32``) without loading it.
+    ``search``, when given, runs a whole search: the keyword arguments of
+    :meth:`semfs.ingest.search.Searcher.search` (query, k, mode, under, min_score, more) to its
+    hits as plain values (:func:`semfs.ingest.search.hit_fields`).
     """
 
     embed: Callable[[str], list[float]]
     backend: Callable[[], str]
+    search: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
 
 
 class Store(ABC):

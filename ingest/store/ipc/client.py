@@ -24,6 +24,7 @@ from semfs.ingest.store.ipc.wire import (
     MAX_HELLO,
     MAX_MESSAGE,
     REPLY_TIMEOUT,
+    SEARCH,
     SOCKET_NAME,
     TOKEN_NAME,
     ProtocolError,
@@ -82,6 +83,7 @@ def connect_daemon(coll_dir: Path, collection: str) -> RemoteStore | None:
         reply = json.loads(frame) if frame is not None else None
         daemon_pid = int(reply["ok"]["pid"]) if isinstance(reply, dict) else None
         queries = reply["ok"].get("queries") if isinstance(reply, dict) else None
+        searches = reply["ok"].get("searches") if isinstance(reply, dict) else None
         command = reply["ok"].get("command") if isinstance(reply, dict) else None
     except (OSError, ProtocolError, ValueError, KeyError, TypeError) as exc:
         sock.close()
@@ -95,6 +97,7 @@ def connect_daemon(coll_dir: Path, collection: str) -> RemoteStore | None:
     sock.settimeout(REPLY_TIMEOUT)
     remote = RemoteStore(sock, coll_dir, collection, daemon_pid)
     remote.query_backend = queries if isinstance(queries, str) else None
+    remote.owner_searches = searches is True
     remote.owner_command = command if isinstance(command, str) else ""
     return remote
 
@@ -112,6 +115,7 @@ class RemoteStore(Store):
         self.daemon_pid = daemon_pid
         # What embeds queries in the owner (its hello said), or None when it does not.
         self.query_backend: str | None = None
+        self.owner_searches = False  # whether the owner runs whole searches (search())
         self.owner_command = ""  # the owner's command line, as it told us
         self._sock: socket.socket | None = sock
         self._lock = threading.Lock()
@@ -246,6 +250,14 @@ class RemoteStore(Store):
         if not isinstance(vector, list):
             raise StoreUnavailableError(f"{self.location}: embed_query answered {vector!r:.80}")
         return [float(x) for x in vector]
+
+    def search(self, query: str, **options: Any) -> list[dict[str, Any]]:
+        """A whole search run by the owner (when ``owner_searches``): the keyword arguments of
+        :meth:`semfs.ingest.search.Searcher.search`; its hits as plain values."""
+        rows = self._call(SEARCH, query=query, **options)
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise StoreUnavailableError(f"{self.location}: search answered {rows!r:.80}")
+        return rows
 
     def close(self) -> None:
         """Close the connection (releasing the writer slot); the daemon's store stays open."""

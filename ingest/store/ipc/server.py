@@ -6,8 +6,10 @@ or root. Any number of connections may read; one at a time may write.
 
 Searches: an owner that embeds queries (a :class:`~semfs.ingest.store.QueryService`) says so
 in its hello reply (``"queries"``: what runs its model) and answers ``embed_query`` with the
-query's vector from its warm model. The request is not a Store method, and only a string of at
-most :data:`~.wire.MAX_QUERY_CHARS` is embedded.
+query's vector from its warm model; one that also searches says ``"searches": true`` and answers
+``search`` (:data:`~.wire.SEARCH_ARGS`) with the hits, one request for a client's whole search.
+Neither request is a Store method, and only a query of at most :data:`~.wire.MAX_QUERY_CHARS`
+is taken.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from semfs.ingest.store.ipc.wire import (
     MAX_MESSAGE,
     MAX_QUERY_CHARS,
     METHODS,
+    SEARCH,
+    SEARCH_ARGS,
     SOCKET_NAME,
     TOKEN_NAME,
     WRITES,
@@ -193,7 +197,11 @@ class StoreServer:
             pid = hello
             conn.settimeout(None)  # an ingest may embed for minutes between two calls
             queries = self._query_backend()
-            send(conn, {"ok": {"pid": os.getpid(), "queries": queries, "command": _COMMAND}})
+            searches = (
+                queries is not None and self.queries is not None and bool(self.queries.search)
+            )
+            welcome = {"pid": os.getpid(), "queries": queries, "searches": searches}
+            send(conn, {"ok": {**welcome, "command": _COMMAND}})
             logger.info("process %d connected to %s", pid, self.socket_path)
             while (frame := recv_frame(conn, MAX_MESSAGE)) is not None:
                 if self._handle(conn, pid, frame) and self._on_change is not None:
@@ -250,12 +258,25 @@ class StoreServer:
             raise SemfsError(f"embed_query takes one text of at most {MAX_QUERY_CHARS} characters")
         return self.queries.embed(args[0])
 
+    def _search(self, args: list[Any], kwargs: dict[str, Any]) -> list[dict[str, Any]]:
+        search = self.queries.search if self.queries is not None else None
+        if search is None:
+            raise SemfsError("this process does not search for others")
+        if args or set(kwargs) - set(SEARCH_ARGS) or "query" not in kwargs:
+            raise SemfsError(f"search takes keyword arguments of {', '.join(SEARCH_ARGS)}")
+        for name, value in kwargs.items():
+            if type(value) not in SEARCH_ARGS[name]:
+                raise SemfsError(f"search: {name} cannot be {type(value).__name__}")
+        if len(kwargs["query"]) > MAX_QUERY_CHARS:
+            raise SemfsError(f"search takes a query of at most {MAX_QUERY_CHARS} characters")
+        return search(kwargs)
+
     def _handle(self, conn: socket.socket, pid: int, frame: bytes) -> bool:
         """Answer one request; True when it changed what the daemon shows."""
         try:
             request = json.loads(frame)
             method = request["method"]
-            if not isinstance(method, str) or method not in METHODS | {EMBED_QUERY}:
+            if not isinstance(method, str) or method not in METHODS | {EMBED_QUERY, SEARCH}:
                 raise ValueError(f"no method {method!r}")
             args = decode(list(request.get("args", [])))
             kwargs = {str(k): decode(v) for k, v in dict(request.get("kwargs", {})).items()}
@@ -268,6 +289,8 @@ class StoreServer:
                 self._claim_writer(conn, pid)
             if method == EMBED_QUERY:
                 result: Any = Vector(self._embed_query(args))  # float32, exactly
+            elif method == SEARCH:
+                result = self._search(args, kwargs)
             elif method == "close":
                 # The served store belongs to the daemon: a client's close only ends its
                 # connection.

@@ -4,7 +4,8 @@ Wire format: a 4-byte big-endian length, then a JSON object. Request ``{"method"
 "kwargs"}``; reply ``{"ok": value}`` or ``{"error": {"type", "message"}}``. Values are encoded
 explicitly by :func:`semfs.ingest.store.schema.encode` (the schema types' own payloads), never
 pickled: a peer can send data, not code. Only the Store methods named in :data:`READS` and
-:data:`WRITES` can be called, plus the owner's own requests (:data:`EMBED_QUERY`);
+:data:`WRITES` can be called, plus the owner's own requests (:data:`EMBED_QUERY`,
+:data:`SEARCH`);
 ``tests/contract/test_ipc_coverage.py`` checks that they and
 :class:`~semfs.ingest.store.ipc.client.RemoteStore` cover every abstract Store method.
 
@@ -38,6 +39,17 @@ MAX_MESSAGE = 1 << 30
 # Longer texts are refused: a query is a line, and the model reads 256 tokens at most anyway.
 MAX_QUERY_CHARS = 10_000
 EMBED_QUERY = "embed_query"
+# A whole search run by the owner: keyword arguments only, each of these types (a bool is not
+# an int here). Its reply is the hits as plain values.
+SEARCH = "search"
+SEARCH_ARGS: dict[str, tuple[type, ...]] = {
+    "query": (str,),
+    "k": (int,),
+    "mode": (str,),
+    "under": (str, type(None)),
+    "min_score": (float, int, type(None)),
+    "more": (bool,),
+}
 # sun_path holds 108 bytes on Linux and 104 on macOS, the final NUL included.
 MAX_SUN_PATH = 100
 
