@@ -7,11 +7,11 @@ Imports go down only: the library, then ``view``, then the three front ends.
   store changes, and ``.search/QUESTION/`` folders. Neither click nor a FUSE binding.
 * :mod:`semfs.fusefs.mount`: the kernel mount: the FUSE bindings (imported there only), the
   callbacks (a thin translation with precise errno), the permission check, kernel-cache
-  invalidation, the daemon's lifecycle and ``mount.semfs``.
+  invalidation, the daemon's lifecycle.
 * :mod:`semfs.fusefs.agent`: agents without a mount: the tools, their MCP server, tokens,
   grep and the guide. Reaches no FUSE binding.
 * :mod:`semfs.fusefs.cli`: the ``semfs`` command (click, imported there only); a plain
-  ``semfs mount`` starts without click.
+  ``semfs mount`` starts without click; and ``mount.semfs``, the helper mount(8) runs.
 
 A front end opens its store through :class:`semfs.ingest.store.owner.StoreOwner`, never by
 backend class.

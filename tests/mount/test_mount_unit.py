@@ -27,11 +27,11 @@ from click.testing import CliRunner
 
 from semfs.fusefs.cli import fastmount
 from semfs.fusefs.cli.group import cli
+from semfs.fusefs.cli.mounthelper import translate
 from semfs.fusefs.mount import kernelcache
 from semfs.fusefs.mount.bindings import ENOATTR, FuseOSError, can_invalidate
 from semfs.fusefs.mount.daemon import MountConfig, fuse_options, parse_options
 from semfs.fusefs.mount.kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT, KernelCache, changed_nodes
-from semfs.fusefs.mount.mounthelper import translate
 from semfs.fusefs.mount.ops import SemfsOperations
 from semfs.fusefs.mount.start import check_mountpoint
 from semfs.fusefs.mount.unmount import mount_fstype, unmount_commands

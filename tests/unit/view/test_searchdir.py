@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
+from semfs.fusefs.cli.mounthelper import translate
 from semfs.fusefs.mount.bindings import FuseOSError
-from semfs.fusefs.mount.mounthelper import translate
 from semfs.fusefs.mount.ops import SemfsOperations
 from semfs.fusefs.view.reader import DocumentReader
 from semfs.fusefs.view.searchdir import (
