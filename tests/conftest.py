@@ -11,6 +11,14 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import SAMPLE_CORPUS
+from tests.helpers.mounting import allow_mounts
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Before any fixture of the test is set up (a module-scoped one may mount): only a test
+    # marked `mount` may start one, so `pytest -m "not mount"` is sure to need no FUSE.
+    allow_mounts(item.get_closest_marker("mount") is not None)
 
 
 @pytest.fixture(scope="session")

@@ -1,35 +1,47 @@
-"""The layering the code relies on, checked from the source (lazy imports inside functions
-included): no import cycles; ingest never imports fusefs; the store interface imports no
+"""The floor plan, checked from the source (lazy imports inside functions included), one rule
+per folder: imports only go down, from the library (``ingest/``) to ``fusefs/view/`` to the
+front ends (``fusefs/mount/``, ``fusefs/agent/``, ``fusefs/cli/``), which never import one
+another except ``cli``, the console script, which imports the rest; only ``fusefs/mount/``
+imports a FUSE binding and only ``fusefs/cli/`` imports click; every ``SemfsError`` subclass
+is defined in ``ingest/errors.py``. Besides: no import cycles; the store interface imports no
 backend; the store layer imports nothing of the pipeline, search or formats; formats import
 nothing else of semfs; the agent tools reach no FUSE binding; every first-party import goes
-through the one ``semfs`` namespace; and fusefs never asks a store for its class."""
+through the one ``semfs`` namespace; fusefs never asks a store for its class; tests import
+their helpers as ``tests.helpers``, never ``conftest``; and a test module that starts
+``semfs mount`` marks those tests ``mount``.
+
+Each rule is a function of the source it is given (``_*_violations``), so each is also
+checked against a planted violation: a rule that cannot fail is no rule."""
 
 from __future__ import annotations
 
 import ast
 import re
+import shutil
 from pathlib import Path
+
+import pytest
 
 from tests.helpers import REPO
 
 # Repository folder -> the import package it installs as (pyproject's [tool.setuptools]).
 FOLDERS = {"ingest": "semfs.ingest", "fusefs": "semfs.fusefs"}
-FUSE_BINDINGS = {"mfusepy", "fuse", "fusepy"}
+FUSE_BINDINGS = frozenset({"mfusepy", "fuse", "fusepy"})
 
 
-def _files() -> list[Path]:
-    return [p for folder in FOLDERS for p in sorted((REPO / folder).rglob("*.py"))]
+def _files(root: Path = REPO) -> list[Path]:
+    return [p for folder in FOLDERS for p in sorted((root / folder).rglob("*.py"))]
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(REPO).with_suffix("").parts
+def _module_name(path: Path, root: Path = REPO) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
     parts = (*FOLDERS[parts[0]].split("."), *parts[1:])
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _all_imports(path: Path) -> set[str]:
+def _all_imports(path: Path, root: Path = REPO) -> set[str]:
     """Every module ``path`` imports anywhere in its body, at top level or lazily."""
-    name = _module_name(path)
+    name = _module_name(path, root)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -46,10 +58,10 @@ def _all_imports(path: Path) -> set[str]:
     return found
 
 
-def _graph() -> dict[str, set[str]]:
-    modules = {_module_name(p): p for p in _files()}
+def _graph(root: Path = REPO) -> dict[str, set[str]]:
+    modules = {_module_name(p, root): p for p in _files(root)}
     return {
-        name: {m for m in _all_imports(path) if m in modules and m != name}
+        name: {m for m in _all_imports(path, root) if m in modules and m != name}
         for name, path in modules.items()
     }
 
@@ -101,14 +113,88 @@ def test_no_import_cycles() -> None:
     assert cycles == [], " ; ".join(" -> ".join(c) for c in cycles)
 
 
-def test_ingest_never_imports_fusefs() -> None:
-    graph = _graph()
-    leaks = {
-        m: sorted(d)
-        for m, d in graph.items()
-        if _under(m, "semfs.ingest") and any(_under(x, "semfs.fusefs") for x in d)
-    }
-    assert leaks == {}
+# --- the floor plan: one rule per folder -----------------------------------------------------
+
+# Each folder of the plan, and what of semfs it never imports: imports only go down, from the
+# library to the view to the front ends; of the front ends only cli (the console script, which
+# offers every command) imports the others. A module in no folder here fails the first rule:
+# a new folder gets its rule when it is made.
+NEVER_IMPORTS = {
+    "semfs.ingest": ("semfs.fusefs",),
+    "semfs.fusefs.view": ("semfs.fusefs.mount", "semfs.fusefs.agent", "semfs.fusefs.cli"),
+    "semfs.fusefs.mount": ("semfs.fusefs.agent", "semfs.fusefs.cli"),
+    "semfs.fusefs.agent": ("semfs.fusefs.mount", "semfs.fusefs.cli"),
+    "semfs.fusefs.cli": (),
+}
+# Third-party packages that one folder only imports: the kernel mount, and the command line.
+ONLY_IMPORTED_BY = {"semfs.fusefs.mount": FUSE_BINDINGS, "semfs.fusefs.cli": frozenset({"click"})}
+ERRORS_MODULE = "semfs.ingest.errors"
+
+
+def _folder(module: str) -> str | None:
+    """The innermost folder of the plan that holds ``module`` (None: the fusefs package)."""
+    return max((f for f in NEVER_IMPORTS if _under(module, f)), key=len, default=None)
+
+
+def _upward_imports(root: Path = REPO) -> list[str]:
+    found = []
+    for path in _files(root):
+        module = _module_name(path, root)
+        folder = _folder(module)
+        if folder is None:
+            if module != "semfs.fusefs":  # the package's docstring, nothing else
+                found.append(f"{module} is in no folder of the floor plan")
+            continue
+        banned = NEVER_IMPORTS[folder]
+        found += [
+            f"{module} imports {dep}"
+            for dep in sorted(_all_imports(path, root))
+            if any(_under(dep, b) for b in banned)
+        ]
+    return found
+
+
+def _misplaced_libraries(root: Path = REPO) -> list[str]:
+    found = []
+    for path in _files(root):
+        module = _module_name(path, root)
+        tops = {x.split(".")[0] for x in _all_imports(path, root)}
+        for folder, libraries in ONLY_IMPORTED_BY.items():
+            if not _under(module, folder):
+                found += [f"{module} imports {lib}" for lib in sorted(tops & libraries)]
+    return found
+
+
+def _errors_defined_elsewhere(root: Path = REPO) -> list[str]:
+    # By name through the bases, across modules: a subclass of a subclass counts too.
+    classes = [
+        (_module_name(path, root), node.name, {ast.unparse(b).split(".")[-1] for b in node.bases})
+        for path in _files(root)
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.ClassDef)
+    ]
+    errors = {"SemfsError"}
+    while grown := {name for _, name, bases in classes if bases & errors} - errors:
+        errors |= grown
+    return sorted(
+        f"{module}.{name}"
+        for module, name, bases in classes
+        if bases & errors and module != ERRORS_MODULE
+    )
+
+
+def test_imports_only_go_down() -> None:
+    assert _upward_imports() == []
+
+
+def test_only_mount_imports_a_fuse_binding_and_only_cli_imports_click() -> None:
+    assert _misplaced_libraries() == []
+
+
+def test_every_error_class_is_defined_in_errors() -> None:
+    # The owner's socket rebuilds an error by its class name in errors.py: one defined
+    # elsewhere would cross it as its nearest base there.
+    assert _errors_defined_elsewhere() == []
 
 
 def test_the_store_interface_imports_no_backend() -> None:
@@ -194,3 +280,212 @@ def test_fusefs_never_asks_a_store_for_its_class() -> None:
         if pattern.search(line)
     ]
     assert hits == []
+
+
+# --- the tests' own rules --------------------------------------------------------------------
+
+# `conftest` imported as a module is a second copy of it beside the one pytest loads (its
+# fixtures registered twice, its globals split); code in strings too, as above.
+_CONFTEST_IMPORT = re.compile(r"(^\s*|[\"'])(from|import)\s+([\w.]*\.)?conftest\b", re.M)
+# What starts a real mount in a test: the helpers that run `semfs mount`, or running it.
+_MOUNT_HELPERS = frozenset({"mounted", "wait_mounted"})
+
+
+def _test_files(root: Path = REPO) -> list[Path]:
+    return sorted(p for p in (root / "tests").rglob("*.py") if "corpus" not in p.parts)
+
+
+def _conftest_imports(root: Path = REPO) -> list[str]:
+    roots = [root / "tests", root / "scripts"]
+    return [
+        str(p.relative_to(root))
+        for r in roots
+        for p in sorted(r.rglob("*.py"))
+        if p != Path(__file__) and _CONFTEST_IMPORT.search(p.read_text())
+    ]
+
+
+def _marks_mount(decorators: list[ast.expr]) -> bool:
+    return any(re.search(r"\bmark\.mount\b", ast.unparse(d)) for d in decorators)
+
+
+def _starts_a_mount(node: ast.AST) -> bool:
+    """Whether ``node``'s own code starts `semfs mount` (not through a function it calls)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            func = ast.unparse(sub.func).split(".")[-1]
+            first = sub.args[0] if sub.args else None
+            if func in _MOUNT_HELPERS:
+                return True
+            # semfs("mount", ...), _semfs("mount", ...): the command as the first argument
+            if (
+                func.endswith("semfs")
+                and isinstance(first, ast.Constant)
+                and first.value == "mount"
+            ):
+                return True
+        if isinstance(sub, ast.List | ast.Tuple) and len(sub.elts) > 1:
+            # [SEMFS, "mount", ...]: the console script run directly
+            head, command = sub.elts[:2]
+            if "SEMFS" in ast.unparse(head) and ast.unparse(command) in ("'mount'", '"mount"'):
+                return True
+    return False
+
+
+def _unmarked_mounts(path: Path) -> list[str]:
+    """The tests in ``path`` that start `semfs mount` themselves or through a function or
+    fixture of the same module, and carry no ``mount`` marker (theirs or the module's)."""
+    tree = ast.parse(path.read_text(), str(path))
+    module_marked = any(
+        isinstance(node, ast.Assign)
+        and any(ast.unparse(t) == "pytestmark" for t in node.targets)
+        and re.search(r"\bmark\.mount\b", ast.unparse(node.value))
+        for node in tree.body
+    )
+    functions = {
+        node.name: node
+        for top in tree.body
+        for node in (top.body if isinstance(top, ast.ClassDef) else [top])
+        if isinstance(node, ast.FunctionDef)
+    }
+    mounting = {name for name, f in functions.items() if _starts_a_mount(f)}
+    while True:  # through the module's functions it calls and fixtures it asks for
+        grown = {
+            name
+            for name, f in functions.items()
+            if name not in mounting
+            and (
+                {a.arg for a in f.args.args} & mounting
+                or any(
+                    isinstance(c, ast.Call) and ast.unparse(c.func) in mounting for c in ast.walk(f)
+                )
+            )
+        }
+        if not grown:
+            break
+        mounting |= grown
+    return [
+        f"{path.name}::{name}"
+        for name in sorted(mounting)
+        if name.startswith("test")
+        and not module_marked
+        and not _marks_mount(functions[name].decorator_list)
+    ]
+
+
+def test_tests_import_their_helpers_as_a_package() -> None:
+    assert _conftest_imports() == []
+
+
+def test_every_test_that_mounts_is_marked_mount() -> None:
+    # So `pytest -m "not mount"` runs where there is no FUSE. A test that mounts through a
+    # helper unmarked also fails at once (see the conftest's pytest_runtest_setup); this
+    # catches the ones that run `semfs mount` themselves.
+    found = [hit for path in _test_files() for hit in _unmarked_mounts(path)]
+    assert found == []
+
+
+# --- each rule fails on a planted violation --------------------------------------------------
+
+_PLANTED = "\n\ndef _planted() -> None:\n    {line}\n"
+
+
+def _copy_with(tmp_path: Path, relative: str, text: str) -> Path:
+    """A copy of the package folders with ``text`` added to ``relative`` (made if new); a
+    planted test counts what the rule finds there beyond what it finds in the real tree."""
+    for folder in FOLDERS:
+        shutil.copytree(REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("*.pyc"))
+    target = tmp_path / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("a") as f:
+        f.write(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("relative", "line", "expected"),
+    [
+        ("ingest/pipeline.py", "from semfs.fusefs.view import tree", "semfs.ingest.pipeline"),
+        ("ingest/store/__init__.py", "import semfs.fusefs.cli", "semfs.ingest.store"),
+        ("fusefs/view/tree.py", "from semfs.fusefs.mount import ops", "semfs.fusefs.view.tree"),
+        ("fusefs/mount/ops.py", "from semfs.fusefs.cli import cli", "semfs.fusefs.mount.ops"),
+        ("fusefs/mount/ops.py", "from semfs.fusefs.agent import grep", "semfs.fusefs.mount.ops"),
+        ("fusefs/agent/grep.py", "from ...fusefs.mount import ops", "semfs.fusefs.agent.grep"),
+        ("fusefs/agent/grep.py", "from semfs.fusefs import cli", "semfs.fusefs.agent.grep"),
+        ("fusefs/newfolder/x.py", "pass", "semfs.fusefs.newfolder.x is in no folder"),
+    ],
+)
+def test_the_import_rule_fails_on_a_planted_violation(
+    tmp_path: Path, relative: str, line: str, expected: str
+) -> None:
+    root = _copy_with(tmp_path, relative, _PLANTED.format(line=line))
+    found = set(_upward_imports(root)) - set(_upward_imports())
+    assert found and all(f.startswith(expected) for f in found), found
+
+
+@pytest.mark.parametrize(
+    ("relative", "line"),
+    [
+        ("fusefs/view/tree.py", "import mfusepy"),
+        ("fusefs/agent/mcp.py", "from fuse import FUSE"),
+        ("ingest/store/owner.py", "import click"),
+        ("fusefs/mount/daemon.py", "import click"),
+    ],
+)
+def test_the_library_rule_fails_on_a_planted_violation(
+    tmp_path: Path, relative: str, line: str
+) -> None:
+    root = _copy_with(tmp_path, relative, _PLANTED.format(line=line))
+    assert len(set(_misplaced_libraries(root)) - set(_misplaced_libraries())) == 1
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "class LostError(SemfsError):\n    pass\n",
+        "class LostError(errors.StoreLockedError):\n    pass\n",
+        "class LostError(StoreOwnedError):\n    pass\n",
+    ],
+)
+def test_the_error_rule_fails_on_a_planted_violation(tmp_path: Path, planted: str) -> None:
+    root = _copy_with(tmp_path, "fusefs/view/tree.py", "\n\n" + planted)
+    found = set(_errors_defined_elsewhere(root)) - set(_errors_defined_elsewhere())
+    assert found == {"semfs.fusefs.view.tree.LostError"}
+
+
+def test_the_conftest_rule_fails_on_a_planted_violation(tmp_path: Path) -> None:
+    (tmp_path / "scripts").mkdir()
+    tests = tmp_path / "tests" / "unit"
+    tests.mkdir(parents=True)
+    (tests / "test_a.py").write_text("from tests.conftest import store_dir\n")
+    (tests / "test_b.py").write_text('CODE = "import conftest"\n')
+    (tests / "test_c.py").write_text('"""Fixtures come from conftest.py."""\n')
+    assert _conftest_imports(tmp_path) == ["tests/unit/test_a.py", "tests/unit/test_b.py"]
+
+
+def test_the_mount_marker_rule_fails_on_a_planted_violation(tmp_path: Path) -> None:
+    planted = tmp_path / "test_planted.py"
+    planted.write_text(
+        "import pytest\n"
+        "from tests.helpers import SEMFS\n"
+        "from tests.helpers.mounting import mounted, semfs\n\n"
+        "@pytest.fixture\n"
+        "def mnt(tmp_path):\n"
+        "    with mounted(tmp_path / 'mnt') as m:\n"
+        "        yield m\n\n"
+        "def _start(path):\n"
+        "    subprocess.run([SEMFS, 'mount', str(path)])\n\n"
+        "def test_by_fixture(mnt):\n    pass\n\n"
+        "def test_by_function(tmp_path):\n    _start(tmp_path)\n\n"
+        "def test_by_command(tmp_path):\n    semfs('mount', str(tmp_path))\n\n"
+        "@pytest.mark.mount\n"
+        "def test_marked(mnt):\n    pass\n\n"
+        "def test_help():\n    semfs('ingest', '--help')\n"
+    )
+    assert _unmarked_mounts(planted) == [
+        "test_planted.py::test_by_command",
+        "test_planted.py::test_by_fixture",
+        "test_planted.py::test_by_function",
+    ]
+    planted.write_text("import pytest\npytestmark = [pytest.mark.mount]\n" + planted.read_text())
+    assert _unmarked_mounts(planted) == []

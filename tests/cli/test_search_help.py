@@ -14,6 +14,8 @@ import pytest
 
 from tests.helpers.mounting import Mount, ingest_hash, mounted, read_log, semfs
 
+pytestmark = pytest.mark.mount
+
 
 @pytest.fixture(scope="module")
 def mount(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mount]:

@@ -96,6 +96,7 @@ def test_search_beside_a_watcher_goes_to_it_and_ranks_as_a_local_search(tmp_path
     assert served_keyword == _search(store, QUERIES[0], "--mode", "keyword")
 
 
+@pytest.mark.mount
 def test_a_mount_beside_a_watcher_says_in_one_line_what_to_do(tmp_path: Path) -> None:
     store = tmp_path / "store"
     mnt = tmp_path / "mnt"
@@ -112,6 +113,7 @@ def test_a_mount_beside_a_watcher_says_in_one_line_what_to_do(tmp_path: Path) ->
         assert _search(store, "custom domain")
 
 
+@pytest.mark.mount
 def test_search_beside_a_mount_ranks_as_a_local_search(tmp_path: Path) -> None:
     store = tmp_path / "store"
     ingest_hash(SAMPLE_CORPUS, store)
@@ -123,6 +125,7 @@ def test_search_beside_a_mount_ranks_as_a_local_search(tmp_path: Path) -> None:
     assert served == {q: _search(store, q) for q in QUERIES}
 
 
+@pytest.mark.mount
 @pytest.mark.model
 def test_search_beside_a_mount_embeds_with_its_warm_model(tmp_path: Path) -> None:
     """The real model: the query goes to the mount (which imports torch or onnxruntime, not the

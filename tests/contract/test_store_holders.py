@@ -16,9 +16,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from semfs.fusefs.mount.unmount import force_unmount
+import pytest
+
 from tests.helpers import SEMFS
-from tests.helpers.mounting import semfs, stop_process, wait_until
+from tests.helpers.mounting import force_unmount, semfs, stop_process, wait_until
 
 
 @contextmanager
@@ -74,6 +75,7 @@ def test_sigterm_stops_semfs_mcp_without_leaving_its_socket_and_token(tmp_path: 
     assert "unchanged" in semfs("ingest", str(tmp_path / "src"), "--store", str(store)).stdout
 
 
+@pytest.mark.mount
 def test_a_mount_refused_by_semfs_mcp_names_it(tmp_path: Path) -> None:
     store = _ingested(tmp_path)
     mnt = tmp_path / "mnt"
@@ -86,6 +88,7 @@ def test_a_mount_refused_by_semfs_mcp_names_it(tmp_path: Path) -> None:
         assert "mounted" not in line
 
 
+@pytest.mark.mount
 def test_created_folders_and_log_files_are_owner_only_whatever_the_umask(tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()

@@ -5,6 +5,10 @@
 lazy ``-uz``), lets the daemon close its store and exit (else SIGTERM, then SIGKILL) and
 fails the test when the log holds a WARNING, ERROR or traceback the test did not declare
 with ``expect_log``.
+
+Every helper here that starts `semfs mount` fails at once in a test without the ``mount``
+marker (tests/conftest.py tells :func:`allow_mounts` which test runs), so that
+``pytest -m "not mount"`` never needs FUSE. This module itself loads no FUSE binding.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ from pathlib import Path
 
 import pytest
 
-from semfs.fusefs.mount.unmount import force_unmount
 from semfs.ingest.pipeline import IngestReport, ingest
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SEMFS
@@ -31,6 +34,26 @@ MOUNT_TIMEOUT = 60.0
 COMMAND_TIMEOUT = 300.0
 POLL = 0.1
 _BAD_LOG_LINE = re.compile(r"\b(WARNING|ERROR|CRITICAL)\b|Traceback")
+# Whether the running test carries the `mount` marker; outside a pytest run (a script using
+# these helpers) nothing is selected by marker, so mounting is allowed.
+_may_mount = True
+
+
+def allow_mounts(allowed: bool) -> None:
+    """Called before each test's setup (tests/conftest.py): whether it is marked ``mount``."""
+    global _may_mount
+    _may_mount = allowed
+
+
+def require_mount_marker(what: str) -> None:
+    """Fail the running test at once, with the fix, when it is not marked ``mount``."""
+    if not _may_mount:
+        pytest.fail(
+            f"{what} starts a real FUSE mount, but this test is not marked `mount`: add "
+            '@pytest.mark.mount (or the module\'s pytestmark), so that `pytest -m "not mount"` '
+            "leaves it out where there is no FUSE",
+            pytrace=False,
+        )
 
 
 @contextlib.contextmanager
@@ -66,10 +89,20 @@ def semfs(
     *args: str, check: bool = True, timeout: float = COMMAND_TIMEOUT
 ) -> subprocess.CompletedProcess[str]:
     """Run the installed ``semfs`` console script."""
+    if next((a for a in args if not a.startswith("-")), None) == "mount":
+        require_mount_marker("semfs mount")
     proc = subprocess.run([SEMFS, *args], capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         pytest.fail(f"semfs {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}{proc.stderr}")
     return proc
+
+
+def force_unmount(mountpoint: Path) -> None:
+    """:func:`semfs.fusefs.mount.unmount.force_unmount`, imported when called: importing this module loads
+    no FUSE binding, so tests that only run commands need none."""
+    from semfs.fusefs.mount.unmount import force_unmount as unmount
+
+    unmount(mountpoint)
 
 
 def read_log(log: Path) -> str:
@@ -119,6 +152,7 @@ class Mount:
 def wait_mounted(
     path: Path, proc: subprocess.Popen[bytes] | None, log: Path, timeout: float = MOUNT_TIMEOUT
 ) -> None:
+    require_mount_marker("wait_mounted")
     deadline = time.monotonic() + timeout
     while not os.path.ismount(path):
         if proc is not None and proc.poll() is not None:
@@ -146,6 +180,7 @@ def mounted(
     env: dict[str, str] | None = None,
 ) -> Iterator[Mount]:
     """``semfs mount -f MOUNTPOINT ARGS...`` for the duration of the block; always unmounted."""
+    require_mount_marker("mounted")
     mountpoint.mkdir(parents=True, exist_ok=True)
     log = mountpoint.with_name(mountpoint.name + ".log")
     with open(log, "ab") as err:

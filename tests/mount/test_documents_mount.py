@@ -40,6 +40,7 @@ def _first_words(sentence: str, n: int = 4) -> str:
     return " ".join(sentence.split()[:n])  # a PDF wraps lines: the start of one fits
 
 
+@pytest.mark.mount
 def test_originals_views_and_tools_through_a_mount(
     collection: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -83,6 +84,7 @@ def test_originals_views_and_tools_through_a_mount(
         assert "(slide 2)" in (q / "00-results.md").read_text()
 
 
+@pytest.mark.mount
 def test_no_views_shows_the_source_folder_exactly(
     collection: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -133,6 +135,7 @@ def test_mcp_reads_a_view_by_page(collection: tuple[Path, Path]) -> None:
     anyio.run(go)
 
 
+@pytest.mark.mount
 def test_an_ingest_while_mounted_sends_the_original_through_the_daemon(
     tmp_path: Path, documents_src: Path
 ) -> None:
@@ -154,6 +157,7 @@ def documents_src(collection: tuple[Path, Path]) -> Path:
     return collection[0] / "docs"
 
 
+@pytest.mark.mount
 def test_a_watched_folder_follows_a_pdf_added_changed_and_deleted(
     tmp_path: Path, documents_src: Path
 ) -> None:

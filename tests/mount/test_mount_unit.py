@@ -805,6 +805,7 @@ def test_the_mount_start_does_not_import_click() -> None:
     )
 
 
+@pytest.mark.mount
 def test_the_console_script_leaves_help_and_usage_errors_to_click(tmp_path: Path) -> None:
     """`semfs mount` through the installed script: what the fast start does not take is
     click's, word for word."""

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from semfs.ingest.store.diskspace import allocated_bytes
 from tests.helpers.mounting import mounted, semfs, wait_until
+
+pytestmark = pytest.mark.mount
 
 RE_INGESTS = 5
 

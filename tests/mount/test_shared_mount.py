@@ -20,6 +20,7 @@ from tests.helpers import NOBODY
 from tests.helpers.mounting import mounted, semfs, wait_until
 
 pytestmark = [
+    pytest.mark.mount,
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user"),
     pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) missing"),
 ]

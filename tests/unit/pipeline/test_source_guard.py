@@ -8,6 +8,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SEMFS
@@ -165,6 +167,7 @@ def test_check_prune_keeps_the_source_record(tmp_path: Path, store_dir: Path) ->
     assert after.documents == 1 and after.generation == before.generation + 1
 
 
+@pytest.mark.mount
 def test_mount_watch_of_another_folder_fails_at_once(tmp_path: Path, store_dir: Path) -> None:
     a = _tree(tmp_path / "a", {"one.md": "one\n"})
     b = _tree(tmp_path / "b", {"two.md": "two\n"})

@@ -80,6 +80,7 @@ def test_check_repair_and_prune(sample_copy: Path, tmp_path: Path) -> None:
     assert semfs("status", "--store", str(store)).returncode == 0
 
 
+@pytest.mark.mount
 def test_mount_logs_a_sha256_mismatch_after_a_full_read(sample_copy: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"
     ingest_hash(sample_copy, store)
@@ -106,6 +107,7 @@ def _garble(path: Path, seed: int) -> None:
     path.write_bytes(data)
 
 
+@pytest.mark.mount
 @pytest.mark.parametrize("damage", ["truncated status.dat", "garbled id tracker"])
 def test_an_engine_crash_is_one_line_and_check_rebuilds(
     damage: str, sample_copy: Path, tmp_path: Path
@@ -134,6 +136,7 @@ def test_an_engine_crash_is_one_line_and_check_rebuilds(
     assert semfs("status", "--store", str(store)).returncode == 0
 
 
+@pytest.mark.mount
 def test_a_truncated_id_tracker_is_not_an_empty_store(sample_copy: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"
     ingest_hash(sample_copy, store)

@@ -137,6 +137,7 @@ def test_missing_collection_of_an_empty_store_says_ingest(tmp_path: Path) -> Non
     assert code == 0 and out == "" and "no collections" in err
 
 
+@pytest.mark.mount
 def test_mount_of_a_missing_collection_names_the_ones_there(
     tmp_path: Path, store_dir: Path
 ) -> None:
@@ -150,6 +151,7 @@ def test_mount_of_a_missing_collection_names_the_ones_there(
     assert "semfs-demo" in r.stderr and not os.path.ismount(tmp_path / "mnt")
 
 
+@pytest.mark.mount
 def test_rm_and_rename_refuse_a_mounted_collection(tmp_path: Path, store_dir: Path) -> None:
     src = _tree(tmp_path / "src", {"one.md": "one\n"})
     assert _run("ingest", str(src), "--model", "hash")[0] == 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from semfs.ingest.store.backends import open_store
 from tests.helpers.mounting import ingest_hash, mounted, semfs
 
@@ -55,6 +57,7 @@ def test_compact_command_reclaims_deleted_documents(sample_copy: Path, tmp_path:
     assert semfs("compact", "--store", str(store)).stdout.startswith("already compact: ")
 
 
+@pytest.mark.mount
 def test_reingests_through_a_mounted_daemon_compact_too(sample_copy: Path, tmp_path: Path) -> None:
     """The daemon's write view (semfs.fusefs.view.pins) must pass compact() on, not answer it
     itself."""

@@ -19,6 +19,8 @@ import pytest
 
 from tests.helpers.mounting import mounted, semfs, small_tmpfs
 
+pytestmark = pytest.mark.mount
+
 DISK_MB = 100
 
 

@@ -41,6 +41,7 @@ def modes_under(top: Path) -> dict[str, set[str]]:
     return out
 
 
+@pytest.mark.mount
 def test_the_store_is_owner_only_whatever_the_umask(tmp_path: Path) -> None:
     src, store = tmp_path / "src", tmp_path / "store"
     src.mkdir()
@@ -122,6 +123,7 @@ def _private_source(base: Path) -> Path:
     return src
 
 
+@pytest.mark.mount
 def test_the_mount_serves_the_source_modes_and_owners(open_tmp: Path) -> None:
     src = _private_source(open_tmp)
     store = open_tmp / "store"
@@ -136,6 +138,7 @@ def test_the_mount_serves_the_source_modes_and_owners(open_tmp: Path) -> None:
         assert stat.S_IMODE(os.stat(m.path).st_mode) == stat.S_IMODE(os.stat(src).st_mode) & 0o555
 
 
+@pytest.mark.mount
 @pytest.mark.skipif(os.geteuid() != 0, reason="trying another user (setpriv) needs root")
 def test_another_user_gets_what_the_source_grants_it(open_tmp: Path) -> None:
     src = _private_source(open_tmp)
@@ -163,6 +166,7 @@ def test_another_user_gets_what_the_source_grants_it(open_tmp: Path) -> None:
         assert _as_nobody("ls", str(m.path / "open" / ".search" / "text")) == 0
 
 
+@pytest.mark.mount
 def test_empty_folders_come_and_go(tmp_path: Path, store_dir: Path) -> None:
     src = tmp_path / "src"
     (src / "a" / "b").mkdir(parents=True)
@@ -182,6 +186,7 @@ def test_empty_folders_come_and_go(tmp_path: Path, store_dir: Path) -> None:
         assert os.listdir(m.path / "a") == [] and os.listdir(m.path / "d") == []
 
 
+@pytest.mark.mount
 def test_store_and_mount_inside_the_source_are_left_out(tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()
