@@ -570,10 +570,18 @@ def test_mountpoint_checks(tmp_path: Path) -> None:
         check_mountpoint(Path("/proc"))
 
 
-def test_unmount_commands() -> None:
-    commands = unmount_commands(Path("/mnt/x"))
-    assert commands[0][-2:] == ["-u", "/mnt/x"]
-    assert "-z" in unmount_commands(Path("/mnt/x"), lazy=True)[0]
+@pytest.mark.skipif(sys.platform == "darwin", reason="diskutil there, not fusermount")
+def test_unmount_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Whether fusermount is installed is this machine's business (-m "not mount" runs where
+    # it is not): PATH decides here, with an executable that is found and never run.
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert unmount_commands(Path("/mnt/x")) == [["umount", "/mnt/x"]]
+    assert unmount_commands(Path("/mnt/x"), lazy=True) == [["umount", "-l", "/mnt/x"]]
+    fusermount = tmp_path / "fusermount3"
+    fusermount.write_text("#!/bin/sh\nexit 1\n")
+    fusermount.chmod(0o755)
+    assert unmount_commands(Path("/mnt/x")) == [[str(fusermount), "-u", "/mnt/x"]]
+    assert unmount_commands(Path("/mnt/x"), lazy=True) == [[str(fusermount), "-u", "-z", "/mnt/x"]]
 
 
 def test_mount_helper_translates_mount8_arguments() -> None:
