@@ -310,24 +310,25 @@ def _marks_mount(decorators: list[ast.expr]) -> bool:
 
 
 def _starts_a_mount(node: ast.AST) -> bool:
-    """Whether ``node``'s own code starts `semfs mount` (not through a function it calls)."""
+    """Whether ``node``'s own code starts `semfs mount` (not through a function it calls);
+    `semfs mount --help` mounts nothing."""
+
+    def words(args: list[ast.expr]) -> list[object]:
+        return [a.value if isinstance(a, ast.Constant) else None for a in args]
+
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call):
             func = ast.unparse(sub.func).split(".")[-1]
-            first = sub.args[0] if sub.args else None
             if func in _MOUNT_HELPERS:
                 return True
             # semfs("mount", ...), _semfs("mount", ...): the command as the first argument
-            if (
-                func.endswith("semfs")
-                and isinstance(first, ast.Constant)
-                and first.value == "mount"
-            ):
+            said = words(sub.args)
+            if func.endswith("semfs") and said[:1] == ["mount"] and "--help" not in said:
                 return True
         if isinstance(sub, ast.List | ast.Tuple) and len(sub.elts) > 1:
             # [SEMFS, "mount", ...]: the console script run directly
-            head, command = sub.elts[:2]
-            if "SEMFS" in ast.unparse(head) and ast.unparse(command) in ("'mount'", '"mount"'):
+            said = words(sub.elts)
+            if "SEMFS" in ast.unparse(sub.elts[0]) and said[1] == "mount" and "--help" not in said:
                 return True
     return False
 
@@ -480,7 +481,7 @@ def test_the_mount_marker_rule_fails_on_a_planted_violation(tmp_path: Path) -> N
         "def test_by_command(tmp_path):\n    semfs('mount', str(tmp_path))\n\n"
         "@pytest.mark.mount\n"
         "def test_marked(mnt):\n    pass\n\n"
-        "def test_help():\n    semfs('ingest', '--help')\n"
+        "def test_help():\n    semfs('mount', '--help')\n"
     )
     assert _unmarked_mounts(planted) == [
         "test_planted.py::test_by_command",
