@@ -9,7 +9,6 @@ runs the click command group of :mod:`semfs.fusefs.cli.group`. Nothing here impo
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 
 def main() -> None:
@@ -21,13 +20,3 @@ def main() -> None:
     from semfs.fusefs.cli.group import main as click_main
 
     click_main()
-
-
-def __getattr__(name: str) -> Any:
-    """``semfs.fusefs.cli.cli``: the click group (``mount.semfs`` runs it), imported when
-    asked for."""
-    if name == "cli":
-        from semfs.fusefs.cli.group import cli
-
-        return cli
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -81,6 +81,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = translate(sys.argv[1:] if argv is None else argv)
     if args is None:
         return
-    from semfs.fusefs.cli import cli
+    from semfs.fusefs.cli.group import cli
 
     cli(args=args, prog_name="mount.semfs")
