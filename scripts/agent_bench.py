@@ -34,10 +34,14 @@ Examples:
         --store bench-out/bigcorpus/store --questions scripts/agentbench/bigcorpus.tsv \\
         --work bench-out/agents --only q01,q02,q03
     bench-out/agents/sessions/grep/q01/run 'grep -rl "max_connections" . | head'
-    bench-out/agents/sessions/grep/q01/answer postgresql/runtime-config-connection.html \\
+    bench-out/agents/sessions/grep/q01/answer postgresql/runtime-config-connection.docx \\
         'Determines the maximum number of concurrent connections to the database server.'
     python scripts/agent_bench.py score --work bench-out/agents --markdown agents.md
     python scripts/agent_bench.py stop --work bench-out/agents
+    python scripts/agent_bench.py merge --out shared.tsv --held-out mintlify-docs \\
+        fastapi-docs=../shared/datasets/doc-questions/fastapi-docs.tsv \\
+        mem0-docs=../shared/datasets/doc-questions/mem0-docs.tsv \\
+        mintlify-docs=../shared/datasets/doc-questions/mintlify-docs.tsv
 """
 
 from __future__ import annotations
@@ -104,7 +108,7 @@ def read_questions(path: Path) -> list[Question]:
     need = {"question", "expected_path", "alternates", "kind", "answer"}
     if not need <= col.keys():
         raise SystemExit(f"agent_bench: {path} lacks the columns {sorted(need - col.keys())}")
-    out = []
+    out: list[Question] = []
     for line in lines[1:]:
         if not line.strip():
             continue
@@ -391,9 +395,10 @@ def stop(args: argparse.Namespace) -> None:
 
 def load_config(work: Path) -> dict[str, Any]:
     try:
-        return json.loads((work / "bench.json").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+        config: dict[str, Any] = json.loads((work / "bench.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SystemExit(f"agent_bench: {work} has no bench.json (run setup first)") from None
+    return config
 
 
 # --- the wrapper -----------------------------------------------------------------------------
@@ -636,6 +641,12 @@ def score_sessions(work: Path) -> tuple[list[Result], list[str]]:
     return results, warnings
 
 
+def page_format(path: str) -> str:
+    """The format of a collection page, by its name: pdf, docx, html, md, ..."""
+    name = path.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[-1].lower() if "." in name else "none"
+
+
 def totals(results: Iterable[Result]) -> dict[str, Any]:
     rs = list(results)
     return {
@@ -657,6 +668,10 @@ def report(results: list[Result], structured_shown: bool = False) -> dict[str, A
             "all": totals(mine),
             "tuned": totals(r for r in mine if r.question.split != HELD_OUT),
             HELD_OUT: totals(r for r in mine if r.question.split == HELD_OUT),
+            "by_format": {
+                f: totals(r for r in mine if page_format(r.question.expected) == f)
+                for f in sorted({page_format(r.question.expected) for r in mine})
+            },
             "by_kind": {
                 k: totals(r for r in mine if r.question.kind == k)
                 for k in KINDS
@@ -696,8 +711,9 @@ def markdown(data: dict[str, Any], warnings: list[str]) -> str:
     lines = ["| arm | questions | part | commands | KB read | right pages | answer quoted |",
              "|---|---:|---|---:|---:|---:|---:|"]  # fmt: skip
     for arm, parts in data["arms"].items():
-        for part in ("all", "tuned", HELD_OUT):
-            t = parts[part]
+        rows = [(part, parts[part]) for part in ("all", "tuned", HELD_OUT)]
+        rows += [(f"answer in {f}", t) for f, t in parts["by_format"].items()]
+        for part, t in rows:
             if not t["questions"]:
                 continue
             lines.append(
@@ -757,6 +773,28 @@ def score(args: argparse.Namespace) -> None:
         args.markdown.write_text(text, encoding="utf-8")
 
 
+# --- merging question sets ------------------------------------------------------------------
+
+
+def merge(args: argparse.Namespace) -> None:
+    """Several doc-questions files as one, for a collection that holds their corpora side by
+    side: each file's paths get its folder as prefix (``fastapi-docs=FILE`` turns
+    ``tutorial/x.md`` into ``fastapi-docs/tutorial/x.md``)."""
+    out = ["question\texpected_path\talternates\tkind\tanswer\tsplit"]
+    for spec in args.sets:
+        prefix, sep, name = spec.partition("=")
+        if not sep or not prefix or not name:
+            raise SystemExit(f"agent_bench: {spec!r} is not FOLDER=FILE")
+        held = prefix in args.held_out
+        for q in read_questions(Path(name)):
+            alternates = ",".join(f"{prefix}/{a}" for a in q.alternates)
+            split = HELD_OUT if held else q.split
+            out.append("\t".join([q.text, f"{prefix}/{q.expected}", alternates, q.kind,
+                                  q.answer, split]))  # fmt: skip
+    args.out.write_text("\n".join(out) + "\n", encoding="utf-8")
+    print(f"agent_bench: {len(out) - 1} questions in {args.out}")
+
+
 # --- command line ----------------------------------------------------------------------------
 
 
@@ -807,6 +845,12 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--json", type=Path, help="also write the figures as JSON here")
     c.add_argument("--markdown", type=Path, help="also write the tables here")
     c.set_defaults(fn=score)
+    g = sub.add_parser("merge", help="several question files as one, paths under FOLDER/")
+    g.add_argument("sets", nargs="+", metavar="FOLDER=FILE")
+    g.add_argument("--out", type=Path, required=True)
+    g.add_argument("--held-out", action="append", default=[], metavar="FOLDER",
+                   help="every question of this set is held out (repeatable)")  # fmt: skip
+    g.set_defaults(fn=merge)
     t = sub.add_parser("stop", help="unmount the mount arm's mount")
     t.add_argument("--work", type=Path, required=True)
     t.set_defaults(fn=stop)

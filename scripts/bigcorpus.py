@@ -100,6 +100,10 @@ SKIP = re.compile(
 # page drawn for them becomes DOCX.
 SHARES = (("md", 0.20), ("pdf", 0.15), ("docx", 0.15), ("pptx", 0.07))
 MAX_TEXT = {"pptx": 30_000, "pdf": 150_000}
+# Pages over this much text are left out: 157 whole-book pages (API references, changelogs,
+# manuals on one page) that hold a third of the text. What stays is above the issue's 20 MB
+# and 5,000 documents, and a store a shared 2-core machine builds in an afternoon.
+MAX_PAGE_TEXT = 40_000
 # Every file carries this date: the same bytes from run to run.
 FIXED_DATE = (2026, 1, 1, 0, 0, 0)
 
@@ -169,9 +173,13 @@ def _clean(text: str) -> str:
 def read_page(data: bytes) -> tuple[str, list[Block]]:
     """(title, blocks) of an HTML page: its main content as headings, paragraphs (a table
     row is one paragraph, its cells joined by `` | ``) and code blocks."""
-    from bs4 import BeautifulSoup, NavigableString, Tag
+    import warnings
 
-    soup = BeautifulSoup(data, "lxml")
+    from bs4 import BeautifulSoup, NavigableString, Tag, XMLParsedAsHTMLWarning
+
+    with warnings.catch_warnings():  # Git's pages are XHTML: lxml's HTML parser reads them well
+        warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+        soup = BeautifulSoup(data, "lxml")
     title = _clean(soup.title.get_text()) if soup.title else ""
     for tag in soup.find_all(DROP):
         tag.decompose()
@@ -427,7 +435,9 @@ class Row:
     text: int  # its text's bytes (the Markdown of the page)
 
 
-def build_product(product: Product, dest: Path, seed: int, pdf: PdfWriter) -> list[Row]:
+def build_product(
+    product: Product, dest: Path, seed: int, pdf: PdfWriter, max_text: int
+) -> list[Row]:
     rows = []
     todo = list(pages(product))
     started = time.monotonic()
@@ -439,6 +449,8 @@ def build_product(product: Product, dest: Path, seed: int, pdf: PdfWriter) -> li
             continue
         text = text_of(title, blocks)
         text_bytes = len(text.encode())
+        if text_bytes > max_text:
+            continue
         fmt = draw(seed, f"{product.name}/{rel}", text_bytes)
         stem = rel[: -len(".html")]
         if fmt == "html":
@@ -551,6 +563,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=28, help="which page becomes which format")
     ap.add_argument("--products", help="comma-separated product names [default: all: "
                     + ",".join(p.name for p in PRODUCTS) + "]")  # fmt: skip
+    ap.add_argument("--max-page-text", type=int, default=MAX_PAGE_TEXT,
+                    help="leave out Debian pages with more text than this (bytes) "
+                    f"[default: {MAX_PAGE_TEXT}]")  # fmt: skip
     ap.add_argument("--no-shared", action="store_true", help="leave out shared/corpora")
     ap.add_argument("--no-store", action="store_true", help="build the documents only")
     ap.add_argument("--no-install", action="store_true",
@@ -573,7 +588,7 @@ def main(argv: list[str] | None = None) -> None:
     pdf = PdfWriter()
     rows: list[Row] = []
     for product in products:
-        rows += build_product(product, collection, args.seed, pdf)
+        rows += build_product(product, collection, args.seed, pdf, args.max_page_text)
     if not args.no_shared:
         for name in SHARED_CORPORA:
             rows += copy_shared(name, collection)
@@ -587,6 +602,7 @@ def main(argv: list[str] | None = None) -> None:
             f.write(f"{row.path}\t{row.source}\t{row.fmt}\t{row.size}\t{row.text}\n")
     summary = summarise(rows)
     summary["seed"] = args.seed
+    summary["max_page_text"] = args.max_page_text
     summary["collection_seconds"] = round(build_seconds, 1)
     summary["licences"] = {p.name: p.licence for p in products}
     note(

@@ -64,7 +64,7 @@ class Agent:
         self.work = work
         self.shown: dict[tuple[str, str], list[tuple[int, bytes]]] = {}
 
-    def run(self, arm: str, qid: str, command: str) -> bytes:
+    def shell(self, arm: str, qid: str, command: str) -> bytes:
         wrapper = self.work / "sessions" / arm / qid / "run"
         proc = subprocess.run(
             [str(wrapper), command], capture_output=True, timeout=TIMEOUT, check=False
@@ -135,33 +135,33 @@ def test_setup_fake_agent_and_score(tmp_path: Path) -> None:
         assert "search(query" in (work / "sessions" / "mcp" / "q01" / "prompt.md").read_text()
 
         agent = Agent(work)
-        results = agent.run("mount", "q01", 'cat ".search/cloudflare subpath/00-results.md"')
+        results = agent.shell("mount", "q01", 'cat ".search/cloudflare subpath/00-results.md"')
         assert CLOUDFLARE.encode() in results
-        assert CLOUDFLARE_LINE.encode() in agent.run("mount", "q01", f"sed -n 12p {CLOUDFLARE}")
+        assert CLOUDFLARE_LINE.encode() in agent.shell("mount", "q01", f"sed -n 12p {CLOUDFLARE}")
         agent.answer("mount", "q01", CLOUDFLARE, CLOUDFLARE_LINE)
-        agent.run("mount", "q02", "grep -rn 'default font' .")
+        agent.shell("mount", "q02", "grep -rn 'default font' .")
         agent.answer("mount", "q02", "customize/themes.mdx", "not it")  # a wrong page
-        agent.run("mount", "q03", "cat customize/custom-domain.mdx")  # cut at 2000 bytes
+        agent.shell("mount", "q03", "cat customize/custom-domain.mdx")  # cut at 2000 bytes
         agent.answer("mount", "q03", f"{mnt}/customize/custom-domain.mdx")  # absolute: right
 
-        grepped = agent.run("grep", "q01", "grep -rln 'Cloudflare Worker' . | sort")
+        grepped = agent.shell("grep", "q01", "grep -rln 'Cloudflare Worker' . | sort")
         assert b"./deploy/cloudflare.mdx" in grepped
-        agent.run("grep", "q01", "grep -rn 'no such words anywhere' .")  # exit 1
+        agent.shell("grep", "q01", "grep -rn 'no such words anywhere' .")  # exit 1
         agent.answer("grep", "q01", "./deploy/cloudflare.mdx", "a line not on the page")
-        agent.run("grep", "q02", "ls")
-        agent.run("grep", "q03", "ls customize")
+        agent.shell("grep", "q02", "ls")
+        agent.shell("grep", "q03", "ls customize")
         agent.answer("grep", "q03", "customize/custom-domain.mdx")
 
-        found = agent.run("mcp", "q01", """mcpcall search '{"query": "cloudflare subpath"}'""")
+        found = agent.shell("mcp", "q01", """mcpcall search '{"query": "cloudflare subpath"}'""")
         assert CLOUDFLARE.encode() in found
-        read = agent.run(
+        read = agent.shell(
             "mcp",
             "q01",
             f"""mcpcall read '{{"path": "{CLOUDFLARE}", "start_line": 12,
             "end_line": 12}}'""",
         )
         assert CLOUDFLARE_LINE.encode() in read
-        agent.run("mcp", "q01", "mcpcall nosuch '{}'")  # an unknown tool: exit 1
+        agent.shell("mcp", "q01", "mcpcall nosuch '{}'")  # an unknown tool: exit 1
         agent.answer("mcp", "q01", CLOUDFLARE, CLOUDFLARE_LINE)
 
         # The log: each command, its exit status, the bytes shown (what the wrapper printed).
@@ -206,6 +206,7 @@ def test_setup_fake_agent_and_score(tmp_path: Path) -> None:
         assert arms["mount"]["held-out"]["questions"] == 1
         assert arms["mount"]["held-out"]["right"] == 1
         assert arms["mount"]["tuned"]["right"] == 1
+        assert arms["mount"]["by_format"]["mdx"]["questions"] == 3
         assert arms["mcp"]["mcp_structured_bytes"] > 0
         assert score["warnings"] == []
 
@@ -213,7 +214,7 @@ def test_setup_fake_agent_and_score(tmp_path: Path) -> None:
         many = tmp_path / "many"
         bench("setup", *setup, "--work", str(many), "--arms", "grep", "--mode", "many")
         assert "q03" in (many / "sessions" / "grep" / "all" / "prompt.md").read_text()
-        Agent(many).run("grep", "all", "ls deploy")
+        Agent(many).shell("grep", "all", "ls deploy")
         Agent(many).answer("grep", "all", "--id", "q02", "customize/fonts.mdx",
                            "The default font varies by theme.")  # fmt: skip
         bench("score", "--work", str(many), "--json", str(tmp_path / "many.json"))
