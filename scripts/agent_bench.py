@@ -348,37 +348,43 @@ def setup(args: argparse.Namespace) -> None:
     )
     arm_info: dict[str, dict[str, str]] = {"grep": {}, "mcp": {}}
     roots = {"grep": str(collection), "mcp": str(work), "mount": config["mnt"]}
-    if "mount" in arms:
-        mount(args.semfs, store, Path(config["mnt"]), work / "mount.log", config["mount_options"])
-        guide = subprocess.run(
-            [args.semfs, "guide", config["mnt"]],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        arm_info["mount"] = {"guide": guide.rstrip()}
-    if "mcp" in arms:
-        arm_info["mcp"] = mcp_description(config)
-    groups = [[q] for q in questions] if args.mode == "single" else [questions]
-    rows = ["arm\tsession\tquestions\tprompt\trun"]
-    for arm in arms:
-        for group in groups:
-            name = group[0].qid if args.mode == "single" else "all"
-            session = work / "sessions" / arm / name
-            (session / "tmp").mkdir(parents=True)
-            meta = {"arm": arm, "root": roots[arm], "questions": [q.qid for q in group]}
-            (session / "session.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
-            run_cmd = f'exec {py} {me} exec --session {shlex.quote(str(session))} -- "$@"'
-            write_exec(session / "run", [run_cmd])
-            ans_cmd = f'exec {py} {me} answer --session {shlex.quote(str(session))} "$@"'
-            write_exec(session / "answer", [ans_cmd])
-            text = prompt(arm, session, roots[arm], group, arm_info[arm])
-            (session / "prompt.md").write_text(text, encoding="utf-8")
-            rows.append(
-                f"{arm}\t{session}\t{','.join(meta['questions'])}\t{session / 'prompt.md'}\t"
-                f"{session / 'run'}"
+    try:
+        if "mount" in arms:
+            mount(
+                args.semfs, store, Path(config["mnt"]), work / "mount.log", config["mount_options"]
             )
-    (work / "sessions.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+            guide = subprocess.run(
+                [args.semfs, "guide", config["mnt"]],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            arm_info["mount"] = {"guide": guide.rstrip()}
+        if "mcp" in arms:
+            arm_info["mcp"] = mcp_description(config)
+        groups = [[q] for q in questions] if args.mode == "single" else [questions]
+        rows = ["arm\tsession\tquestions\tprompt\trun"]
+        for arm in arms:
+            for group in groups:
+                name = group[0].qid if args.mode == "single" else "all"
+                session = work / "sessions" / arm / name
+                (session / "tmp").mkdir(parents=True)
+                meta = {"arm": arm, "root": roots[arm], "questions": [q.qid for q in group]}
+                (session / "session.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
+                run_cmd = f'exec {py} {me} exec --session {shlex.quote(str(session))} -- "$@"'
+                write_exec(session / "run", [run_cmd])
+                ans_cmd = f'exec {py} {me} answer --session {shlex.quote(str(session))} "$@"'
+                write_exec(session / "answer", [ans_cmd])
+                text = prompt(arm, session, roots[arm], group, arm_info[arm])
+                (session / "prompt.md").write_text(text, encoding="utf-8")
+                rows.append(
+                    f"{arm}\t{session}\t{','.join(meta['questions'])}\t{session / 'prompt.md'}\t"
+                    f"{session / 'run'}"
+                )
+        (work / "sessions.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    except BaseException:  # leave no mount behind a failed setup
+        unmount(args.semfs, Path(config["mnt"]))
+        raise
     print(f"agent_bench: {len(rows) - 1} sessions under {work / 'sessions'}; listed in "
           f"{work / 'sessions.tsv'}")  # fmt: skip
     print("Give each agent its prompt.md; then: "
