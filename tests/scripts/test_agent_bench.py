@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from semfs.fusefs.mount.daemon import force_unmount
 from tests.helpers import REPO, SAMPLE_CORPUS, SEMFS
+from tests.helpers.mounting import force_unmount
 
 SCRIPT = REPO / "scripts" / "agent_bench.py"
 TIMEOUT = 300.0
