@@ -172,6 +172,7 @@ def ingest(
     keep_failed: bool = False,
     verify: bool = False,
     replace_source: bool = False,
+    held: Callable[[str], bool] | None = None,
 ) -> IngestReport:
     """Make ``store`` mirror ``source``; return what changed. Bad files are skipped, not fatal.
 
@@ -194,6 +195,9 @@ def ingest(
     A collection mirrors one folder (:mod:`semfs.ingest.origin`): another folder is refused
     with :class:`semfs.ingest.errors.SourceMismatchError` before anything is read or
     written, unless ``replace_source``; a folder that moved is followed (``report.notes``).
+
+    ``held(path)`` True: the file is being written (a writable mount's open file); it is not
+    read now and keeps its ingested version, if any (the watcher runs it again once closed).
     """
     started = time.perf_counter()
     report = IngestReport()
@@ -222,7 +226,12 @@ def ingest(
     touched: list[Document] = []
     seen: set[str] = set()
     for f in files:
-        old = existing.get(formats.view_path(f.path) or f.path)
+        key = formats.view_path(f.path) or f.path
+        if held is not None and held(f.path):
+            if key in existing:
+                seen.add(key)
+            continue
+        old = existing.get(key)
         doc = read_document(f, max_bytes, root, old)
         if isinstance(doc, Skipped):
             report.skipped.append(doc)

@@ -21,6 +21,10 @@ Rules a caller may rely on:
   unreadable changes nothing in the collection; the watcher waits for it and catches up.
   A file that fails to read keeps its previous version, its reason in the state. A batch
   the store refuses (disk full, server down) is retried.
+* **Held while written.** A path :meth:`SourceWatcher.hold` holds (a writable mount's file
+  open for writing) waits, its changes kept, until its last :meth:`SourceWatcher.release`;
+  then it is one change like any other. A batch that meets it in a folder (or a full pass)
+  leaves it as it was indexed.
 * The state (:class:`semfs.ingest.syncstate.SyncState`) is saved after every batch and whenever
   changes start to wait.
 """
@@ -164,6 +168,7 @@ class SourceWatcher:
         self.state = SyncState(str(self.source))
         self._cond = threading.Condition()
         self._pending: set[str] = set()
+        self._held: dict[str, int] = {}  # path -> writers that hold it (see hold)
         self._in_batch = 0
         self._first_event = 0.0
         self._last_event = 0.0
@@ -353,6 +358,36 @@ class SourceWatcher:
         if first:
             self._save()  # status shows changes waiting, without a write per event
 
+    def hold(self, rel: str) -> None:
+        """Keep ``rel``'s changes back until as many :meth:`release` calls (it is being
+        written: indexing it now would index half of it)."""
+        with self._cond:
+            self._held[rel] = self._held.get(rel, 0) + 1
+
+    def release(self, rel: str) -> None:
+        """One writer of ``rel`` is done; the last one lets its change through at once."""
+        now = time.monotonic()
+        with self._cond:
+            count = self._held.get(rel, 0) - 1
+            if count > 0:
+                self._held[rel] = count
+                return
+            self._held.pop(rel, None)
+            if not self._wanted(rel):
+                return
+            self._pending.add(rel)
+            if self._last_event == 0.0:
+                self._first_event = now
+            self._last_event = now
+            self.state.pending = len(self._pending) + self._in_batch
+            self._cond.notify_all()
+
+    def _ready(self) -> bool:
+        """Whether a pending change is not held (called under the condition's lock)."""
+        if not self._held:
+            return bool(self._pending)
+        return any(p not in self._held for p in self._pending)
+
     def _on_overflow(self) -> None:
         logger.warning("the kernel dropped file events for %s: a full pass follows", self.source)
         with self._cond:
@@ -374,10 +409,10 @@ class SourceWatcher:
     def _take(self) -> tuple[bool, set[str]] | None:
         """Wait for work; (full pass?, paths) or None when stopping."""
         with self._cond:
-            while not (self._stopping or self._need_full or self._need_check or self._pending):
+            while not (self._stopping or self._need_full or self._need_check or self._ready()):
                 self._cond.wait()
             # Debounce: let a burst finish (or the first event grow old enough).
-            while not self._stopping and not self._need_full and self._pending:
+            while not self._stopping and not self._need_full and self._ready():
                 now = time.monotonic()
                 due = min(self._last_event + self.quiet, self._first_event + self.max_delay)
                 if now >= due:
@@ -386,7 +421,11 @@ class SourceWatcher:
             if self._stopping:
                 return None
             full, self._need_full, self._need_check = self._need_full, False, False
-            paths, self._pending = self._pending, set()
+            if self._held and not full:
+                paths = {p for p in self._pending if p not in self._held}
+                self._pending -= paths
+            else:
+                paths, self._pending = self._pending, set()
             self._last_event = 0.0
             self._in_batch = len(paths)
             return full, paths
@@ -454,6 +493,7 @@ class SourceWatcher:
                 embedder=self.embedder,
                 paths=None if full else paths,
                 keep_failed=True,
+                held=self._held.__contains__,
                 on_start=self.on_start,
                 on_progress=self.on_progress,
             )

@@ -14,13 +14,14 @@ from pathlib import Path
 from tests.helpers import REPO
 
 # Commands from Essential: yes packages (coreutils, diffutils, findutils, grep, sed, dash,
-# util-linux), present on every Debian system; fusermount comes with fuse3, which setup.sh
+# tar, util-linux), present on every Debian system; fusermount comes with fuse3, which setup.sh
 # installs for everyone.
 ESSENTIAL = {
     "cat",
     "chmod",
     "cmp",
     "cp",
+    "dd",
     "diff",
     "du",
     "find",
@@ -28,10 +29,12 @@ ESSENTIAL = {
     "head",
     "ls",
     "mkdir",
+    "mv",
     "sed",
     "setpriv",
     "sh",
     "tail",
+    "tar",
     "wc",
     "xargs",
 }

@@ -128,6 +128,7 @@ def run_mount(params: Mapping[str, Any], verbose: int) -> None:
             search=search,
             watch=p["watch"],
             views=not p["no_views"],
+            writable=p["writable"],
             source=SourceOptions(
                 p["model"],
                 p["include"],

@@ -74,6 +74,7 @@ def mount_cmd(
     min_score: float | None,
     connect_timeout: float,
     watch: Path | None,
+    writable: bool,
     model: str | None,
     include: tuple[str, ...],
     exclude: tuple[str, ...],
@@ -93,6 +94,8 @@ def mount_cmd(
     Unmount with `semfs umount MOUNTPOINT`.
     With --watch DIR the daemon keeps the collection mirroring DIR while mounted (creating
     it if need be): each change shows within about a second; `semfs status` says how fresh.
+    With --watch DIR --writable the mount also takes writes: they go to DIR as the writer
+    (their permissions, their files), and each file is searchable soon after it is closed.
 
     \b
     Example:
@@ -103,6 +106,7 @@ def mount_cmd(
         semfs mount ~/mnt/docs --k 5 --mode keyword --search-dir .find
         semfs mount ~/mnt/docs --watch ./docs --exclude drafts/
         semfs mount ~/mnt/docs --no-views; diff -r ./docs ~/mnt/docs
+        semfs mount ~/mnt/work --watch ./work --writable; make test > ~/mnt/work/test.log
         semfs umount ~/mnt/docs
     """
     from semfs.fusefs.cli.fastmount import run_mount

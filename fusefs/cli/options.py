@@ -208,5 +208,13 @@ MOUNT = (
         help="Follow DIR: ingest what changed since the last run, then every change as it "
         "happens (the options below say how DIR is read, as for `semfs ingest`).",
     ),
+    Param(
+        "writable",
+        ("--writable",),
+        is_flag=True,
+        help="With --watch DIR: writes through the mount go to DIR, with the writer's "
+        "permissions, and are searchable once closed (search folders and text views stay "
+        "read-only).",
+    ),
     *SOURCE,
 )

@@ -236,6 +236,20 @@ class _AdoptingFUSE(_FuseBase):
                 self._opendir_flags = _OpendirFlags(fuse_ptr, self._mountpoints)
         super().init_fuse_3(conn, config)
 
+    def rename_fuse_3(self, old: bytes, new: bytes, flags: int) -> int:
+        # mfusepy drops renameat2's flags (mv -n's RENAME_NOREPLACE would replace): a
+        # writable mount's operations take them (rename2); a read-only one refuses anyway.
+        rename2 = getattr(self.operations, "rename2", None)
+        if not flags or rename2 is None:
+            return int(super().rename_fuse_3(old, new, flags))
+        return int(
+            rename2(
+                old.decode(self.encoding, self.errors),
+                new.decode(self.encoding, self.errors),
+                flags,
+            )
+        )
+
     def opendir(self, path: bytes, fip: Any) -> int:
         # mfusepy hands opendir no fuse_file_info, even with raw_fi: pass it, as to open, so
         # the operations can let the kernel cache the listing (cache_readdir, keep_cache).

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from semfs.fusefs.mount.bindings import (
     FUSE,
@@ -47,6 +47,7 @@ from semfs.ingest.store.manifest import collector_paused
 from semfs.ingest.store.owner import StoreOwner
 
 if TYPE_CHECKING:  # imported where used: the first listing needs neither (see MountDaemon.run)
+    from semfs.fusefs.mount.writes import WritableOperations
     from semfs.ingest.embedding.embedder import Embedder
     from semfs.ingest.search import Hit, Searcher
     from semfs.ingest.watch import SourceWatcher
@@ -79,6 +80,7 @@ class MountConfig:
     watch: Path | None = None  # a source folder the daemon follows (--watch)
     views: bool = True  # text views beside converted documents (--no-views: originals only)
     source: SourceOptions = field(default_factory=SourceOptions)  # how it is read
+    writable: bool = False  # writes pass through to ``watch`` (--writable)
 
 
 def parse_options(values: Iterable[str]) -> dict[str, str | bool]:
@@ -99,11 +101,16 @@ def fuse_options(cfg: MountConfig) -> dict[str, Any]:
     :mod:`semfs.fusefs.mount.kernelcache`.
     """
     user = dict(cfg.options)
-    if "rw" in user:
-        raise MountError("semfs mounts are read-only: drop -o rw")
-    timeout = LONG_TIMEOUT if can_invalidate() else SHORT_TIMEOUT
+    if cfg.writable and cfg.watch is None:
+        raise MountError("--writable needs --watch SOURCE: writes go to that folder")
+    if "rw" in user and not cfg.writable:
+        raise MountError("semfs mounts are read-only: drop -o rw, or mount --watch DIR --writable")
+    user.pop("rw", None)
+    # A writable mount's files also change outside the tree (through the mount, or in the
+    # source beside it): the kernel asks again after a second.
+    timeout = LONG_TIMEOUT if can_invalidate() and not cfg.writable else SHORT_TIMEOUT
     opts: dict[str, Any] = {
-        "ro": True,
+        "ro": not cfg.writable,
         "use_ino": True,
         "default_permissions": True,
         "fsname": mount_source(cfg.collection, cfg.url),  # `collections rm` looks for it
@@ -180,6 +187,18 @@ class MountDaemon:
             on_batch=lambda _report, _state: refresher.wake(),
         )
 
+    def _operations(self, *args: Any, **kwargs: Any) -> SemfsOperations:
+        """The callbacks: read-only, or passing writes to the source (--writable)."""
+        if not self.cfg.writable:
+            return SemfsOperations(*args, **kwargs)
+        from semfs.fusefs.mount.beneath import SourceFolder
+        from semfs.fusefs.mount.writes import WritableOperations
+
+        assert self.cfg.watch is not None
+        source = SourceFolder(self.cfg.watch)
+        self._services.append(source.close)  # after the loop: closed last but the store
+        return WritableOperations(*args, source=source, **kwargs)
+
     def run(self) -> None:
         """Mount and serve until unmounted; raises MountError when the mount never came up."""
         self._began = time.monotonic()
@@ -229,7 +248,7 @@ class MountDaemon:
             )
             refresher.hidden = pins.deleted
             self._services.append(pins.close)
-            ops = SemfsOperations(
+            ops = self._operations(
                 tree,
                 DocumentReader(store),
                 on_init=lambda: self._started(owner, refresher, searcher, pins),
@@ -248,6 +267,10 @@ class MountDaemon:
                 assert documents is not None
                 self._watcher = self._follow(pins.guard(), documents, refresher)
                 ops.root_xattrs.append(self._watcher.state.xattrs)
+                if self.cfg.writable:
+                    cast(
+                        "WritableOperations", ops
+                    ).holds = self._watcher  # a file open for writing waits for its close
                 searches.status_line = self._watcher.state.freshness_line
             logger.debug(
                 "mounting %s (%d documents) at %s", store.location, tree.files, self.cfg.mountpoint

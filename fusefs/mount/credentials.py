@@ -1,0 +1,100 @@
+"""Acting as the caller: a writable mount's calls into the source run with the credentials
+of the process whose request they answer.
+
+Rules a caller may rely on:
+
+* :func:`acting_as` sets the running thread's filesystem uid, gid and supplementary groups
+  to the caller's for the length of the block (Linux ``setfsuid``/``setfsgid`` and the raw
+  ``setgroups`` system call, which, unlike glibc's wrappers of ``setuid`` and ``setgroups``,
+  change only the calling thread), then restores the daemon's own. Every open, create,
+  rename, unlink or chmod inside it is checked by the kernel of the source's filesystem
+  exactly as if the caller had made it, and what it creates belongs to the caller.
+* A daemon that cannot take another user's credentials (not root, or another system than
+  Linux on x86-64 or arm64) lets its own user through as itself and refuses every other
+  user with EACCES: it never writes on someone's behalf with rights they do not have.
+* No caller (no FUSE request: tests, the daemon's own threads): the daemon's credentials.
+
+No FUSE import here: the caller passes who asks (``bindings.request_caller``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import platform
+import sys
+from collections.abc import Iterator
+
+from semfs.fusefs.mount.access import Caller, caller_groups
+
+# setfsuid, setfsgid, setgroups by machine (asm/unistd.h); the groups call must be the raw
+# one: glibc's setgroups() changes every thread of the process.
+_SYSCALLS = {
+    "x86_64": (122, 123, 116),
+    "aarch64": (151, 152, 159),
+    "arm64": (151, 152, 159),
+}
+NGROUPS_MAX = 65536
+
+
+def _libc() -> ctypes.CDLL | None:
+    if not sys.platform.startswith("linux") or platform.machine() not in _SYSCALLS:
+        return None
+    return ctypes.CDLL(None, use_errno=True)
+
+
+_LIBC = _libc()
+_NUMBERS = _SYSCALLS.get(platform.machine())
+
+
+def can_switch() -> bool:
+    """Whether this process can take another user's filesystem credentials per thread."""
+    return _LIBC is not None and os.geteuid() == 0
+
+
+def _set(uid: int, gid: int, groups: list[int]) -> bool:
+    """This thread's fs uid, fs gid and groups; False when the kernel refused any."""
+    assert _LIBC is not None and _NUMBERS is not None
+    setfsuid, setfsgid, setgroups = _NUMBERS
+    array = (ctypes.c_uint * max(1, len(groups)))(*groups)
+    if _LIBC.syscall(setgroups, ctypes.c_size_t(len(groups)), array) != 0:
+        return False
+    _LIBC.syscall(setfsgid, ctypes.c_uint(gid))
+    _LIBC.syscall(setfsuid, ctypes.c_uint(uid))
+    # Both return the previous value whatever happens: ask again (-1 changes nothing).
+    return bool(
+        _LIBC.syscall(setfsuid, ctypes.c_uint(0xFFFFFFFF)) == uid
+        and _LIBC.syscall(setfsgid, ctypes.c_uint(0xFFFFFFFF)) == gid
+    )
+
+
+@contextlib.contextmanager
+def acting_as(caller: Caller | None) -> Iterator[None]:
+    """Run the block with ``caller``'s filesystem credentials (see the module's rules);
+    raises ``PermissionError`` (EACCES) when that cannot be done."""
+    euid = os.geteuid()
+    if caller is None or (caller[0] == euid and (euid != 0 or caller[1] == os.getegid())):
+        yield  # the daemon's own user (root acting for root keeps every right it has)
+        return
+    if not can_switch():
+        if caller[0] == euid:
+            yield  # the same user, another group: files get the daemon's group
+            return
+        raise PermissionError(errno.EACCES, "the daemon cannot act as another user")
+    uid, gid, pid = caller
+    groups = sorted(caller_groups(pid))[:NGROUPS_MAX] if pid > 0 else []
+    own = (euid, os.getegid(), os.getgroups())
+    try:
+        if not _set(uid, gid, groups):
+            raise PermissionError(errno.EACCES, "cannot take the caller's credentials")
+        yield
+    finally:
+        # The daemon's own again, in this order: fs uid 0 first brings back the file
+        # capabilities that a non-zero fs uid dropped.
+        if not _set(*own):  # pragma: no cover - the kernel lets root take its own ids back
+            os.abort()  # never serve another request with a caller's credentials
+
+
+__all__ = ["acting_as", "can_switch"]
