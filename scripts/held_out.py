@@ -45,7 +45,7 @@ import strength_fit
 
 from semfs.ingest.search import FAIR, STRONG, Searcher, match_strength
 from semfs.ingest.store import FUSION_CANDIDATES
-from semfs.ingest.store import edge_store as edge_store_module
+from semfs.ingest.store import qdrant as qdrant_core
 from semfs.ingest.store.backends import open_store
 
 # Candidate counts per retriever to pick from: around the default, as when it was chosen.
@@ -65,7 +65,7 @@ def cranfield_split(work: Path) -> dict[str, Any]:
         searcher.warm_up()
         for count in CANDIDATES:
             # The store reads the module's constant at each query: set it for this count.
-            edge_store_module.FUSION_CANDIDATES = count
+            qdrant_core.FUSION_CANDIDATES = count
             ndcg[count] = {}
             for half, members in halves.items():
                 run = [
@@ -74,7 +74,7 @@ def cranfield_split(work: Path) -> dict[str, Any]:
                 ]
                 score = cranfield.evaluate(run, [qrels_by_pos[p] for p in members])["ndcg@10"]
                 ndcg[count][half] = score
-    edge_store_module.FUSION_CANDIDATES = FUSION_CANDIDATES
+    qdrant_core.FUSION_CANDIDATES = FUSION_CANDIDATES
     out: dict[str, Any] = {"queries": {h: len(m) for h, m in halves.items()}, "ndcg@10": ndcg}
     for tune, test in (("odd", "even"), ("even", "odd")):
         pick = max(CANDIDATES, key=lambda c: ndcg[c][tune])

@@ -3,7 +3,8 @@
 * :class:`semfs.ingest.store.edge_store.EdgeStore`: Qdrant Edge, in-process, one shard directory per
   collection under the store path (the default; no server).
 * :class:`semfs.ingest.store.server_store.ServerStore`: qdrant-client against a Qdrant server or
-  cluster.
+  cluster. The two share one implementation of every call,
+  :class:`semfs.ingest.store.qdrant.QdrantStore`, and differ in their engine adapter.
 * :class:`semfs.ingest.store.ipc.client.RemoteStore`: the store of another process that owns it
   (a mount).
 

@@ -92,7 +92,7 @@ def open_catalog(
         from semfs.ingest.store.server_store import ServerCatalog
 
         return ServerCatalog(url, api_key=api_key, timeout=timeout)
-    from semfs.ingest.store.edge_store import EdgeCatalog
+    from semfs.ingest.store.edge_catalog import EdgeCatalog
 
     return EdgeCatalog(Path(store_path) if store_path else default_store_path())
 

@@ -4,6 +4,10 @@ qdrant_client is imported here only, and this module only when ``--url`` is give
 costs ~1 s that the embedded path must not pay. Sharding and replication are the server's.
 A ``file:`` URL opens qdrant-client's local mode instead, which tests use as a stand-in server.
 
+The Store calls themselves are :class:`semfs.ingest.store.qdrant.QdrantStore`'s, spelled for
+qdrant-client by :class:`ClientEngine`. What is the server's own is here: reaching it, creating
+a collection, and where the tree manifest is kept.
+
 The tree manifest (:mod:`semfs.ingest.store.manifest`) is kept in up to ``MANIFEST_PARTS`` points
 with fixed ids, so one retrieve reads it together with the meta: a mount against a cluster boots in
 one round trip. A writer deletes those points before its first change and at every meta write;
@@ -23,41 +27,24 @@ from qdrant_client import models as m
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from semfs.ingest.errors import StoreNotFoundError, StoreUnavailableError
-from semfs.ingest.store import FUSION_CANDIDATES, LineSpan, SparseQuery, Store, similarity
+from semfs.ingest.store import qdrant as core
 from semfs.ingest.store.catalog import Catalog, refuse_if_mounted
 from semfs.ingest.store.manifest import Manifest
 from semfs.ingest.store.schema import (
     DENSE,
-    DOC_TREE_FIELDS,
     INDEXED_INTEGERS,
     INDEXED_KEYWORDS,
     INDEXED_TEXT,
-    KIND_BLOB,
-    KIND_CHUNK,
-    KIND_DIR,
-    KIND_DOC,
     KIND_MANIFEST,
     KIND_META,
     SPARSE,
-    ChunkPoint,
-    ChunkRecord,
-    DirectoryRecord,
-    DocumentRecord,
-    ScoredChunk,
     StoreMeta,
-    blob_id,
-    blob_part,
-    blob_payloads,
-    chunk_id,
-    dir_id,
-    doc_id,
     manifest_id,
     meta_id,
 )
 
 logger = logging.getLogger(__name__)
 
-SCROLL_PAGE = 1024
 # The manifest is kept in up to MANIFEST_PARTS points of MANIFEST_PART_BYTES (base64) each, so
 # one retrieve of fixed ids reads it with the meta: 64 x 4 MiB covers millions of documents.
 MANIFEST_PARTS = 64
@@ -93,18 +80,101 @@ def _reaching(url: str) -> Iterator[None]:
         raise StoreUnavailableError(f"cannot reach Qdrant at {url}: {reason}") from exc
 
 
-def _match(key: str, value: str | int) -> m.FieldCondition:
-    return m.FieldCondition(key=key, match=m.MatchValue(value=value))
+# --- the engine: qdrant-client's spelling of the core's calls ---------------------------------
 
 
-def _chunk_filter(under: str | None) -> m.Filter:
-    must: list[Any] = [_match("kind", KIND_CHUNK)]
-    if under:
-        must.append(_match("dirs", under))
-    return m.Filter(must=must)
+def _condition(c: core.Condition) -> m.FieldCondition:
+    if isinstance(c, core.Match):
+        return m.FieldCondition(key=c.key, match=m.MatchValue(value=c.value))
+    if isinstance(c, core.MatchAny):
+        return m.FieldCondition(key=c.key, match=m.MatchAny(any=list(c.values)))
+    if isinstance(c, core.Substring):
+        return m.FieldCondition(key=c.key, match=m.MatchSubstring(substring=c.text))
+    return m.FieldCondition(key=c.key, match=m.MatchText(text=c.text))
 
 
-class ServerStore(Store):
+def _filter(where: core.Where) -> m.Filter:
+    must_not: list[Any] | None = [_condition(c) for c in where.must_not] or None
+    return m.Filter(must=[_condition(c) for c in where.must], must_not=must_not)
+
+
+def _point(p: core.Point) -> m.PointStruct:
+    vectors: dict[str, Any] = {}
+    if p.dense is not None:
+        vectors[DENSE] = p.dense
+    if p.sparse is not None:
+        vectors[SPARSE] = m.SparseVector(indices=p.sparse.indices, values=p.sparse.values)
+    return m.PointStruct(id=p.id, vector=vectors, payload=p.payload)
+
+
+def _payload(fields: list[str] | None) -> m.PayloadSelectorInclude | bool:
+    return True if fields is None else m.PayloadSelectorInclude(include=fields)
+
+
+class ClientEngine(core.Engine):
+    """The calls of :class:`~semfs.ingest.store.qdrant.Engine` on one collection of a client."""
+
+    def __init__(self, client: QdrantClient, collection: str) -> None:
+        self.client = client
+        self.collection = collection
+
+    def retrieve(
+        self, ids: Sequence[str], fields: list[str] | None = None
+    ) -> Sequence[core.Record]:
+        return self.client.retrieve(self.collection, list(ids), with_payload=_payload(fields))
+
+    def scroll(
+        self, where: core.Where, fields: list[str] | None, offset: Any
+    ) -> tuple[Sequence[core.Record], Any]:
+        return self.client.scroll(
+            self.collection,
+            scroll_filter=_filter(where),
+            limit=core.SCROLL_PAGE,
+            offset=offset,
+            with_payload=_payload(fields),
+        )
+
+    def upsert(self, points: Sequence[core.Point]) -> None:
+        self.client.upsert(self.collection, points=[_point(p) for p in points], wait=True)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        selector = m.PointIdsList(points=cast(list[m.ExtendedPointId], list(ids)))
+        self.client.delete(self.collection, points_selector=selector)
+
+    def delete_where(self, where: core.Where) -> None:
+        selector = m.FilterSelector(filter=_filter(where))
+        self.client.delete(self.collection, points_selector=selector)
+
+    def count(self, where: core.Where) -> int:
+        return int(self.client.count(self.collection, count_filter=_filter(where)).count)
+
+    def fuse(self, query: core.FusedQuery) -> Sequence[core.Hit]:
+        flt = _filter(query.where)
+        prefetch = []
+        if query.dense is not None:
+            prefetch.append(
+                m.Prefetch(query=query.dense, using=DENSE, filter=flt, limit=query.candidates)
+            )
+        if query.sparse is not None:
+            vector = m.SparseVector(indices=query.sparse.indices, values=query.sparse.values)
+            prefetch.append(
+                m.Prefetch(query=vector, using=SPARSE, filter=flt, limit=query.candidates)
+            )
+        return self.client.query_points(
+            self.collection,
+            prefetch=prefetch,
+            query=m.FusionQuery(fusion=m.Fusion.DBSF),
+            query_filter=flt,
+            limit=query.limit,
+            with_payload=True,
+            with_vectors=[DENSE] if query.with_dense else False,
+        ).points
+
+
+# --- the store: a server's collection and its manifest points ---------------------------------
+
+
+class ServerStore(core.QdrantStore):
     backend = "server"
 
     def __init__(
@@ -119,6 +189,7 @@ class ServerStore(Store):
         self.collection = collection
         self.url = url
         self.client = client if client is not None else _client(url, api_key, timeout)
+        self._engine = ClientEngine(self.client, collection)
         with _reaching(url):
             self._exists = self.client.collection_exists(collection)
         self._manifest_dropped = False
@@ -130,11 +201,13 @@ class ServerStore(Store):
     def exists(self) -> bool:
         return self._exists
 
-    def _require(self) -> None:
-        if not self._exists:
-            raise StoreNotFoundError(
-                f"no collection {self.collection!r} at {self.url}: run `semfs ingest DIR` first"
-            )
+    def _open_engine(self) -> ClientEngine | None:
+        return self._engine if self._exists else None
+
+    def _missing(self) -> StoreNotFoundError:
+        return StoreNotFoundError(
+            f"no collection {self.collection!r} at {self.url}: run `semfs ingest DIR` first"
+        )
 
     def create(self, dimension: int) -> None:
         if self._exists or self.client.collection_exists(self.collection):
@@ -164,39 +237,27 @@ class ServerStore(Store):
             self.client.create_payload_index(self.collection, name, params)
         self._exists = True
 
-    def read_meta(self) -> StoreMeta | None:
-        if not self._exists:
-            return None
-        records = self.client.retrieve(self.collection, [meta_id()], with_payload=True)
-        return StoreMeta.from_payload(records[0].payload or {}) if records else None
-
     def write_meta(self, meta: StoreMeta) -> None:
         # At every meta write, not only the first: another writer's manifest may have come
         # since, and this meta is the one it would be checked against.
         self._manifest_dropped = False
-        self._drop_manifest()
-        self._upsert([m.PointStruct(id=meta_id(), vector={}, payload=meta.to_payload())])
-
-    def _upsert(self, points: list[m.PointStruct]) -> None:
-        self._require()
-        self.client.upsert(self.collection, points=points, wait=True)
+        super().write_meta(meta)
 
     def _drop_manifest(self) -> None:
         """Before this instance's first write: no manifest may describe what it changes."""
         if self._manifest_dropped or not self._exists:
             return
-        ids: list[m.ExtendedPointId] = [manifest_id(i) for i in range(MANIFEST_PARTS)]
-        self.client.delete(self.collection, points_selector=m.PointIdsList(points=ids))
+        self._engine.delete([manifest_id(i) for i in range(MANIFEST_PARTS)])
         self._manifest_dropped = True
 
     def read_manifest(self) -> Manifest | None:
         if not self._exists:
             return None
         # One request: the meta and every part the manifest can have.
-        ids: list[m.ExtendedPointId] = [meta_id(), *(manifest_id(i) for i in range(MANIFEST_PARTS))]
+        ids = [meta_id(), *(manifest_id(i) for i in range(MANIFEST_PARTS))]
         meta: StoreMeta | None = None
         parts: dict[int, dict[str, Any]] = {}
-        for record in self.client.retrieve(self.collection, ids, with_payload=True):
+        for record in self._engine.retrieve(ids):
             payload = record.payload or {}
             if payload.get("kind") == KIND_MANIFEST:
                 parts[int(payload["part"])] = payload
@@ -218,17 +279,11 @@ class ServerStore(Store):
         manifest = Manifest.decode(data, self.location)
         return manifest if manifest is not None and manifest.matches(meta) else None
 
-    def write_manifest(self, generation: int) -> None:
-        meta = self.read_meta()
-        if meta is None or meta.dirty or meta.generation != generation:
-            return
+    def _keep_manifest(self, meta: StoreMeta) -> None:
         current = self.read_manifest()
         if current is not None and current.meta == meta:
             return
-        flt = m.Filter(must=[_match("kind", KIND_DOC)])
-        docs = [DocumentRecord.from_payload(p) for p in self._scroll(flt, None)]
-        data = Manifest.of(meta, docs, self.list_directories()).to_bytes()
-        text = base64.b64encode(data).decode("ascii")
+        text = base64.b64encode(self._manifest_bytes(meta)).decode("ascii")
         parts = [
             text[i : i + MANIFEST_PART_BYTES] for i in range(0, len(text), MANIFEST_PART_BYTES)
         ]
@@ -237,233 +292,19 @@ class ServerStore(Store):
                 "%s: the manifest is too large to store; mounts list the records", self.location
             )
             return
-        self._upsert(
-            [
-                m.PointStruct(
-                    id=manifest_id(i),
-                    vector={},
-                    payload={
-                        "kind": KIND_MANIFEST,
-                        "generation": generation,
-                        "part": i,
-                        "parts": len(parts),
-                        "data": part,
-                    },
-                )
-                for i, part in enumerate(parts)
-            ]
-        )
-        stale: list[m.ExtendedPointId] = [manifest_id(i) for i in range(len(parts), MANIFEST_PARTS)]
-        self.client.delete(self.collection, points_selector=m.PointIdsList(points=stale))
+        payloads = [
+            {
+                "kind": KIND_MANIFEST,
+                "generation": meta.generation,
+                "part": i,
+                "parts": len(parts),
+                "data": part,
+            }
+            for i, part in enumerate(parts)
+        ]
+        self.engine.upsert([core.Point(manifest_id(i), p) for i, p in enumerate(payloads)])
+        self._engine.delete([manifest_id(i) for i in range(len(parts), MANIFEST_PARTS)])
         self._manifest_dropped = False  # the next write drops this one
-
-    def list_documents(self) -> list[DocumentRecord]:
-        if not self._exists:
-            return []
-        flt = m.Filter(must=[_match("kind", KIND_DOC)])
-        return [DocumentRecord.from_payload(p) for p in self._scroll(flt, DOC_TREE_FIELDS)]
-
-    def get_document(self, path: str) -> DocumentRecord | None:
-        if not self._exists:
-            return None
-        records = self.client.retrieve(self.collection, [doc_id(path)], with_payload=True)
-        return DocumentRecord.from_payload(records[0].payload or {}) if records else None
-
-    def put_document(self, record: DocumentRecord) -> None:
-        self._drop_manifest()
-        self._upsert(
-            [m.PointStruct(id=doc_id(record.path), vector={}, payload=record.to_payload())]
-        )
-
-    def delete_documents(self, paths: Sequence[str]) -> None:
-        if not paths:
-            return
-        self._drop_manifest()
-        self.client.delete(
-            self.collection, points_selector=m.PointIdsList(points=[doc_id(p) for p in paths])
-        )
-        for path in paths:
-            self.delete_stale_chunks(path, None)
-
-    def list_directories(self) -> list[DirectoryRecord]:
-        if not self._exists:
-            return []
-        out: list[DirectoryRecord] = []
-        offset: Any = None
-        while True:
-            records, offset = self.client.scroll(
-                self.collection,
-                scroll_filter=m.Filter(must=[_match("kind", KIND_DIR)]),
-                limit=SCROLL_PAGE,
-                offset=offset,
-                with_payload=True,
-            )
-            out.extend(DirectoryRecord.from_payload(r.payload or {}) for r in records)
-            if offset is None:
-                return out
-
-    def put_directories(self, records: Sequence[DirectoryRecord]) -> None:
-        if records:
-            self._drop_manifest()
-            self._upsert(
-                [
-                    m.PointStruct(id=dir_id(r.path), vector={}, payload=r.to_payload())
-                    for r in records
-                ]
-            )
-
-    def delete_directories(self, paths: Sequence[str]) -> None:
-        if paths:
-            self._drop_manifest()
-            self.client.delete(
-                self.collection, points_selector=m.PointIdsList(points=[dir_id(p) for p in paths])
-            )
-
-    def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
-        if not points:
-            return
-        self._drop_manifest()
-        self._upsert(
-            [
-                m.PointStruct(
-                    id=chunk_id(p.record.path, p.record.gen, p.record.index),
-                    vector={
-                        DENSE: p.dense,
-                        SPARSE: m.SparseVector(indices=p.sparse_indices, values=p.sparse_values),
-                    },
-                    payload=p.record.to_payload(),
-                )
-                for p in points
-            ]
-        )
-
-    def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> list[ChunkRecord]:
-        self._require()
-        ids = [chunk_id(path, gen, i) for i in indexes]
-        records = self.client.retrieve(self.collection, ids, with_payload=True)
-        by_index = {int((r.payload or {})["index"]): r for r in records}
-        return [
-            ChunkRecord.from_payload(by_index[i].payload or {}) for i in indexes if i in by_index
-        ]
-
-    def chunk_texts(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, str]:
-        self._require()
-        ids = [chunk_id(path, gen, i) for i in indexes]
-        records = self.client.retrieve(self.collection, ids, with_payload=["index", "text"])
-        return {int(p["index"]): str(p["text"]) for p in (r.payload for r in records) if p}
-
-    def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
-        self._drop_manifest()
-        must_not: list[Any] | None = [_match("gen", keep_gen)] if keep_gen is not None else None
-        kinds = m.FieldCondition(key="kind", match=m.MatchAny(any=[KIND_CHUNK, KIND_BLOB]))
-        flt = m.Filter(must=[kinds, _match("path", path)], must_not=must_not)
-        self.client.delete(self.collection, points_selector=m.FilterSelector(filter=flt))
-
-    def chunk_versions(self) -> set[tuple[str, int]]:
-        if not self._exists:
-            return set()
-        kinds = m.FieldCondition(key="kind", match=m.MatchAny(any=[KIND_CHUNK, KIND_BLOB]))
-        pairs = self._scroll(m.Filter(must=[kinds]), ["path", "gen"])
-        return {(str(p["path"]), int(p["gen"])) for p in pairs}
-
-    def put_blob(self, path: str, gen: int, data: bytes) -> None:
-        self._drop_manifest()
-        for point_id, payload in blob_payloads(path, gen, data):
-            self._upsert([m.PointStruct(id=point_id, vector={}, payload=payload)])
-
-    def read_blob(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, bytes]:
-        self._require()
-        ids = [blob_id(path, gen, i) for i in indexes]
-        records = self.client.retrieve(self.collection, ids, with_payload=True)
-        return dict(blob_part(r.payload) for r in records if r.payload)
-
-    def query(
-        self,
-        dense: list[float],
-        sparse: SparseQuery,
-        mode: str,
-        limit: int,
-        under: str | None = None,
-    ) -> list[ScoredChunk]:
-        if not self._exists:
-            return []
-        flt = _chunk_filter(under)
-        if mode == "keyword" and not sparse.indices:
-            return []
-        sparse_vec = m.SparseVector(indices=sparse.indices, values=sparse.values)
-        # As in EdgeStore.query: one prefetch per retriever, fused by DBSF in every mode.
-        candidates = max(limit, FUSION_CANDIDATES)
-        prefetch = []
-        if mode != "keyword":
-            prefetch.append(m.Prefetch(query=dense, using=DENSE, filter=flt, limit=candidates))
-        if mode != "semantic" and sparse.indices:
-            prefetch.append(
-                m.Prefetch(query=sparse_vec, using=SPARSE, filter=flt, limit=candidates)
-            )
-        points = self.client.query_points(
-            self.collection,
-            prefetch=prefetch,
-            query=m.FusionQuery(fusion=m.Fusion.DBSF),
-            query_filter=flt,
-            limit=limit,
-            with_payload=True,
-            with_vectors=[DENSE] if dense else False,
-        ).points
-        out = []
-        for p in points:
-            sim = similarity(dense, p.vector, DENSE)
-            out.append(ScoredChunk(ChunkRecord.from_payload(p.payload or {}), float(p.score), sim))
-        return out
-
-    def _scroll(self, flt: m.Filter, fields: list[str] | None) -> Iterator[dict[str, Any]]:
-        """Payloads matching ``flt``: only ``fields``, or whole when None."""
-        offset: Any = None
-        payload: m.PayloadSelectorInclude | bool = (
-            True if fields is None else m.PayloadSelectorInclude(include=fields)
-        )
-        while True:
-            records, offset = self.client.scroll(
-                self.collection,
-                scroll_filter=flt,
-                limit=SCROLL_PAGE,
-                offset=offset,
-                with_payload=payload,
-            )
-            yield from (r.payload for r in records if r.payload)
-            if offset is None:
-                return
-
-    def chunk_paths_matching(
-        self, substrings: Sequence[str], words: Sequence[str], under: str | None = None
-    ) -> list[str]:
-        if not self._exists:
-            return []
-        must: list[Any] = list(_chunk_filter(under).must or [])
-        must += [
-            m.FieldCondition(key="text", match=m.MatchSubstring(substring=s)) for s in substrings
-        ]
-        if words:
-            must.append(m.FieldCondition(key="text", match=m.MatchText(text=" ".join(words))))
-        flt = m.Filter(must=must)
-        return sorted({str(p["path"]) for p in self._scroll(flt, ["path"])})
-
-    def chunk_line_spans(self, under: str | None = None) -> Iterator[LineSpan]:
-        if not self._exists:
-            return
-        fields = ["path", "gen", "index", "start_line", "end_line"]
-        for p in self._scroll(_chunk_filter(under), fields):
-            yield (
-                str(p["path"]),
-                int(p["gen"]),
-                int(p["index"]),
-                int(p["start_line"]),
-                int(p["end_line"]),
-            )
-
-    def count_chunks(self) -> int:
-        if not self._exists:
-            return 0
-        return int(self.client.count(self.collection, count_filter=_chunk_filter(None)).count)
 
     def close(self) -> None:
         try:
@@ -521,7 +362,11 @@ class ServerCatalog(Catalog):
                 offset: m.ExtendedPointId | None = None
                 while True:
                     points, offset = self.client.scroll(
-                        old, limit=SCROLL_PAGE, offset=offset, with_payload=True, with_vectors=True
+                        old,
+                        limit=core.SCROLL_PAGE,
+                        offset=offset,
+                        with_payload=True,
+                        with_vectors=True,
                     )
                     batch = [
                         m.PointStruct(id=p.id, vector=cast(Any, p.vector or {}), payload=p.payload)

@@ -15,7 +15,7 @@ import qdrant_edge as qe
 
 from semfs.ingest.embedding.embedder import HashEmbedder
 from semfs.ingest.errors import StoreLockedError, StoreNotFoundError
-from semfs.ingest.store import SparseQuery, Store, edge_store
+from semfs.ingest.store import SparseQuery, Store, warming
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge_store import EdgeStore
 from semfs.ingest.store.schema import (
@@ -276,16 +276,16 @@ def test_edge_warms_the_read_path_once_an_interval(tmp_path: Path) -> None:
     text = os.urandom(20_000).hex() + "\n"  # incompressible: the payload holds it in full
     _commit(s, "a.md", 1, [text])
     s.flush()
-    assert any(s.shard_dir.glob(edge_store._READ_PATH[0]))
+    assert any(s.shard_dir.glob(warming.READ_PATH[0]))
     before = _bytes_read()
     try:
-        assert s._warm_read_path()
+        assert s.warmer.start()
         deadline = time.monotonic() + 10
-        while s._warming and time.monotonic() < deadline:
+        while s.warmer.running and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert not s._warming
+        assert not s.warmer.running
         assert _bytes_read() - before >= len(text) // 2
-        assert not s._warm_read_path()
+        assert not s.warmer.start()
         assert s.chunk_texts("a.md", 1, [0]) == {0: text}
     finally:
         s.close()

@@ -1,0 +1,446 @@
+"""One Qdrant core for both backends: each Store method written once, over a small engine.
+
+Qdrant Edge (in this process) and qdrant-client (a server, or its local mode) run the same
+engine and take the same requests, spelled differently: Edge's ``qe.Filter(must=[...])`` is
+qdrant-client's ``m.Filter(must=[...])`` with keyword arguments, Edge's
+``shard.update(UpdateOperation.upsert_points(...))`` is ``client.upsert(...)``. So
+:class:`QdrantStore` says once which points, filters and requests each Store call is, in
+neutral terms (:class:`Where`, :class:`Point`), and an :class:`Engine` adapter only spells
+them: :class:`semfs.ingest.store.edge_store.EdgeEngine` for a shard,
+:class:`semfs.ingest.store.server_store.ClientEngine` for a client.
+
+What differs stays with each backend (:class:`~semfs.ingest.store.edge_store.EdgeStore`,
+:class:`~semfs.ingest.store.server_store.ServerStore`): opening and creating a collection (a
+shard's config, lock and deferred load; a server's collection), where the tree manifest is
+kept (a file beside the shard; points), and the embedded store's disk-space guard.
+
+Rules a backend may rely on: a read of a collection that does not exist answers empty
+(``None``, ``[]``, ``0``), except reads of one document's chunks or blob and every write,
+which raise :class:`StoreNotFoundError`; every write calls :meth:`QdrantStore._drop_manifest`
+first.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from semfs.ingest.errors import StoreDamagedError, StoreNotFoundError
+from semfs.ingest.store import FUSION_CANDIDATES, LineSpan, SparseQuery, Store, similarity
+from semfs.ingest.store.diskspace import SpaceGuard, chunk_bytes
+from semfs.ingest.store.manifest import Manifest
+from semfs.ingest.store.schema import (
+    DENSE,
+    DOC_TREE_FIELDS,
+    KIND_BLOB,
+    KIND_CHUNK,
+    KIND_DIR,
+    KIND_DOC,
+    ChunkPoint,
+    ChunkRecord,
+    DirectoryRecord,
+    DocumentRecord,
+    ScoredChunk,
+    StoreMeta,
+    blob_id,
+    blob_part,
+    blob_payloads,
+    chunk_id,
+    dir_id,
+    doc_id,
+    meta_id,
+)
+
+SCROLL_PAGE = 1024
+_LINE_FIELDS = ["path", "gen", "index", "start_line", "end_line"]
+
+
+# --- what the core asks for, in neutral terms ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Match:
+    """Payload field ``key`` equals ``value``."""
+
+    key: str
+    value: str | int
+
+
+@dataclass(frozen=True)
+class MatchAny:
+    """Payload field ``key`` equals one of ``values``."""
+
+    key: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Substring:
+    """Payload field ``key`` contains ``text`` (exact, case-sensitive)."""
+
+    key: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Words:
+    """Payload field ``key`` holds every word of ``text`` (Qdrant's full-text match)."""
+
+    key: str
+    text: str
+
+
+Condition = Match | MatchAny | Substring | Words
+
+
+@dataclass(frozen=True)
+class Where:
+    """A filter: every condition of ``must`` and none of ``must_not``."""
+
+    must: tuple[Condition, ...]
+    must_not: tuple[Condition, ...] = ()
+
+
+@dataclass(frozen=True)
+class Point:
+    """A point to write: a chunk has both vectors, every other kind none."""
+
+    id: str
+    payload: dict[str, Any]
+    dense: list[float] | None = None
+    sparse: SparseQuery | None = None
+
+
+@dataclass(frozen=True)
+class FusedQuery:
+    """One query: a prefetch of ``candidates`` points matching ``where`` per retriever given
+    (nearest by ``dense``, then by ``sparse``), fused by DBSF; the best ``limit``, with
+    payload and, ``with_dense``, their dense vector."""
+
+    where: Where
+    limit: int
+    candidates: int
+    dense: list[float] | None
+    sparse: SparseQuery | None
+    with_dense: bool
+
+
+class Record(Protocol):
+    """A retrieved or scrolled point, as both engines return it."""
+
+    @property
+    def id(self) -> Any: ...
+
+    @property
+    def payload(self) -> dict[str, Any] | None: ...
+
+
+class Hit(Protocol):
+    """A point a query found: its payload, fused score and (when asked for) vectors."""
+
+    @property
+    def payload(self) -> dict[str, Any] | None: ...
+
+    @property
+    def score(self) -> float: ...
+
+    @property
+    def vector(self) -> Any: ...
+
+
+class Engine(ABC):
+    """One collection's engine calls, each a translation of one Qdrant request."""
+
+    @abstractmethod
+    def retrieve(self, ids: Sequence[str], fields: list[str] | None = None) -> Sequence[Record]:
+        """The points of ``ids`` that exist, in any order, with only the payload ``fields``
+        (None: the whole payload) and no vectors."""
+
+    @abstractmethod
+    def scroll(
+        self, where: Where, fields: list[str] | None, offset: Any
+    ) -> tuple[Sequence[Record], Any]:
+        """One page of :data:`SCROLL_PAGE` points matching ``where`` from ``offset`` (None:
+        the first), payload as in :meth:`retrieve`; the next page's offset, None after the last."""
+
+    @abstractmethod
+    def upsert(self, points: Sequence[Point]) -> None: ...
+
+    @abstractmethod
+    def delete(self, ids: Sequence[str]) -> None: ...
+
+    @abstractmethod
+    def delete_where(self, where: Where) -> None: ...
+
+    @abstractmethod
+    def count(self, where: Where) -> int:
+        """The exact number of points matching ``where``."""
+
+    @abstractmethod
+    def fuse(self, query: FusedQuery) -> Sequence[Hit]: ...
+
+    def flush(self) -> None:  # noqa: B027 - a server persists on write
+        """Make the writes so far durable."""
+
+
+# --- the store, written once -------------------------------------------------------------------
+
+
+def _chunks_under(under: str | None) -> list[Condition]:
+    must: list[Condition] = [Match("kind", KIND_CHUNK)]
+    if under:
+        must.append(Match("dirs", under))
+    return must
+
+
+_DOCS = Where((Match("kind", KIND_DOC),))
+_DIRS = Where((Match("kind", KIND_DIR),))
+# Chunks and blob parts: what a document version owns besides its record.
+_VERSIONED = MatchAny("kind", (KIND_CHUNK, KIND_BLOB))
+
+
+class QdrantStore(Store):
+    """The Store of one Qdrant collection, through :attr:`engine`. A backend supplies the
+    engine (:meth:`_open_engine`), the error for a missing collection, and what is not the
+    same: ``create``, ``exists``, ``location``, the manifest (:meth:`_drop_manifest`,
+    :meth:`read_manifest`, :meth:`_keep_manifest`) and ``close``."""
+
+    # The embedded store's guard against filling the disk; a server checks its own.
+    space: SpaceGuard | None = None
+
+    @abstractmethod
+    def _open_engine(self) -> Engine | None:
+        """The engine, when the collection exists (opening it first if need be), else None."""
+
+    @abstractmethod
+    def _missing(self) -> StoreNotFoundError:
+        """The error for a call that needs the collection when it does not exist."""
+
+    @abstractmethod
+    def _drop_manifest(self) -> None:
+        """Before every write: no stored manifest may describe what the write changes."""
+
+    @abstractmethod
+    def _keep_manifest(self, meta: StoreMeta) -> None:
+        """Store a manifest of the committed records, stamped with ``meta`` (clean, current),
+        unless the stored one is already that; build it with :meth:`_manifest_bytes`."""
+
+    @property
+    def engine(self) -> Engine:
+        engine = self._open_engine()
+        if engine is None:
+            raise self._missing()
+        return engine
+
+    def _scroll(
+        self, engine: Engine, where: Where, fields: list[str] | None
+    ) -> Iterator[dict[str, Any]]:
+        """Payloads matching ``where``: only ``fields``, or whole when None."""
+        offset: Any = None
+        while True:
+            records, offset = engine.scroll(where, fields, offset)
+            yield from (r.payload for r in records if r.payload)
+            if offset is None:
+                return
+
+    def read_meta(self) -> StoreMeta | None:
+        engine = self._open_engine()
+        if engine is None:
+            return None
+        records = engine.retrieve([meta_id()])
+        if not records:
+            return None
+        try:
+            return StoreMeta.from_payload(records[0].payload or {})
+        except (KeyError, TypeError, ValueError) as exc:
+            # The point is there but its payload is not (a zeroed payload tracker, say).
+            raise StoreDamagedError(
+                f"store {self.location} is damaged: its meta point has no readable payload "
+                f"(missing {exc}); rebuild it: `semfs check --rebuild SOURCE` sets the shard "
+                "aside and ingests SOURCE afresh"
+            ) from None
+
+    def write_meta(self, meta: StoreMeta) -> None:
+        self._drop_manifest()
+        engine = self.engine
+        engine.upsert([Point(meta_id(), meta.to_payload())])
+        engine.flush()
+
+    def write_manifest(self, generation: int) -> None:
+        meta = self.read_meta()
+        if meta is None or meta.dirty or meta.generation != generation:
+            return
+        self._keep_manifest(meta)
+
+    def _manifest_bytes(self, meta: StoreMeta) -> bytes:
+        """A manifest of every committed document (whole records) and folder, as stored."""
+        docs = [DocumentRecord.from_payload(p) for p in self._scroll(self.engine, _DOCS, None)]
+        return Manifest.of(meta, docs, self.list_directories()).to_bytes()
+
+    def list_documents(self) -> list[DocumentRecord]:
+        engine = self._open_engine()
+        if engine is None:
+            return []
+        return [
+            DocumentRecord.from_payload(p) for p in self._scroll(engine, _DOCS, DOC_TREE_FIELDS)
+        ]
+
+    def get_document(self, path: str) -> DocumentRecord | None:
+        engine = self._open_engine()
+        if engine is None:
+            return None
+        records = engine.retrieve([doc_id(path)])
+        return DocumentRecord.from_payload(records[0].payload or {}) if records else None
+
+    def put_document(self, record: DocumentRecord) -> None:
+        self._drop_manifest()
+        self.engine.upsert([Point(doc_id(record.path), record.to_payload())])
+
+    def delete_documents(self, paths: Sequence[str]) -> None:
+        if not paths:
+            return
+        self._drop_manifest()
+        self.engine.delete([doc_id(p) for p in paths])
+        for path in paths:
+            self.delete_stale_chunks(path, None)
+
+    def list_directories(self) -> list[DirectoryRecord]:
+        engine = self._open_engine()
+        if engine is None:
+            return []
+        return [DirectoryRecord.from_payload(p) for p in self._scroll(engine, _DIRS, None)]
+
+    def put_directories(self, records: Sequence[DirectoryRecord]) -> None:
+        if records:
+            self._drop_manifest()
+            self.engine.upsert([Point(dir_id(r.path), r.to_payload()) for r in records])
+
+    def delete_directories(self, paths: Sequence[str]) -> None:
+        if paths:
+            self._drop_manifest()
+            self.engine.delete([dir_id(p) for p in paths])
+
+    def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
+        if not points:
+            return
+        self._drop_manifest()
+        if self.space is not None:
+            self.space.check_write(chunk_bytes(points))
+        self.engine.upsert(
+            [
+                Point(
+                    chunk_id(p.record.path, p.record.gen, p.record.index),
+                    p.record.to_payload(),
+                    p.dense,
+                    SparseQuery(p.sparse_indices, p.sparse_values),
+                )
+                for p in points
+            ]
+        )
+
+    def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> list[ChunkRecord]:
+        records = self.engine.retrieve([chunk_id(path, gen, i) for i in indexes])
+        by_index = {int((r.payload or {})["index"]): r for r in records}
+        return [
+            ChunkRecord.from_payload(by_index[i].payload or {}) for i in indexes if i in by_index
+        ]
+
+    def chunk_texts(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, str]:
+        # One retrieve of the text and index only: decoding and wrapping the other ten
+        # fields cost a third of a file's read (measured at 10k chunks).
+        ids = [chunk_id(path, gen, i) for i in indexes]
+        records = self.engine.retrieve(ids, ["index", "text"])
+        return {int(p["index"]): str(p["text"]) for p in (r.payload for r in records) if p}
+
+    def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
+        self._drop_manifest()
+        must_not = (Match("gen", keep_gen),) if keep_gen is not None else ()
+        self.engine.delete_where(Where((_VERSIONED, Match("path", path)), must_not))
+
+    def chunk_versions(self) -> set[tuple[str, int]]:
+        engine = self._open_engine()
+        if engine is None:
+            return set()
+        pairs = self._scroll(engine, Where((_VERSIONED,)), ["path", "gen"])
+        return {(str(p["path"]), int(p["gen"])) for p in pairs}
+
+    def put_blob(self, path: str, gen: int, data: bytes) -> None:
+        self._drop_manifest()
+        if self.space is not None:
+            self.space.check_write(len(data) * 4 // 3 + 1024)
+        engine = self.engine
+        for point_id, payload in blob_payloads(path, gen, data):
+            engine.upsert([Point(point_id, payload)])  # a part a request: bounded messages
+
+    def read_blob(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, bytes]:
+        records = self.engine.retrieve([blob_id(path, gen, i) for i in indexes])
+        return dict(blob_part(r.payload) for r in records if r.payload)
+
+    def query(
+        self,
+        dense: list[float],
+        sparse: SparseQuery,
+        mode: str,
+        limit: int,
+        under: str | None = None,
+    ) -> list[ScoredChunk]:
+        engine = self._open_engine()
+        if engine is None:
+            return []
+        if mode == "keyword" and not sparse.indices:
+            return []
+        # Every mode is one prefetch per retriever, fused by DBSF: each retriever's scores are
+        # normalised over its own candidates, so a score means the same across queries and
+        # modes (see semfs.ingest.store.FUSION_CANDIDATES).
+        fused = FusedQuery(
+            Where(tuple(_chunks_under(under))),
+            limit,
+            candidates=max(limit, FUSION_CANDIDATES),
+            dense=dense if mode != "keyword" else None,
+            sparse=sparse if mode != "semantic" and sparse.indices else None,
+            with_dense=bool(dense),
+        )
+        hits = engine.fuse(fused)
+        # The chunks' dense vectors come back too: their cosine to the query is a similarity
+        # a caller may want beside the fused score.
+        return [
+            ScoredChunk(
+                ChunkRecord.from_payload(p.payload or {}),
+                float(p.score),
+                similarity(dense, p.vector, DENSE),
+            )
+            for p in hits
+        ]
+
+    def chunk_paths_matching(
+        self, substrings: Sequence[str], words: Sequence[str], under: str | None = None
+    ) -> list[str]:
+        engine = self._open_engine()
+        if engine is None:
+            return []
+        must = _chunks_under(under)
+        must += [Substring("text", s) for s in substrings]
+        if words:
+            must.append(Words("text", " ".join(words)))
+        return sorted({str(p["path"]) for p in self._scroll(engine, Where(tuple(must)), ["path"])})
+
+    def chunk_line_spans(self, under: str | None = None) -> Iterator[LineSpan]:
+        engine = self._open_engine()
+        if engine is None:
+            return
+        for p in self._scroll(engine, Where(tuple(_chunks_under(under))), _LINE_FIELDS):
+            yield (
+                str(p["path"]),
+                int(p["gen"]),
+                int(p["index"]),
+                int(p["start_line"]),
+                int(p["end_line"]),
+            )
+
+    def count_chunks(self) -> int:
+        engine = self._open_engine()
+        if engine is None:
+            return 0
+        return engine.count(Where(tuple(_chunks_under(None))))

@@ -1,0 +1,112 @@
+"""Who owns an embedded collection: its lock file, and the note saying who holds it.
+
+Qdrant Edge refuses a second opener of a shard (its WAL is locked), but only after that
+opener has rewritten segment files under the live owner. So semfs takes its own lock first,
+``COLLECTION/lock`` (an exclusive, non-blocking ``flock``), before Edge sees the shard, and
+every operation that must not run beside an owner (setting a shard aside, removing or renaming
+a collection) takes the same lock the same way (:func:`lock`, :func:`locked`). The owner writes
+``COLLECTION/owner.json`` (pid and command line) so that a refused process can say who holds
+it; the note is informational only, the lock is what decides.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from semfs.ingest.errors import StoreLockedError
+from semfs.ingest.store import privacy
+from semfs.ingest.store.holder import command_line
+
+logger = logging.getLogger(__name__)
+
+LOCK_NAME = "lock"
+OWNER_NAME = "owner.json"
+
+
+def read_owner(coll_dir: Path) -> str:
+    """A description of the process that holds the shard, as far as it told us."""
+    try:
+        info = json.loads((coll_dir / OWNER_NAME).read_text())
+        return f"pid {info['pid']} ({info['command']})"
+    except (OSError, ValueError, KeyError):
+        return "another process"
+
+
+def lock(coll_dir: Path, refused: Callable[[str], str]) -> int:
+    """Take ``coll_dir``'s lock: the descriptor to close to release it. When another process
+    holds it, :class:`StoreLockedError` with ``refused(who holds it)`` as its message."""
+    fd = os.open(coll_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        raise StoreLockedError(refused(read_owner(coll_dir))) from exc
+    return fd
+
+
+@contextlib.contextmanager
+def locked(coll_dir: Path, refused: Callable[[str], str]) -> Iterator[None]:
+    """:func:`lock` for the length of a ``with`` block."""
+    fd = lock(coll_dir, refused)
+    try:
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor drops the flock
+
+
+class ShardLock:
+    """This process's ownership of the collection in ``coll_dir``, from :meth:`take` to
+    :meth:`release`. While it is held the umask is 077 (:func:`privacy.hold`): whatever Edge
+    creates is owner-only, as the store holds copies of the user's documents."""
+
+    def __init__(self, store_dir: Path, coll_dir: Path) -> None:
+        self.store_dir = store_dir
+        self.coll_dir = coll_dir
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def take(self) -> None:
+        privacy.private_dir(self.store_dir)
+        privacy.private_dir(self.coll_dir)
+        self._fd = lock(self.coll_dir, self.refusal)
+        privacy.hold()
+
+    def refusal(self, owner: str) -> str:
+        """The message for a process refused the shard because ``owner`` holds it."""
+        return (
+            f"store {self.coll_dir} is in use by {owner}; "
+            "stop it (semfs umount) or wait for it to finish"
+        )
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+            privacy.release()
+
+    def write_owner(self) -> None:
+        """Say who we are in ``owner.json``, for the messages of the processes we refuse."""
+        info = {"pid": os.getpid(), "command": command_line()[:200]}
+        try:
+            (self.coll_dir / OWNER_NAME).write_text(json.dumps(info))
+        except OSError as exc:  # informational only
+            logger.debug("cannot write owner file: %s", exc)
+
+    def forget_owner(self) -> None:
+        """Remove ``owner.json`` if it still names this process (another may own it now)."""
+        path = self.coll_dir / OWNER_NAME
+        try:
+            info = json.loads(path.read_text())
+            if info.get("pid") == os.getpid():
+                path.unlink()
+        except (OSError, ValueError):
+            pass
