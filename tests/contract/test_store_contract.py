@@ -1,5 +1,6 @@
 """One contract, every backend: embedded Qdrant Edge, qdrant-client local mode (standing in
-for a server) and, when QDRANT_URL is set, a real Qdrant server."""
+for a server), the owner's proxy (an Edge store served on its socket, called through
+:class:`RemoteStore`) and, when QDRANT_URL is set, a real Qdrant server."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,11 +19,13 @@ from semfs.ingest.errors import StoreLockedError, StoreNotFoundError
 from semfs.ingest.store import SparseQuery, Store, warming
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge_store import EdgeStore
+from semfs.ingest.store.ipc.client import RemoteStore
 from semfs.ingest.store.schema import (
     _NAMESPACE,
     BLOB_PART,
     ChunkPoint,
     ChunkRecord,
+    DirectoryRecord,
     DocumentRecord,
     StoreMeta,
     chunk_id,
@@ -32,7 +35,7 @@ from semfs.ingest.store.schema import (
 )
 from semfs.ingest.store.server_store import ServerStore
 
-BACKENDS = ["edge", "local", "server"]
+BACKENDS = ["edge", "local", "proxy", "server"]
 # Read at import, before the autouse fixture clears QDRANT_URL for every other test.
 SERVER_URL = os.environ.get("QDRANT_URL")
 EMB = HashEmbedder(256)
@@ -41,8 +44,17 @@ BM25 = qe.Bm25()
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    owner: EdgeStore | None = None
+    stop: Callable[[], None] | None = None
     if request.param == "edge":
         s: Store = EdgeStore(tmp_path / "edge", "docs")
+    elif request.param == "proxy":
+        # The owner of an Edge store serves it on its socket, as a mount does; the test's
+        # calls go through the socket to it.
+        owner = EdgeStore(tmp_path / "owned", "docs")
+        stop = owner.serve_writers()
+        s = open_store(tmp_path / "owned", collection="docs")
+        assert isinstance(s, RemoteStore)
     elif request.param == "local":
         s = ServerStore(f"file://{tmp_path / 'local'}", "docs")
     else:
@@ -59,6 +71,10 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         if isinstance(s, ServerStore) and request.param == "server" and s.exists():
             s.client.delete_collection(s.collection)
         s.close()
+        if stop is not None:
+            stop()
+        if owner is not None:
+            owner.close()
 
 
 def _points(path: str, gen: int, texts: list[str]) -> list[ChunkPoint]:
@@ -325,3 +341,56 @@ def test_blobs_are_stored_in_parts_and_deleted_like_chunks(store: Store) -> None
     assert store.get_document("a/report.pdf.md") is not None
     store.delete_stale_chunks("a/report.pdf", None)
     assert store.chunk_versions() == {("a/report.pdf.md", 4), ("empty.pdf", 1)}
+
+
+def test_directories(store: Store) -> None:
+    store.create(256)
+    assert store.list_directories() == []
+    records = [DirectoryRecord(p, 0o750, 1000, 1000, 1_700_000_000_000_000_000) for p in ("", "a")]
+    store.put_directories(records)
+    store.put_directories([DirectoryRecord("a/b", 0o700, 1000, 100, 5)])
+    store.put_directories([DirectoryRecord("a", 0o755, 1000, 1000, 7)])  # replaces a's record
+    got = sorted(store.list_directories(), key=lambda d: d.path)
+    assert got == [
+        records[0],
+        DirectoryRecord("a", 0o755, 1000, 1000, 7),
+        DirectoryRecord("a/b", 0o700, 1000, 100, 5),
+    ]
+    store.delete_directories(["a", "nothing"])
+    assert sorted(d.path for d in store.list_directories()) == ["", "a/b"]
+    assert store.list_documents() == []  # folders are not documents
+
+
+def test_text_filters_find_the_paths_to_grep(store: Store) -> None:
+    store.create(256)
+    _commit(store, "keys/rotate.md", 1, ["Rotate the API key\n", "then deploy it.\n"])
+    _commit(store, "install.md", 1, ["install, then rotate\n"])
+    assert store.chunk_paths_matching(["API key"], []) == ["keys/rotate.md"]
+    assert store.chunk_paths_matching(["api key"], []) == []  # substrings are case-sensitive
+    # Words are whole words, in any case, all in one chunk.
+    assert store.chunk_paths_matching([], ["rotate"]) == ["install.md", "keys/rotate.md"]
+    assert store.chunk_paths_matching([], ["rotate"], under="keys") == ["keys/rotate.md"]
+    assert store.chunk_paths_matching([], ["rot"]) == []
+    assert store.chunk_paths_matching(["deploy"], ["rotate"]) == []
+    assert store.chunk_paths_matching(["deploy"], ["then"]) == ["keys/rotate.md"]
+    # Any generation: an uncommitted one is found too (the grep checks committed text).
+    store.upsert_chunks(_points("install.md", 2, ["nothing to deploy\n"]))
+    assert store.chunk_paths_matching(["deploy"], []) == ["install.md", "keys/rotate.md"]
+
+
+def test_split_lines_are_found(store: Store) -> None:
+    """A chunk that ends inside a line (the next starts on the same line) marks its path."""
+    store.create(256)
+    _commit(store, "whole.md", 1, ["one\n", "two\n"])
+    points = _points("long.md", 1, ["a very long line, cut here ", "and ended here\n"])
+    first, second = (p.record for p in points)
+    points[1] = ChunkPoint(
+        ChunkRecord(second.path, 1, 1, second.start, second.end, 1, 1, second.text, ""),
+        points[1].dense,
+        points[1].sparse_indices,
+        points[1].sparse_values,
+    )
+    assert first.start_line == first.end_line == 1
+    store.upsert_chunks(points)
+    assert store.split_line_paths() == ["long.md"]
+    assert store.split_line_paths(under="elsewhere") == []
