@@ -15,8 +15,8 @@ from semfs.fusefs.view.searchdir import DEFAULT_NAME
 PLACEHOLDER = "DOCS"
 
 GUIDE = f"""\
-The documentation is mounted read-only at DOCS: a plain directory tree (ls, cat, grep,
-sed and find work). Search it first, then read:
+The documentation is mounted at DOCS: a plain directory tree (ls, cat, grep, sed and
+find work). Search it first, then read:
 
 1. Ask a question as a folder name and read the results file:
      cat "DOCS/{DEFAULT_NAME}/rotate api key/{RESULTS_NAME}"
@@ -37,6 +37,11 @@ sed and find work). Search it first, then read:
    at most 255 bytes. Start it with a space if it starts with "." or "@".
 6. If every match is weak, reword with the words the docs would use, try @keyword, or
    grep -rn WORD DOCS. {DEFAULT_NAME} is never listed: name it to use it.
+7. If DOCS is writable (semfs mount --watch DIR --writable), keep your notes and long
+   command outputs in a folder of it rather than in context, then search them:
+     make test > DOCS/notes/test.log 2>&1
+     cat "DOCS/notes/{DEFAULT_NAME}/failing test/{RESULTS_NAME}"
+   A file is searchable about a second after it is closed. Over MCP: the write tool.
 """
 
 

@@ -39,7 +39,9 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from semfs.fusefs.agent.tokens import (
+    OWNER,
     OWNER_TOKEN,
+    Grant,
     ScopedTokens,
     TokenVerifier,
     grant_of,
@@ -80,7 +82,7 @@ _Server, ToolError, MCP2 = _sdk()
 
 GUIDE = """\
 This server is a document collection (semfs): files you can search by meaning, grep, list
-and read, all read-only. Paths are relative to the collection root.
+and read. Paths are relative to the collection root.
 How to work:
 1. Start with search(query), a few words in the docs' own terms ("rotate API key"; the
    feature, setting or error, not the story of what broke): it ranks documents by meaning
@@ -98,7 +100,25 @@ How to work:
 Every result is cut at a size budget and then says how to narrow the call."""
 
 
-def _tool(fn: Callable[..., ToolOutput], authenticated: bool) -> Callable[..., Any]:
+WRITE_REFUSED = (
+    "write is refused: this server is read-only for you (start it with `semfs mcp --writable`, "
+    "or use a token made with `semfs token create NAME --under DIR --write`)"
+)
+
+
+def may_write(box: Toolbox, grant: Grant | None) -> bool:
+    """Whether a caller may use the write tool: stdio and the owner token when the server
+    was started --writable; a scoped token when it was made --write (in its folders)."""
+    if grant is None or grant.name == OWNER:
+        return box.writable
+    return grant.write
+
+
+def _tool(
+    fn: Callable[..., ToolOutput],
+    authenticated: bool,
+    allowed: Callable[[Grant | None], bool] | None = None,
+) -> Callable[..., Any]:
     """A Toolbox call as a tool body: run off the event loop (so that one slow call does not
     hold up the others), within the caller's scope, returning text for the agent and data as
     structured content; library errors become one-line tool errors.
@@ -106,6 +126,7 @@ def _tool(fn: Callable[..., ToolOutput], authenticated: bool) -> Callable[..., A
     ``fn`` takes the tool's parameters and then ``scope``; the tool's schema shows only the
     parameters. With ``authenticated`` (HTTP) the scope is the bearer token's, and a call
     without one is refused (the SDK's middleware lets none through: this is a second lock).
+    ``allowed(grant)`` False (None: stdio) refuses the call (the write tool).
     """
     params = list(inspect.signature(fn).parameters.values())
     assert params[-1].name == "scope"
@@ -113,11 +134,14 @@ def _tool(fn: Callable[..., ToolOutput], authenticated: bool) -> Callable[..., A
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> CallToolResult:
         scope: Scope = ()
+        grant = None
         if authenticated:
             grant = grant_of(get_access_token())
             if grant is None:
                 raise ToolError("not authenticated: send Authorization: Bearer TOKEN")
             scope = grant.under
+        if allowed is not None and not allowed(grant):
+            raise ToolError(WRITE_REFUSED)
         try:
             out = await anyio.to_thread.run_sync(
                 functools.partial(fn, *args, scope=scope, **kwargs)
@@ -236,6 +260,16 @@ def build_server(
     def status(scope: Scope = ()) -> ToolOutput:
         return box.status(scope=scope)
 
+    def write(
+        path: Annotated[str, Field(description="The text file to write, e.g. notes/build.log.")],
+        text: Annotated[str, Field(description="The text to write.")],
+        mode: Annotated[
+            str, Field(description="append (default: add to the end) or replace (the whole file).")
+        ] = "append",
+        scope: Scope = (),
+    ) -> ToolOutput:
+        return box.write(path, text, mode, scope=scope)
+
     descriptions: dict[str, tuple[Callable[..., ToolOutput], str]] = {
         "search": (
             search,
@@ -278,6 +312,19 @@ def build_server(
             name=name,
             description=description,
             annotations=read_only,
+            structured_output=False,
+        )
+    if verifier is not None or box.writable:  # else nobody could ever use it
+        server.add_tool(
+            _tool(write, verifier is not None, functools.partial(may_write, box)),
+            name="write",
+            description="Write a text file into the collection (append, or replace it whole); "
+            "it is searchable when this returns. Keep notes and long command outputs here, "
+            "then search them instead of keeping them in context. Refused unless the server "
+            "lets you write.",
+            annotations=ToolAnnotations.model_validate(
+                {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False}
+            ),
             structured_output=False,
         )
     return server

@@ -18,6 +18,7 @@ Rules a caller may rely on:
   in constant time and reads ``mcp-tokens.json`` again when it changed, so ``semfs token
   revoke`` takes effect on the next request without a restart.
 * A grant's ``under`` is a tuple of collection-relative folders; ``()`` is everything.
+  ``write`` (``semfs token create --write``) lets it use the write tool in those folders.
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 @dataclass(frozen=True)
 class Grant:
-    """What one token may see: ``under`` folders (``()``: the whole collection)."""
+    """What one token may see: ``under`` folders (``()``: the whole collection); ``write``:
+    it may also write files there (the owner's right to write is the server's)."""
 
     name: str
     under: tuple[str, ...] = ()
+    write: bool = False
 
     @property
     def everything(self) -> bool:
@@ -166,8 +169,9 @@ class ScopedTokens:
     def _write(self, tokens: list[dict[str, Any]]) -> None:
         _write_private(self.path, json.dumps({"tokens": tokens}, indent=2) + "\n")
 
-    def create(self, name: str, under: tuple[str, ...]) -> str:
-        """A new token for ``name`` that sees ``under`` only; returns the token (shown once)."""
+    def create(self, name: str, under: tuple[str, ...], write: bool = False) -> str:
+        """A new token for ``name`` that sees ``under`` only (and writes there, with
+        ``write``); returns the token (shown once)."""
         if not _NAME.fullmatch(name) or name == OWNER:
             raise TokenError(
                 f"token name {name!r}: use letters, digits, '.', '_' or '-' (at most 64), "
@@ -187,6 +191,7 @@ class ScopedTokens:
                 {
                     "name": name,
                     "under": list(folders),
+                    "write": write,
                     "sha256": _digest(token),
                     "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 }
@@ -198,7 +203,12 @@ class ScopedTokens:
         """Name, folders and creation time of each token (no digests)."""
         with self._lock:
             return [
-                {"name": t["name"], "under": list(t["under"]), "created": t.get("created", "")}
+                {
+                    "name": t["name"],
+                    "under": list(t["under"]),
+                    "write": bool(t.get("write")),
+                    "created": t.get("created", ""),
+                }
                 for t in self._read()
             ]
 
@@ -221,7 +231,7 @@ class ScopedTokens:
                 seen = None
             if seen != self._seen:
                 self._by_digest = {
-                    t["sha256"]: Grant(t["name"], tuple(t["under"]))
+                    t["sha256"]: Grant(t["name"], tuple(t["under"]), bool(t.get("write")))
                     for t in (self._read() if seen is not None else [])
                 }
                 self._seen = seen
@@ -257,7 +267,7 @@ class TokenVerifier:
             client_id=grant.name,
             subject=grant.name,
             scopes=[],
-            claims={"under": list(grant.under)},
+            claims={"under": list(grant.under), "write": grant.write},
         )
 
 
@@ -265,5 +275,5 @@ def grant_of(token: AccessToken | None) -> Grant | None:
     """The grant an authenticated request carries (None: not an HTTP request with a token)."""
     if token is None:
         return None
-    under = (token.claims or {}).get("under") or []
-    return Grant(token.client_id, tuple(under))
+    claims = token.claims or {}
+    return Grant(token.client_id, tuple(claims.get("under") or []), bool(claims.get("write")))

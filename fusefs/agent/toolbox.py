@@ -1,4 +1,4 @@
-"""The collection as five agent tools: search, read, grep, list, status. No MCP here.
+"""The collection as agent tools: search, read, grep, list, status, and write. No MCP here.
 
 :class:`Toolbox` answers each call with a :class:`ToolOutput` (the text an agent reads, plus
 JSON data); :mod:`semfs.fusefs.agent.mcp` serves them. It reads the store the way the mount does: a
@@ -19,6 +19,8 @@ Rules a caller may rely on:
 * Every tool takes a ``scope`` (folders, ``()``: everything): what lies outside it is pruned
   from the tree before the tool looks, so no answer, count or error tells it apart from a
   path that does not exist.
+* ``write`` adds a text file to the collection's source folder and indexes it before it
+  returns (:mod:`semfs.fusefs.agent.writing`); whether a caller may is the server's call.
 * Bad input raises :class:`~semfs.ingest.errors.SemfsError` with one line saying what to change.
 """
 
@@ -42,9 +44,11 @@ from semfs.fusefs.agent.grep import (
     Grep,
     GrepResult,
     document_lines,
+    normalize_path,
     resolve,
     walk,
 )
+from semfs.fusefs.agent.writing import SourceWriter
 from semfs.fusefs.view.reader import DocumentReader
 from semfs.fusefs.view.refresh import TreeRefresher
 from semfs.fusefs.view.searchdir import SearchOptions, SearchPath, link_names, render_results
@@ -163,6 +167,10 @@ class Toolbox:
         self._searcher_lock = threading.Lock()
         self._views: dict[Scope, tuple[Tree, Tree]] = {}
         self._views_lock = threading.Lock()
+        self.writer = SourceWriter(store)
+        # Whether the server's own user may write (semfs mcp --writable); scoped tokens
+        # carry their own right (semfs token create --write).
+        self.writable = False
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -449,6 +457,30 @@ class Toolbox:
             {"entries": rows},
             "list a subdirectory, drop recursive, or give a narrower pattern",
         )
+
+    def write(self, path: str, text: str, mode: str = "append", scope: Scope = ()) -> ToolOutput:
+        """Write ``text`` to the file ``path`` of the source (``append`` or ``replace``),
+        index it, and show the new tree: a search finds it when this returns."""
+        rel = normalize_path(path)
+        if scope and not any(rel == f or rel.startswith(f + "/") for f in scope):
+            raise PathError(
+                f"{rel!r} is outside the folders this token may write: {', '.join(scope)}"
+            )
+        done = self.writer.write(rel, text, mode)
+        self.refresher.check()
+        verb = "appended" if mode == "append" else "wrote"
+        line = f"{verb} {done.bytes_written} bytes to {done.path} (now {done.size} bytes); "
+        line += "searchable now" if done.indexed else f"not indexed: {done.reason}"
+        data = {
+            "path": done.path,
+            "mode": done.mode,
+            "bytes_written": done.bytes_written,
+            "size": done.size,
+            "indexed": done.indexed,
+        }
+        if done.reason:
+            data["reason"] = done.reason
+        return ToolOutput(line + "\n", data)
 
     def status(self, scope: Scope = ()) -> ToolOutput:
         tree = self.view(scope)

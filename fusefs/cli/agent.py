@@ -54,6 +54,12 @@ from semfs.fusefs.view.searchdir import DEFAULT_NAME
     type=click.IntRange(1000),
     help="Bytes per tool result (text and structured content); longer results are cut with a note.",
 )
+@click.option(
+    "--writable",
+    is_flag=True,
+    help="Offer the write tool to stdio and the owner token: it writes text files into the "
+    "collection's source folder and indexes them (scoped tokens need `token create --write`).",
+)
 @click.pass_context
 @handle_errors
 def mcp_cmd(
@@ -67,8 +73,9 @@ def mcp_cmd(
     allow_hosts: tuple[str, ...],
     session_timeout: float,
     budget: int,
+    writable: bool,
 ) -> None:
-    """Serve a collection to AI agents as MCP tools: search, read, grep, list, status.
+    """Serve a collection to AI agents as MCP tools: search, read, grep, list, status, write.
 
     Speaks MCP on stdin/stdout (what Claude Code, Cursor, Codex and smolagents launch),
     or streamable HTTP with --http. grep answers like `grep -rn` over a mount, with the
@@ -76,6 +83,8 @@ def mcp_cmd(
     Over HTTP every request needs `Authorization: Bearer TOKEN`: the owner token (made on
     first use, owner-only; the start-up line says where) sees everything, a scoped token
     (`semfs token create`) only its folders. stdio needs none: it runs as you.
+    The write tool (notes, long command outputs, searchable once written) is refused unless
+    the server was started --writable or the token was made --write.
 
     \b
     Example:
@@ -83,6 +92,7 @@ def mcp_cmd(
         semfs mcp --store ~/.local/share/semfs -c docs
         semfs mcp --http 127.0.0.1:8765
         semfs mcp --http 0.0.0.0:8765 --allow-host docs.example.lan
+        semfs mcp --writable
         claude mcp add docs -- semfs mcp -c docs
         claude mcp add --transport http docs http://127.0.0.1:8765/mcp \\
             --header "Authorization: Bearer $(cat ~/.local/share/semfs/docs/mcp.token)"
@@ -98,6 +108,7 @@ def mcp_cmd(
         with open_toolbox(store_path, url, api_key, collection, budget) as box:
             from semfs.fusefs.agent.mcp import serve
 
+            box.writable = writable
             serve(
                 box,
                 http,
@@ -141,11 +152,15 @@ def token_group() -> None:
     metavar="DIR",
     help="A folder of the collection the token may see (relative to its root); repeatable.",
 )
+@click.option(
+    "--write", is_flag=True, help="The token may also write files there (the MCP write tool)."
+)
 @store_options
 @handle_errors
 def token_create(
     name: str,
     under: tuple[str, ...],
+    write: bool,
     store_path: Path | None,
     url: str | None,
     api_key: str | None,
@@ -153,18 +168,22 @@ def token_create(
 ) -> None:
     """Make a token NAME that sees only the folders given with --under; print it once.
 
+    With --write it may also write text files there (the MCP write tool).
+
     Only its SHA-256 is kept: save what is printed, it cannot be shown again.
 
     \b
     Example:
         semfs token create ci --under deploy > ci.token
         semfs token create support --under guides --under faq -c docs
+        semfs token create agent --under notes --write > agent.token
     """
     from semfs.fusefs.agent.tokens import ScopedTokens, token_folder
 
-    token = ScopedTokens(token_folder(store_path, url, collection)).create(name, under)
+    token = ScopedTokens(token_folder(store_path, url, collection)).create(name, under, write)
     click.echo(token)
-    click.echo(f"token {name!r} sees {', '.join(sorted(set(under)))} only", err=True)
+    does = "sees and writes" if write else "sees"
+    click.echo(f"token {name!r} {does} {', '.join(sorted(set(under)))} only", err=True)
 
 
 @token_group.command(name="list")
@@ -185,7 +204,8 @@ def token_list(
     if not tokens:
         click.echo("no scoped tokens (the owner token in mcp.token sees everything)", err=True)
     for t in tokens:
-        click.echo(f"{t['name']}\t{t['created']}\t{' '.join(t['under'])}")
+        right = "write" if t["write"] else "read"
+        click.echo(f"{t['name']}\t{t['created']}\t{right}\t{' '.join(t['under'])}")
 
 
 @token_group.command(name="revoke")

@@ -191,8 +191,8 @@ class MountDaemon:
         """The callbacks: read-only, or passing writes to the source (--writable)."""
         if not self.cfg.writable:
             return SemfsOperations(*args, **kwargs)
-        from semfs.fusefs.mount.beneath import SourceFolder
         from semfs.fusefs.mount.writes import WritableOperations
+        from semfs.ingest.beneath import SourceFolder
 
         assert self.cfg.watch is not None
         source = SourceFolder(self.cfg.watch)

@@ -7,7 +7,7 @@ through, with semfs's read-only additions beside it.
 Rules a caller may rely on:
 
 * **The source is the truth.** Every name the source folder holds is shown with its own
-  attributes and read and written in place (:class:`~semfs.fusefs.mount.beneath.SourceFolder`:
+  attributes and read and written in place (:class:`~semfs.ingest.beneath.SourceFolder`:
   beneath the folder's descriptor, no link followed). A reader sees a write at once, from
   the source, before any ingest; a file deleted or renamed through the mount is gone at once.
   A document the store still holds but the source no longer has is not shown.
@@ -39,11 +39,11 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from semfs.fusefs.mount.access import Caller
-from semfs.fusefs.mount.beneath import SourceFolder
 from semfs.fusefs.mount.bindings import FuseOSError, Operations, overrides, request_caller
 from semfs.fusefs.mount.credentials import acting_as
 from semfs.fusefs.mount.ops import SemfsOperations
 from semfs.fusefs.view.tree import DIR, FILE, SYMLINK, Node
+from semfs.ingest.beneath import SourceFolder
 
 logger = logging.getLogger(__name__)
 

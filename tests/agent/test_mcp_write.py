@@ -1,0 +1,107 @@
+"""The MCP write tool: who may write, where it writes, and that a search finds it at once.
+
+Real `semfs mcp` servers (stdio and HTTP) on a hash-model store ingested from a folder; the
+bytes are checked in that folder, the search through the same server.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.mcpclient import call, connect, data, is_error, run, stdio, text
+from tests.helpers.mcphttp import http_server
+from tests.helpers.mounting import ingest_hash, semfs
+
+pytestmark = pytest.mark.mount  # HTTP servers and subprocesses, as the other MCP tests
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    (src / "deploy").mkdir(parents=True)
+    (src / "deploy" / "proxy.md").write_text("# Proxy\nServe the docs behind nginx.\n")
+    (src / "report.pdf").write_bytes(b"%PDF-1.4 not really\n")
+    ingest_hash(src, tmp_path / "store")
+    return src
+
+
+def _hits(result: Any) -> list[str]:
+    return [h["path"] for h in data(result)["results"]]
+
+
+def test_stdio_writes_only_when_started_writable(tmp_path: Path, source: Path) -> None:
+    store = ("--store", str(tmp_path / "store"))
+
+    async def read_only() -> list[str]:
+        async with connect(stdio(*store)) as client:
+            return [t.name for t in (await client.list_tools()).tools]
+
+    assert "write" not in run(read_only)
+
+    async def writable() -> list[Any]:
+        async with connect(stdio(*store, "--writable")) as client:
+            return [
+                await call(client, "write", path="notes/build.log", text="step one: okapi\n"),
+                await call(client, "write", path="notes/build.log", text="step two: quokka\n"),
+                await call(client, "search", query="quokka", mode="keyword"),
+                await call(
+                    client, "write", path="notes/build.log", text="only kiwi\n", mode="replace"
+                ),
+                await call(client, "search", query="kiwi", mode="keyword"),
+                await call(client, "read", path="notes/build.log"),
+                await call(client, "write", path=".git/config", text="x"),
+                await call(client, "write", path="report.pdf", text="x"),
+                await call(client, "write", path="report.pdf.md", text="x"),
+                await call(client, "write", path="../escape.md", text="x"),
+                await call(client, "write", path="notes/x.md", text="x", mode="prepend"),
+            ]
+
+    first, second, found, replaced, found_again, read, *refused = run(writable)
+    assert not is_error(first) and data(first)["indexed"] and data(first)["size"] == 16
+    assert data(second)["size"] == 33 and "searchable now" in text(second)
+    assert "notes/build.log" in _hits(found)
+    assert data(replaced)["size"] == 10
+    assert _hits(found_again)[:1] == ["notes/build.log"]
+    assert "only kiwi" in text(read)
+    assert (source / "notes" / "build.log").read_text() == "only kiwi\n"
+    assert all(is_error(r) for r in refused), [text(r) for r in refused]
+    assert not (source / ".git").exists() and not (source / "report.pdf.md").exists()
+    assert not (tmp_path / "escape.md").exists()
+    assert sorted(p.name for p in (source / "notes").iterdir()) == ["build.log"]  # no temp left
+
+
+def test_http_write_needs_a_writable_server_or_a_write_token(tmp_path: Path, source: Path) -> None:
+    store = ("--store", str(tmp_path / "store"))
+    writer = semfs("token", "create", "agent", "--under", "notes", "--write", *store).stdout.strip()
+    reader = semfs("token", "create", "ci", "--under", "notes", *store).stdout.strip()
+    assert "\twrite\tnotes" in semfs("token", "list", *store).stdout
+
+    def calls(url: str, token: str, *writes: dict[str, Any]) -> list[Any]:
+        async def session() -> list[Any]:
+            async with connect(url, token) as client:
+                return [await call(client, "write", **w) for w in writes]
+
+        return run(session)
+
+    with http_server(*store) as server:  # not --writable
+        (owner,) = calls(server.url, server.token, {"path": "notes/o.md", "text": "owner"})
+        (scoped_reader,) = calls(server.url, reader, {"path": "notes/r.md", "text": "reader"})
+        ok, outside = calls(
+            server.url,
+            writer,
+            {"path": "notes/agent.md", "text": "The agent saw a pangolin.\n"},
+            {"path": "deploy/agent.md", "text": "outside its folder"},
+        )
+    assert is_error(owner) and "--writable" in text(owner)
+    assert is_error(scoped_reader) and is_error(outside)
+    assert not is_error(ok), text(ok)
+    assert (source / "notes" / "agent.md").read_text() == "The agent saw a pangolin.\n"
+    assert sorted(p.name for p in (source / "notes").iterdir()) == ["agent.md"]
+    assert sorted(p.name for p in (source / "deploy").iterdir()) == ["proxy.md"]
+    with http_server(*store, "--writable") as server:
+        (owner,) = calls(server.url, server.token, {"path": "notes/o.md", "text": "owner\n"})
+    assert not is_error(owner), text(owner)
+    assert (source / "notes" / "o.md").read_text() == "owner\n"
