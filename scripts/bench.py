@@ -13,7 +13,7 @@ What is measured (section names as in the JSON):
   ``semfs ingest`` (and whether it imported torch); synthetic sizes.
 * ``mount``: from the start of ``semfs mount`` to the first ``ls`` that shows the tree.
 * ``reading``: grep -r (cold, warm), find, cat of every file, du -s, 8 parallel readers, on the
-  mount vs a native copy.
+  mount vs a native copy and vs bindfs (a C passthrough over that copy; skipped when absent).
 * ``search``: a warm ``.search/<question>/`` listing vs ``Searcher.search`` in-process vs
   ``store.query`` with a precomputed vector.
 * ``memory``: the mount daemon's peak RSS (VmHWM) before and after the model is loaded.
@@ -70,6 +70,7 @@ from benchmarks.ingesting import build_hash_store, measure_model_ingest, measure
 from benchmarks.memory import memory_with_model, memory_without_model
 from benchmarks.reading import (
     SERIAL,
+    VS_BINDFS,
     WARM_OPS,
     file_list,
     measure_cold_grep,
@@ -97,7 +98,11 @@ QUERY_DIR_ROWS = (
     ("search", "query-dir listing p95"),
     ("memory", "daemon peak RSS, model loaded"),
 )
-MOUNT_SESSION = (*(("reading", op) for op in WARM_OPS), *QUERY_DIR_ROWS)
+MOUNT_SESSION = (
+    *(("reading", op) for op in WARM_OPS),
+    *(("reading", op + VS_BINDFS) for op in WARM_OPS),
+    *QUERY_DIR_ROWS,
+)
 NO_MODEL_ROW = ("memory", "daemon peak RSS, model not loaded")
 IN_PROCESS_ROWS = (
     *(
@@ -116,9 +121,14 @@ IN_PROCESS_ROWS = (
 def bench_corpus(cfg: Config, res: Results, info: CorpusInfo) -> None:
     """Every per-corpus measurement; a mount that fails marks its figures "skipped"."""
     listfile = file_list(info, cfg.workdir / f"{info.slug}.files")
-    with res.guard("mount", ["mount → first ls, p50", "mount → first ls, p90"], info.name):
+    readiness = [
+        "mount → first ls, p50",
+        "mount → first ls, p90",
+        "mount → first ls, p50" + VS_BINDFS,
+    ]
+    with res.guard("mount", readiness, info.name):
         measure_readiness(cfg, res, info)
-    with res.guard("reading", ["grep -r (cold)"], info.name):
+    with res.guard("reading", ["grep -r (cold)", "grep -r (cold)" + VS_BINDFS], info.name):
         measure_cold_grep(cfg, res, info, listfile)
     if info.hash_store != info.store:  # first: the with-model row below names it as baseline
         with res.guard("memory", [NO_MODEL_ROW], info.name):

@@ -29,6 +29,14 @@ if [[ ",$extra," == *,test,* ]]; then
     command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
   done
 fi
+# The benchmark's C passthrough baseline (scripts/benchmarks/reading.py). bindfs is GPL: the bench
+# extra installs it as a tool to measure against, never the default install.
+BENCH_TOOLS="bindfs:bindfs"
+if [[ ",$extra," == *,bench,* ]]; then
+  for pair in $BENCH_TOOLS; do
+    command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
+  done
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null; then
     echo "setup: installing ${missing[*]} with apt-get" >&2

@@ -226,6 +226,44 @@ def mounted(store: Path, mnt: Path) -> Iterator[Mounted]:
         check_log(log)
 
 
+BINDFS = shutil.which("bindfs")
+NO_BINDFS = (
+    "bindfs is not installed (Debian: apt-get install bindfs; `scripts/setup.sh bench` installs "
+    "it): the C passthrough baseline is skipped"
+)
+
+
+@contextlib.contextmanager
+def bindfs_mounted(source: Path, mnt: Path) -> Iterator[Mounted]:
+    """``bindfs -r SOURCE MNT`` (Debian's C libfuse passthrough, its defaults) until the block
+    ends; always unmounted. ``ready_s`` is from starting bindfs to the first listing.
+
+    bindfs is GPL: a benchmark tool only, installed by the bench extra, never by default.
+    """
+    if BINDFS is None:
+        raise CannotMeasure(NO_BINDFS)
+    mnt.mkdir(parents=True, exist_ok=True)
+    try:
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [BINDFS, "-r", str(source), str(mnt)],
+            capture_output=True,
+            text=True,
+            timeout=MOUNT_TIMEOUT,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise CannotMeasure(f"bindfs exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
+        deadline = start + 10
+        while not (os.path.ismount(mnt) and os.listdir(mnt)):
+            if time.perf_counter() > deadline:
+                raise CannotMeasure(f"{mnt}: bindfs showed no files within 10 s")
+            time.sleep(0.002)
+        yield Mounted(mnt, None, time.perf_counter() - start, mnt)
+    finally:
+        force_unmount(mnt)
+
+
 def wait_for_model(m: Mounted) -> bool:
     """List one query directory, which waits for the daemon's model: afterwards nothing loads
     in the background to compete with what is measured. False when there is no .search."""
