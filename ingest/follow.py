@@ -23,17 +23,15 @@ import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from semfs.ingest.embedding.embedder import Embedder, load_embedder
-from semfs.ingest.errors import StoreOwnedError
+from semfs.ingest.host import StoreHost
 from semfs.ingest.origin import claim_source
 from semfs.ingest.pipeline import ingest, resolve_model
-from semfs.ingest.search import Searcher, query_service
+from semfs.ingest.search import Searcher
 from semfs.ingest.sources import SourceOptions, check_source
 from semfs.ingest.store import Store
-from semfs.ingest.store.backends import open_store
-from semfs.ingest.store.owner import StoreOwner
 from semfs.ingest.syncstate import state_file
 from semfs.ingest.watch import OnBatch, SourceWatcher
 
@@ -59,14 +57,11 @@ class Follower:
         self.source = source
         self.options = options
         self._state_file = state_file(store_path, url, collection)
-        self._owner: StoreOwner | None = None
-        try:
-            self._owner = StoreOwner.open(
-                store_path, url=url, collection=collection, api_key=api_key, must_exist=False
-            )
-            self.store: Store = self._owner.store
-        except StoreOwnedError:  # a mount owns it: write through its socket, as `semfs ingest`
-            self.store = open_store(store_path, url=url, collection=collection, api_key=api_key)
+        # A mount that owns the store already is written through its socket, as `semfs ingest`.
+        self._host = StoreHost.open(
+            store_path, url=url, collection=collection, api_key=api_key, must_exist=False
+        )
+        self.store: Store = self._host.store
         try:
             # Another model: fail now, not per batch.
             self.embedder: Embedder = load_embedder(resolve_model(self.store, options.model))
@@ -114,12 +109,12 @@ class Follower:
             on_start=on_start,
             on_progress=on_progress,
         )
-        if self._owner is not None:
+        if self._host.owned:
             store = self.store
             searcher = _once(lambda: Searcher(store))
-            self._owner.serve(queries=query_service(searcher))
+            self._host.serve(searcher=searcher)
             if store.read_meta() is not None:  # the first search finds the model warm
-                threading.Thread(target=_warm_up, args=(searcher,), daemon=True).start()
+                self._host.warm(searcher)
         if on_ready is not None:
             on_ready()
         with contextlib.suppress(KeyboardInterrupt):
@@ -127,23 +122,13 @@ class Follower:
 
     def close(self) -> None:
         """Stop serving and close the store."""
-        if self._owner is not None:
-            self._owner.close()
-        else:
-            self.store.close()
+        self._host.close()
 
     def __enter__(self) -> Follower:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _warm_up(searcher: Callable[[], Any]) -> None:
-    try:
-        searcher().warm_up()
-    except Exception as exc:  # each search then says why, or embeds its query itself
-        logger.warning("cannot prepare searches: %s", exc)
 
 
 def _once(make: Callable[[], T]) -> Callable[[], T]:

@@ -58,13 +58,11 @@ from semfs.ingest.errors import (
     PathError,
     SemfsError,
     StoreNotFoundError,
-    StoreOwnedError,
     ToolInputError,
 )
-from semfs.ingest.search import MAX_K, Hit, Searcher, query_service
+from semfs.ingest.host import StoreHost
+from semfs.ingest.search import MAX_K, Hit, Searcher
 from semfs.ingest.store import MODES, Store
-from semfs.ingest.store.backends import open_store
-from semfs.ingest.store.owner import StoreOwner
 from semfs.ingest.store.schema import DocumentRecord
 
 logger = logging.getLogger(__name__)
@@ -527,13 +525,10 @@ def open_toolbox(
     its socket. One this process opens is served on the same socket while the block runs,
     so ``semfs ingest`` and other readers keep working (and the tree follows their writes).
     """
-    owner: StoreOwner | None = None
-    try:
-        owner = StoreOwner.open(store_path, url=url, collection=collection, api_key=api_key)
-        store = owner.store
-    except StoreOwnedError:  # a mount (or another semfs mcp) owns it: use its socket
-        store = open_store(store_path, url=url, collection=collection, api_key=api_key)
-    stops: list[Callable[[], None]] = [owner.close if owner is not None else store.close]
+    # A mount (or another semfs mcp) that owns the store is used through its socket.
+    host = StoreHost.open(store_path, url=url, collection=collection, api_key=api_key)
+    store = host.store
+    stops: list[Callable[[], None]] = [host.close]
     try:
         if not store.exists():
             raise StoreNotFoundError(
@@ -541,10 +536,9 @@ def open_toolbox(
             )
         box = Toolbox(store, budget=budget)
         stops.append(box.close)
-        if owner is not None:
-            # A `semfs search` beside us embeds its query with our model.
-            owner.serve(on_change=box.refresher.wake, queries=query_service(lambda: box.searcher))
-            stops.append(owner.stop_serving)
+        # A `semfs search` beside us runs on our searcher, with our model.
+        host.serve(on_change=box.refresher.wake, searcher=lambda: box.searcher)
+        stops.append(host.stop_serving)
         box.start()
         yield box
     finally:

@@ -39,12 +39,12 @@ from semfs.fusefs.view.refresh import DEFAULT_INTERVAL, TreeRefresher
 from semfs.fusefs.view.searchdir import DEFAULT_NAME, SearchDirectories, SearchOptions
 from semfs.fusefs.view.tree import InodeMap, Ownership
 from semfs.ingest.errors import MountError, StoreOwnedError
+from semfs.ingest.host import StoreHost
 from semfs.ingest.sources import SourceOptions
-from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, QueryService, Store
+from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, Store
 from semfs.ingest.store.catalog import mount_source
 from semfs.ingest.store.check import require_counts
 from semfs.ingest.store.manifest import collector_paused
-from semfs.ingest.store.owner import StoreOwner
 
 if TYPE_CHECKING:  # imported where used: the first listing needs neither (see MountDaemon.run)
     from semfs.fusefs.mount.writes import WritableOperations
@@ -128,16 +128,17 @@ def fuse_options(cfg: MountConfig) -> dict[str, Any]:
     return opts
 
 
-def open_mount_store(cfg: MountConfig) -> StoreOwner:
+def open_mount_store(cfg: MountConfig) -> StoreHost:
     """The store the mount reads, owned by this process; never a proxy to another daemon."""
     try:
-        return StoreOwner.open(
+        return StoreHost.open(
             cfg.store_path,
             url=cfg.url,
             collection=cfg.collection,
             api_key=cfg.api_key,
             timeout=cfg.connect_timeout,
             must_exist=cfg.watch is None,  # --watch creates it
+            through_owner=False,
         )
     except StoreOwnedError as exc:  # another daemon owns the shard: never stack on it
         if exc.is_mount:
@@ -202,9 +203,9 @@ class MountDaemon:
     def run(self) -> None:
         """Mount and serve until unmounted; raises MountError when the mount never came up."""
         self._began = time.monotonic()
-        owner = open_mount_store(self.cfg)
-        self._services.append(owner.close)
-        store = owner.store
+        host = open_mount_store(self.cfg)
+        self._services.append(host.close)
+        store = host.store
         try:
             embedder = documents = None
             if self.cfg.watch is not None:
@@ -251,7 +252,7 @@ class MountDaemon:
             ops = self._operations(
                 tree,
                 DocumentReader(store),
-                on_init=lambda: self._started(owner, refresher, searcher, pins),
+                on_init=lambda: self._started(host, refresher, searcher, pins),
                 kernel=KernelCache(),
                 pins=pins,
             )
@@ -294,20 +295,20 @@ class MountDaemon:
 
     def _started(
         self,
-        owner: StoreOwner,
+        host: StoreHost,
         refresher: TreeRefresher,
         searcher: _OnDemandSearcher,
         pins: GenerationPins,
     ) -> None:
         """FUSE init(): the kernel is connected. Start the threads, then report."""
-        store = owner.store
+        store = host.store
         try:
             refresher.start()
             self._services.append(refresher.stop)
             # The ingest's deletions wait for the handles still reading what they delete.
-            # A `semfs search` beside the mount embeds its query with our warm model.
-            owner.serve(on_change=refresher.wake, served=pins.guard(), queries=searcher.queries())
-            self._services.append(owner.stop_serving)
+            # A `semfs search` beside the mount runs on our searcher and warm model.
+            host.serve(on_change=refresher.wake, served=pins.guard(), searcher=searcher.get)
+            self._services.append(host.stop_serving)
         except Exception as exc:
             self.error = f"cannot serve {store.location} to `semfs ingest`: {exc}"
             self.report(self.error)
@@ -330,7 +331,7 @@ class MountDaemon:
         # from its manifest loads on first need only (a read or a search): the engine holds
         # the GIL while it loads (0.2 s at 2k chunks, longer at 100k), which stalled every
         # callback when it loaded on a timer, and listings, stat, find and du never need it.
-        threading.Thread(target=_warm_up, args=(searcher,), name="semfs-model", daemon=True).start()
+        host.warm(searcher.get, delay=WARM_UP_DELAY)
         # Stopped before the store closes: a write racing the close failed with the engine's
         # "Shard is not initialized" when a mount ended within MANIFEST_DELAY.
         stopping = threading.Event()
@@ -463,12 +464,6 @@ class _OnDemandSearcher:
                 self._searcher = Searcher(self._store, embedder=self._embedder)
             return self._searcher
 
-    def queries(self) -> QueryService:
-        """Other processes' queries and searches, run by this searcher (made on the first)."""
-        from semfs.ingest.search import query_service
-
-        return query_service(self.get)
-
     def search(
         self,
         query: str,
@@ -480,27 +475,3 @@ class _OnDemandSearcher:
         more: bool = False,
     ) -> list[Hit]:
         return self.get().search(query, k, mode, under, min_score, committed, more)
-
-
-def _warm_up(on_demand: _OnDemandSearcher) -> None:
-    time.sleep(WARM_UP_DELAY)
-    started = time.monotonic()
-    try:
-        searcher = on_demand.get()
-    except Exception as exc:  # searches fail one by one (EIO) with the same error
-        logger.warning("cannot prepare searches: %s", exc)
-        return
-    try:
-        searcher.warm_up()
-    except Exception as exc:
-        # Searches retry the load and fail one by one (EIO) if it cannot be done.
-        logger.warning(
-            "cannot load the embedding model %s: %s",
-            searcher.embedder.name,
-            exc,
-            exc_info=logger.isEnabledFor(logging.DEBUG),
-        )
-        return
-    logger.info(
-        "embedding model %s ready in %.1f s", searcher.embedder.name, time.monotonic() - started
-    )

@@ -3,7 +3,9 @@
 A long-running reader (the ``semfs mount`` daemon, ``semfs mcp``, a watcher) that opens the
 embedded store holds Qdrant Edge's lock for as long as it runs, so an ingest started beside
 it could not write. :class:`StoreOwner` is the one place that handles this; reuse it rather
-than looking at the store's class::
+than looking at the store's class. A front end does not call it directly but through
+:class:`semfs.ingest.host.StoreHost`, which also goes through the owner's socket when another
+process owns the store, and serves searches::
 
     from semfs.ingest.store.owner import StoreOwner
 

@@ -1,0 +1,161 @@
+"""A long-running process's store: open it as its owner or through the owner's socket, serve
+it, warm it, stop it. The one place a front end (a mount, ``semfs mcp``, ``semfs ingest
+--watch``) does this; use it rather than :class:`~semfs.ingest.store.owner.StoreOwner` and
+:func:`~semfs.ingest.store.backends.open_store` by hand::
+
+    from semfs.ingest.host import StoreHost
+
+    with StoreHost.open(store_path, url=url, collection=name) as host:
+        store = host.store                          # owned here, or the owner's over its socket
+        searcher = ...                              # made on first need: Callable[[], Searcher]
+        host.serve(on_change=refresh, searcher=searcher)  # after any fork: starts threads
+        host.warm(searcher)                         # the model loads in the background
+        ...                                         # work until told to stop
+    # leaving the block stops serving, then closes the store
+
+Rules a caller may rely on:
+
+* ``open`` owns the store when no other process does; when one does, the store is that owner's,
+  reached through its socket (``owned`` is False), unless ``through_owner=False`` (a mount never
+  stacks on another owner): then :class:`~semfs.ingest.errors.StoreOwnedError` says who owns it.
+* ``serve`` is a no-op through a socket and for a server backend; when this process owns an
+  embedded store, other processes write through it (``on_change`` runs in a server thread after
+  they commit; keep it short), and with ``searcher`` their searches run here, on its warm model
+  (a ``semfs search`` beside us then needs no model of its own, and one round trip).
+* ``warm`` loads the searcher's model in a daemon thread; failures are logged, never raised
+  (each search then says why, or loads the model itself).
+* ``stop_serving`` ends the service and keeps the store open (call it before whatever
+  ``on_change`` wakes is stopped); ``close`` is idempotent and stops serving before closing.
+
+Imports no click, no FUSE binding and nothing of ``semfs.fusefs``: every front end may use it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from semfs.ingest.errors import StoreOwnedError
+from semfs.ingest.store import DEFAULT_COLLECTION, Store
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.owner import StoreOwner
+
+if TYPE_CHECKING:  # imported where used: a mount's first listing needs no search engine
+    from semfs.ingest.search import Searcher
+
+logger = logging.getLogger(__name__)
+
+
+class StoreHost:
+    """This process's store: its own (``owner``), or another process's through its socket."""
+
+    def __init__(self, store: Store, owner: StoreOwner | None = None) -> None:
+        self.store = store
+        self.owner = owner
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        store_path: str | os.PathLike[str] | None = None,
+        url: str | None = None,
+        collection: str = DEFAULT_COLLECTION,
+        api_key: str | None = None,
+        timeout: float = 10.0,
+        must_exist: bool = True,
+        through_owner: bool = True,
+    ) -> StoreHost:
+        """The collection, owned by this process if no other owns it. ``must_exist``: when we
+        own it, it must be ingested already (through an owner, the caller checks)."""
+        try:
+            owner = StoreOwner.open(
+                store_path,
+                url=url,
+                collection=collection,
+                api_key=api_key,
+                timeout=timeout,
+                must_exist=must_exist,
+            )
+        except StoreOwnedError:
+            if not through_owner:
+                raise
+            return cls(
+                open_store(
+                    store_path, url=url, collection=collection, api_key=api_key, timeout=timeout
+                )
+            )
+        return cls(owner.store, owner)
+
+    @property
+    def owned(self) -> bool:
+        """Whether this process owns the store (else it goes through the owner's socket)."""
+        return self.owner is not None
+
+    def serve(
+        self,
+        on_change: Callable[[], None] | None = None,
+        served: Store | None = None,
+        searcher: Callable[[], Searcher] | None = None,
+    ) -> None:
+        """Serve other processes (when we own the store): their writes reach ``served`` (a view
+        of the store; default the store), and ``searcher()`` (made on first need) runs their
+        searches and embeds their queries. Raises SemfsError when it cannot serve."""
+        if self.owner is not None:
+            from semfs.ingest.search import query_service
+
+            queries = query_service(searcher) if searcher is not None else None
+            self.owner.serve(on_change=on_change, served=served, queries=queries)
+
+    def warm(self, searcher: Callable[[], Searcher], delay: float = 0.0) -> None:
+        """Load ``searcher()``'s model in a daemon thread, ``delay`` seconds from now (a mount
+        lets its first listings come first: the model's import holds the GIL a while)."""
+        threading.Thread(
+            target=_warm_up, args=(searcher, delay), name="semfs-model", daemon=True
+        ).start()
+
+    def stop_serving(self) -> None:
+        """Stop serving other processes (waits for calls under way); keep the store open."""
+        if self.owner is not None:
+            self.owner.stop_serving()
+
+    def close(self) -> None:
+        """Stop serving, then close the store. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.owner is not None:
+            self.owner.close()
+        else:
+            self.store.close()
+
+    def __enter__(self) -> StoreHost:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _warm_up(make: Callable[[], Searcher], delay: float) -> None:
+    time.sleep(delay)
+    started = time.monotonic()
+    try:
+        searcher = make()
+        name = searcher.embedder.name
+    except Exception as exc:  # searches fail one by one with the same error
+        logger.warning("cannot prepare searches: %s", exc)
+        return
+    try:
+        searcher.warm_up()
+    except Exception as exc:  # searches retry the load, and fail one by one if it cannot be done
+        logger.warning(
+            "cannot load the embedding model %s: %s",
+            name,
+            exc,
+            exc_info=logger.isEnabledFor(logging.DEBUG),
+        )
+        return
+    logger.info("embedding model %s ready in %.1f s", name, time.monotonic() - started)

@@ -1,0 +1,41 @@
+"""StoreHost, the one owner lifecycle of the front ends: the first process owns the store and
+serves it (writes, queries, whole searches), a second goes through its socket, a mount refuses
+to, and closing stops the service before the store. Real Edge stores and sockets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from semfs.ingest.errors import StoreOwnedError
+from semfs.ingest.host import StoreHost
+from semfs.ingest.search import Searcher
+from semfs.ingest.store.ipc.client import RemoteStore
+from tests.helpers import SAMPLE_CORPUS
+from tests.helpers.mounting import ingest_hash
+
+
+def test_one_owner_serves_and_the_next_goes_through_its_socket(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    ingest_hash(SAMPLE_CORPUS, store)
+    with StoreHost.open(store) as owner:
+        assert owner.owned and not isinstance(owner.store, RemoteStore)
+        local = Searcher(owner.store)
+        owner.serve(searcher=lambda: local)
+        owner.warm(lambda: local)
+        with StoreHost.open(store) as guest:
+            assert not guest.owned and isinstance(guest.store, RemoteStore)
+            assert guest.store.owner_searches and guest.store.query_backend is not None
+            guest.serve()  # a no-op through a socket
+            hits = Searcher(guest.store).search("custom domain", k=3)
+            assert hits == local.search("custom domain", k=3)
+        with pytest.raises(StoreOwnedError) as info:
+            StoreHost.open(store, through_owner=False)  # a mount never stacks on an owner
+        assert info.value.holder
+        owner.stop_serving()
+        assert not (store / "docs" / "daemon.sock").exists()
+        owner.close()
+        owner.close()  # idempotent
+    with StoreHost.open(store) as again:  # the store is free once closed
+        assert again.owned
