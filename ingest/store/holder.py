@@ -2,8 +2,9 @@
 
 An owner records its command line in ``owner.json`` (:mod:`.shardlock`) and says it in its
 socket's hello (:mod:`.ipc.server`); :func:`owner_kind` reads either, for the messages that tell
-a user what to stop (:class:`.owner.StoreOwnedError`, :class:`.ipc.client.RemoteStore`). A leaf
-module: it imports nothing of semfs, so every layer may ask it.
+a user what to stop (:class:`semfs.ingest.errors.StoreOwnedError`,
+:class:`.ipc.client.RemoteStore`). A leaf module: it imports nothing of semfs, so every layer
+may ask it.
 """
 
 from __future__ import annotations
