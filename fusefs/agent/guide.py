@@ -9,6 +9,7 @@ Its option lines and their defaults come from the table of ``@`` folders
 
 from __future__ import annotations
 
+from semfs.fusefs.view.foldermap import MAP_NAME
 from semfs.fusefs.view.parameters import RESULTS_NAME, parameter_lines
 from semfs.fusefs.view.searchdir import DEFAULT_NAME
 
@@ -16,8 +17,13 @@ PLACEHOLDER = "DOCS"
 
 GUIDE = f"""\
 The documentation is mounted at DOCS: a plain directory tree (ls, cat, grep, sed and
-find work). Search it first, then read:
+find work). Search it first, then read (a map first if it is new to you):
 
+0. When you do not know the collection, read its map first (about 2 KB, never listed):
+     cat DOCS/{MAP_NAME}
+   It names each folder with how many documents it holds, and the folder's documents
+   with title and description; every folder has one (DOCS/DIR/{MAP_NAME}). Then search
+   the folder that fits, rather than listing every file.
 1. Ask a question as a folder name and read the results file:
      cat "DOCS/{DEFAULT_NAME}/rotate api key/{RESULTS_NAME}"
    Write the query in the docs' own words, a few of them (the feature, setting or
@@ -36,7 +42,7 @@ find work). Search it first, then read:
 5. The question is one file name: write "/" as "\u2215" (U+2215) or "\uff0f" (U+FF0F);
    at most 255 bytes. Start it with a space if it starts with "." or "@".
 6. If every match is weak, reword with the words the docs would use, try @keyword, or
-   grep -rn WORD DOCS. {DEFAULT_NAME} is never listed: name it to use it.
+   grep -rn WORD DOCS. {DEFAULT_NAME} and {MAP_NAME} are never listed: name them to use them.
 7. If DOCS is writable (semfs mount --watch DIR --writable), keep your notes and long
    command outputs in a folder of it rather than in context, then search them:
      make test > DOCS/notes/test.log 2>&1

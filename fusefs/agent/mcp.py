@@ -4,7 +4,7 @@ Five tools with fixed names and parameters (clients and tests rely on them):
 ``search(query, path="", k=5, mode="hybrid")``,
 ``read(path, start_line=1, end_line=None, pages="")``,
 ``grep(pattern, path="", regex=False, ignore_case=False, max_results=100)``,
-``list(path="", recursive=False, pattern=None)`` and ``status()``. The work is
+``list(path="", recursive=False, pattern=None, map=False, page=1)`` and ``status()``. The work is
 :class:`semfs.fusefs.agent.toolbox.Toolbox`'s; this module only describes the tools for an agent,
 turns library errors into tool errors (one line, the server keeps running) and picks a transport:
 stdio, or streamable HTTP at ``HOST:PORT`` (path ``/mcp``).
@@ -84,7 +84,10 @@ GUIDE = """\
 This server is a document collection (semfs): files you can search by meaning, grep, list
 and read. Paths are relative to the collection root.
 How to work:
-1. Start with search(query), a few words in the docs' own terms ("rotate API key"; the
+0. When you do not know the collection, start with list(map=true): the root's folders with
+   how many documents each holds, and its documents with titles, in about 2 KB (a folder's
+   own map: list(path="some/dir", map=true)). Then search inside the folder that fits.
+1. Search with search(query), a few words in the docs' own terms ("rotate API key"; the
    feature, setting or error, not the story of what broke): it ranks documents by meaning
    and keywords together (match 0-1: strong >= 0.5, fair >= 0.2, else weak) and shows the
    lines of the best ones that answer it, numbered as in the file. Narrow with
@@ -253,9 +256,17 @@ def build_server(
             str | None,
             Field(description="Glob on file names ('*.md'), or on paths if it has a '/'."),
         ] = None,
+        map: Annotated[
+            bool,
+            Field(
+                description="The folder's map instead: its subfolders with document counts, "
+                "then its documents with title and description, about 2 KB a page."
+            ),
+        ] = False,
+        page: Annotated[int, Field(description="The map's page (map=true).")] = 1,
         scope: Scope = (),
     ) -> ToolOutput:
-        return box.list(path, recursive, pattern, scope=scope)
+        return box.list(path, recursive, pattern, map, page, scope=scope)
 
     def status(scope: Scope = ()) -> ToolOutput:
         return box.status(scope=scope)
@@ -298,7 +309,10 @@ def build_server(
             list_,
             "A directory's entries with sizes in bytes (directories end in '/'); "
             "recursive=true lists everything below; pattern='*.md' finds files by name "
-            "(or 'dir/*/x.md' by path).",
+            "(or 'dir/*/x.md' by path). map=true gives the folder's map instead: its "
+            "subfolders with how many documents each holds, then its documents with title and "
+            "one line of description, in about 2 KB (page=2, ... for more): start there when "
+            "you do not know the collection.",
         ),
         "status": (
             status,

@@ -49,6 +49,7 @@ from semfs.fusefs.agent.grep import (
     walk,
 )
 from semfs.fusefs.agent.writing import SourceWriter
+from semfs.fusefs.view.foldermap import FolderMaps
 from semfs.fusefs.view.reader import DocumentReader
 from semfs.fusefs.view.refresh import TreeRefresher
 from semfs.fusefs.view.searchdir import SearchOptions, SearchPath, link_names, render_results
@@ -161,6 +162,7 @@ class Toolbox:
         self.refresher.publish = self._publish
         self.reader = DocumentReader(store)
         self.grep_engine = Grep(store, self.reader)
+        self.maps = FolderMaps(store.get_chunks, tools=True)
         self._searcher = searcher
         self._searcher_lock = threading.Lock()
         self._views: dict[Scope, tuple[Tree, Tree]] = {}
@@ -429,9 +431,14 @@ class Toolbox:
         path: str = "",
         recursive: bool = False,
         pattern: str | None = None,
+        map: bool = False,
+        page: int = 1,
         scope: Scope = (),
     ) -> ToolOutput:
-        node = resolve(self.view(scope), path)
+        tree = self.view(scope)
+        node = resolve(tree, path)
+        if map:
+            return self._map(tree, node, page)
         if pattern is not None and not pattern:
             raise ToolInputError("pattern is empty: give a glob such as '*.md', or leave it out")
         entries = list(_entries(node, recursive or pattern is not None))
@@ -479,6 +486,17 @@ class Toolbox:
         if done.reason:
             data["reason"] = done.reason
         return ToolOutput(line + "\n", data)
+
+    def _map(self, tree: Tree, node: Node, page: int) -> ToolOutput:
+        """The folder map of ``node`` (a mount's ``DIR/.map.md``), page ``page``."""
+        if node.kind != DIR:
+            raise ToolInputError(f"{node.path!r} is a file: map takes a directory as path")
+        if page < 1:
+            raise ToolInputError(f"page must be 1 or more, not {page}")
+        text = self.maps.text(tree, node.path, page)
+        if text is None:
+            raise ToolInputError(f"the map of {node.path or '/'!r} has no page {page}")
+        return self._fit(text, {"path": node.path, "page": page}, "")
 
     def status(self, scope: Scope = ()) -> ToolOutput:
         tree = self.view(scope)

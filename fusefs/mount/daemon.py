@@ -33,6 +33,7 @@ from semfs.fusefs.mount.bindings import (
 )
 from semfs.fusefs.mount.kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT, KernelCache
 from semfs.fusefs.mount.ops import SemfsOperations
+from semfs.fusefs.view.foldermap import FolderMaps
 from semfs.fusefs.view.pins import GenerationPins
 from semfs.fusefs.view.reader import DocumentReader
 from semfs.fusefs.view.refresh import DEFAULT_INTERVAL, TreeRefresher
@@ -260,6 +261,9 @@ class MountDaemon:
             searches.caller = _caller_uid
             # ops.tree is read per call: a search always runs against the tree shown now.
             ops.resolvers.append(lambda rel: searches.resolve(ops.tree, rel))
+            # DIR/.map.md: the folder's map, from the tree shown now and the chunks' titles.
+            maps = FolderMaps(store.get_chunks)
+            ops.resolvers.append(lambda rel: maps.resolve(ops.tree, rel))
             # `semfs guide MOUNTPOINT` names the search folder this mount answers.
             ops.root_xattrs.append(lambda: {"search_dir": searches.folder})
             refresher.publish = ops.set_tree

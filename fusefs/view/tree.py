@@ -213,6 +213,28 @@ class Tree:
     def __len__(self) -> int:
         return len(self._docs) + len(self._dirs)
 
+    @functools.cached_property
+    def documents_below(self) -> Mapping[str, int]:
+        """Each folder's number of documents at and below it (the root's is ""), made once
+        per tree, on first use (a folder map asks): a converted file and its text view count
+        once. One step per document and folder above it."""
+        originals = set(self._originals.values())  # shown without their views
+        direct: dict[str, int] = {}
+        for path, rec in self._docs.items():
+            if rec.blob and path not in originals:
+                continue  # its view is shown and counted
+            parent = path.rpartition("/")[0]
+            direct[parent] = direct.get(parent, 0) + 1
+        below = dict.fromkeys(self._dirs, 0)
+        for folder, n in direct.items():
+            up = folder
+            while True:
+                below[up] = below.get(up, 0) + n
+                if not up:
+                    break
+                up = up.rpartition("/")[0]
+        return MappingProxyType(below)
+
     def nodes(self) -> Iterable[Node]:
         """Every node, the root included (for comparing two snapshots)."""
         return [self._existing(p) for p in (*self._docs, *self._dirs)]

@@ -351,3 +351,29 @@ def test_mount_help_documents_search_syntax() -> None:
     out = semfs("mount", "--help").stdout
     for word in (".search", "@keyword", "@k=", "@min=", "255", "--search-dir", "00-results.md"):
         assert word in out, word
+
+
+def test_folder_maps_through_the_mount(tmp_path: Path, sample_copy: Path) -> None:
+    (sample_copy / "customize" / ".map.md").write_text("the source's own file\n")
+    store = tmp_path / "store"
+    ingest_hash(sample_copy, store)
+    with mounted(tmp_path / "mnt", "--store", str(store)) as m:
+        mnt = m.path
+        root = subprocess.run(
+            ["cat", str(mnt / ".map.md")], capture_output=True, text=True, check=True
+        ).stdout
+        assert len(root.encode()) <= 2048
+        for folder in (p for p in sample_copy.iterdir() if p.is_dir()):
+            assert f"- {folder.name}/ (" in root
+        deploy = (mnt / "deploy" / ".map.md").read_text()
+        assert "- github.mdx — " in deploy
+        assert os.stat(mnt / "deploy" / ".map.md").st_size == len(deploy.encode())
+        # A real entry of that name wins; the map is listed nowhere.
+        assert (mnt / "customize" / ".map.md").read_text() == "the source's own file\n"
+        found = subprocess.run(["find", str(mnt)], capture_output=True, text=True, check=True)
+        assert found.stdout.count(".map.md") == 1
+        assert ".map.md" not in os.listdir(mnt) and ".map.md" not in os.listdir(mnt / "deploy")
+        with pytest.raises(FileNotFoundError):
+            os.stat(mnt / "deploy" / ".map.2.md")
+        with pytest.raises(NotADirectoryError):
+            os.stat(mnt / "deploy" / "github.mdx" / ".map.md")
