@@ -40,7 +40,7 @@ TOOLS = {
     "search": ["query", "path", "k", "mode", "more"],
     "read": ["path", "start_line", "end_line", "pages"],
     "grep": ["pattern", "path", "regex", "ignore_case", "max_results"],
-    "list": ["path", "recursive", "pattern"],
+    "list": ["path", "recursive", "pattern", "map", "page"],
     "status": [],
 }
 # Room for every line of the comparisons; the default budget is tested on its own.
