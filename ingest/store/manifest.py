@@ -22,7 +22,8 @@ Rules a reader may rely on:
   here, and a manifest whose columns are not this code's fields is refused (the reader
   scrolls), so no field is ever silently dropped or defaulted.
 * :meth:`Manifest.from_bytes` raises ValueError on anything it cannot fully decode: a torn or
-  foreign file is never half-used.
+  foreign file is never half-used. :meth:`Manifest.decode` never raises at all: whatever the
+  decoder meets (a zlib error, nesting too deep for json, ...) means "list the records".
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import gzip
 import json
 import logging
 import sys
+import zlib
 from array import array
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -109,7 +111,17 @@ class Manifest:
             if dirs and not (isinstance(dirs[0].path, str) and isinstance(dirs[0].mode, int)):
                 raise ValueError("manifest folder columns have the wrong types")
             return cls(StoreMeta.from_payload(body["meta"]), docs, dirs)
-        except (OSError, EOFError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        except (
+            OSError,
+            EOFError,
+            zlib.error,  # flipped bytes inside the deflate stream: not an OSError
+            KeyError,
+            IndexError,
+            TypeError,
+            AttributeError,
+            RecursionError,  # a nesting json cannot follow
+            OverflowError,
+        ) as exc:
             raise ValueError(f"unreadable manifest: {exc}") from exc
 
     @classmethod
@@ -124,6 +136,8 @@ class Manifest:
             logger.info("not using the manifest of %s: %s", where, exc)
         except ValueError as exc:
             logger.warning("ignoring the manifest of %s: %s", where, exc)
+        except Exception as exc:  # damage the list above missed: still not fatal
+            logger.warning("ignoring the manifest of %s: %s: %s", where, type(exc).__name__, exc)
         return None
 
     @classmethod
