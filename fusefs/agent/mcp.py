@@ -1,7 +1,7 @@
 """``semfs mcp``: the collection as MCP tools, for agents that cannot mount anything.
 
 Five tools with fixed names and parameters (clients and tests rely on them):
-``search(query, path="", k=5, mode="hybrid")``,
+``search(query, path="", k=5, mode="hybrid", more=False, details=False)``,
 ``read(path, start_line=1, end_line=None, pages="")``,
 ``grep(pattern, path="", regex=False, ignore_case=False, max_results=100)``,
 ``list(path="", recursive=False, pattern=None, map=False, page=1)`` and ``status()``. The work is
@@ -216,9 +216,16 @@ def build_server(
             bool,
             Field(description="Answering lines from more of the hits (about 3x): as @more."),
         ] = False,
+        details: Annotated[
+            bool,
+            Field(
+                description="Structured content as `semfs search --json` (each hit's passage "
+                "and answering lines); default: paths, scores and line ranges only."
+            ),
+        ] = False,
         scope: Scope = (),
     ) -> ToolOutput:
-        return box.search(query, path, k, mode, more, scope=scope)
+        return box.search(query, path, k, mode, more, details, scope=scope)
 
     def read(
         path: Annotated[str, Field(description="A file, as search, grep or list show it.")],
@@ -286,8 +293,9 @@ def build_server(
             search,
             "Find the documents that answer a question, best first: the same ranking as "
             "`semfs search` and the mount's .search folders. Returns each document's path, "
-            "match strength, title and answering lines (structured content: the JSON of `semfs "
-            "search --json`). Use it first for anything asked in words; follow with read on "
+            "match strength, title and answering lines (structured content: each hit's path, "
+            "scores and line ranges; with details=true the JSON of `semfs search --json`). "
+            "Use it first for anything asked in words; follow with read on "
             "the lines shown.\n\n" + GUIDE,
         ),
         "read": (

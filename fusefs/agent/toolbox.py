@@ -62,7 +62,7 @@ from semfs.ingest.errors import (
     ToolInputError,
 )
 from semfs.ingest.host import StoreHost
-from semfs.ingest.search import MAX_K, Hit, Searcher
+from semfs.ingest.search import MAX_K, Hit, Searcher, place_fields
 from semfs.ingest.store import MODES, Store
 from semfs.ingest.store.schema import DocumentRecord
 
@@ -229,6 +229,7 @@ class Toolbox:
         k: int = 10,
         mode: str = "hybrid",
         more: bool = False,
+        details: bool = False,
         scope: Scope = (),
     ) -> ToolOutput:
         if mode not in MODES:
@@ -257,7 +258,7 @@ class Toolbox:
         )
         return self._fit(
             rendered,
-            {"results": [h.to_json() for h in hits]},
+            {"results": [h.to_json() if details else compact_hit(h) for h in hits]},
             "ask for fewer documents (k) or a narrower path",
         )
 
@@ -565,6 +566,22 @@ def open_toolbox(
                 stop()
             except Exception as exc:
                 logger.error("shutting down: %s", exc, exc_info=logger.isEnabledFor(logging.DEBUG))
+
+
+# What a hit's structured content keeps without ``details``: where the document and its
+# answering lines are, and how well it matches; the lines themselves are in the text.
+_COMPACT = ("rank", "path", "score", "strength", "match", "title", "start_line", "end_line")
+
+
+def compact_hit(hit: Hit) -> dict[str, Any]:
+    """``hit`` as a search tool's structured content gives it by default: about the size of
+    its line of the text (clients that show structured content pass it to the model too,
+    so `semfs search --json`'s whole form, passage and lines included, is ``details``)."""
+    full = hit.to_json()
+    out = {k: full[k] for k in _COMPACT}
+    out.update(place_fields(hit.place))  # a converted document's page, slide or chapter
+    out["lines"] = [[e.start_line, e.end_line] for e in hit.excerpts]
+    return out
 
 
 def _grep_notes(res: GrepResult, max_results: int) -> list[str]:

@@ -37,7 +37,7 @@ from tests.helpers.mounting import ingest_hash, mounted, semfs, stop_process
 
 pytestmark = pytest.mark.mount
 TOOLS = {
-    "search": ["query", "path", "k", "mode", "more"],
+    "search": ["query", "path", "k", "mode", "more", "details"],
     "read": ["path", "start_line", "end_line", "pages"],
     "grep": ["pattern", "path", "regex", "ignore_case", "max_results"],
     "list": ["path", "recursive", "pattern", "map", "page"],
@@ -66,12 +66,20 @@ async def tool_calls(client: ClientSession, boundary: str) -> dict[str, Any]:
     )
     out["search"] = []
     for query, mode, path in QUERIES:
-        res = await call(client, "search", query=query, mode=mode, path=path, k=5)
+        res = await call(client, "search", query=query, mode=mode, path=path, k=5, details=True)
         assert not is_error(res), text(res)
         assert text(res).startswith(f"# Search: {query}")
         out["search"].append(data(res)["results"])
+        # Without details, the structured content is about the text's size (clients that
+        # show it pass it to the model): paths, scores and line ranges, no passages.
+        res = await call(client, "search", query=query, mode=mode, path=path, k=5)
+        compact = data(res)["results"]
+        assert [h["path"] for h in compact] == [h["path"] for h in out["search"][-1]]
+        assert all("text" not in h and "excerpts" not in h for h in compact)
+        size = len(json.dumps(data(res), ensure_ascii=False).encode())
+        assert size <= 2 * len(text(res).encode()), (size, len(text(res).encode()))
     # More stays one parameter away, as @more on a mount and --more in semfs search.
-    res = await call(client, "search", query=QUERIES[0][0], k=5, more=True)
+    res = await call(client, "search", query=QUERIES[0][0], k=5, more=True, details=True)
     assert not is_error(res) and " · more · " in text(res).split("\n")[1], text(res)
     out["search_more"] = data(res)["results"]
     res = await call(client, "read", path=LONG_PATH, start_line=2, end_line=3)

@@ -315,8 +315,11 @@ def test_every_tool_stays_within_the_budget(tmp_path: Path) -> None:
             return [
                 await call(client, "read", path="long.md"),
                 await call(client, "read", path="long.md", start_line=3),
-                await call(client, "search", query="a", k=100),
-                await call(client, "search", query="deploy preview custom domain", k=100),
+                # details: the whole form, passages included (the compact one fits).
+                await call(client, "search", query="a", k=100, details=True),
+                await call(
+                    client, "search", query="deploy preview custom domain", k=100, details=True
+                ),
                 await call(client, "grep", pattern="e", max_results=10_000),
                 await call(client, "list", recursive=True),
                 await call(client, "status"),
