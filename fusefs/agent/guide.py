@@ -34,6 +34,7 @@ find work). Search it first, then read (a map first if it is new to you):
    in the file ("41: ..."), under [its section]. Often the answer is there: stop.
 3. To see more around a line, widen by line numbers: sed -n '35,60p' DOCS/PATH.
    The entries 01-NAME, 02-NAME, ... in the folder link to the whole documents.
+   Pages like one you found: ls "DOCS/.similar/PATH/" (a folder like a question's).
    A PDF, Word, PowerPoint, HTML or EPUB file is read as its text view beside it
    (report.pdf.md): hits name its page or slide, and grep -n '^## Page' finds the pages.
 4. Options are folders before the question, in any order (a later one wins):

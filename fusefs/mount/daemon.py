@@ -38,6 +38,7 @@ from semfs.fusefs.view.pins import GenerationPins
 from semfs.fusefs.view.reader import DocumentReader
 from semfs.fusefs.view.refresh import DEFAULT_INTERVAL, TreeRefresher
 from semfs.fusefs.view.searchdir import DEFAULT_NAME, SearchDirectories, SearchOptions
+from semfs.fusefs.view.similardir import SimilarDirectories
 from semfs.fusefs.view.tree import InodeMap, Ownership
 from semfs.ingest.errors import MountError, StoreOwnedError
 from semfs.ingest.host import StoreHost
@@ -264,6 +265,9 @@ class MountDaemon:
             # DIR/.map.md: the folder's map, from the tree shown now and the chunks' titles.
             maps = FolderMaps(store.get_chunks)
             ops.resolvers.append(lambda rel: maps.resolve(ops.tree, rel))
+            # DIR/.similar/PATH/: the documents nearest to DIR/PATH, as a question folder.
+            similars = SimilarDirectories(searcher.similar, self.cfg.search)
+            ops.resolvers.append(lambda rel: similars.resolve(ops.tree, rel))
             # `semfs guide MOUNTPOINT` names the search folder this mount answers.
             ops.root_xattrs.append(lambda: {"search_dir": searches.folder})
             refresher.publish = ops.set_tree
@@ -479,3 +483,13 @@ class _OnDemandSearcher:
         more: bool = False,
     ) -> list[Hit]:
         return self.get().search(query, k, mode, under, min_score, committed, more)
+
+    def similar(
+        self,
+        path: str,
+        gen: int,
+        k: int = DEFAULT_K,
+        under: str | None = None,
+        committed: Callable[[str, int], bool] | None = None,
+    ) -> list[Hit]:
+        return self.get().similar(path, gen, k, under, committed)

@@ -39,6 +39,8 @@ logger = logging.getLogger(__name__)
 QUERY_THREADS = 1
 # Chunks fetched per wanted document: several chunks of one page often rank together.
 CHUNKS_PER_DOC = 5
+# A document's first chunks, averaged, stand for it in a "documents like this one" query.
+SIMILAR_CHUNKS = 8
 # Excerpt characters: each hit's cap, by rank (the last applies to every later rank), and the
 # total the hits' lines compete for, each hit's line scores scaled by its rank's weight (so a
 # second hit's exact match beats a first hit's tenth-best line). The total is what an agent
@@ -269,6 +271,54 @@ class Searcher:
                 replace(sc, score=sc.score - DATED_PENALTY) if is_dated_entry(sc.record) else sc
                 for sc in chunks
             ]
+        return self._documents(text, chunks, k, mode, min_score, committed, more, sv.indices)
+
+    def similar(
+        self,
+        path: str,
+        gen: int,
+        k: int = DEFAULT_K,
+        under: str | None = None,
+        committed: Callable[[str, int], bool] | None = None,
+        more: bool = False,
+    ) -> list[Hit]:
+        """The ``k`` documents nearest to the document ``path`` (version ``gen``), itself
+        left out: a semantic query by the mean of its first chunks' vectors (no model runs).
+        Their answering lines are those sharing words with its title and description."""
+        if not 1 <= k <= MAX_K:
+            raise SemfsError(f"k must be between 1 and {MAX_K}, not {k}")
+        vectors = list(self.store.chunk_vectors(path, gen, range(SIMILAR_CHUNKS)).values())
+        if not vectors:
+            return []
+        dense = [sum(v[i] for v in vectors) / len(vectors) for i in range(len(vectors[0]))]
+        first = self.store.get_chunks(path, gen, [0])
+        text = f"{first[0].title} {first[0].description}".strip() if first else ""
+        sv = self._bm25.embed_query(text or path)
+        found = self.store.query(
+            dense,
+            SparseQuery([], []),
+            "semantic",
+            limit=max((k + 1) * CHUNKS_PER_DOC, 50),
+            under=normalize_under(under),
+        )
+        chunks = [sc for sc in found if sc.record.path != path]
+        return self._documents(
+            text or path, chunks, k, "semantic", None, committed, more, sv.indices
+        )
+
+    def _documents(
+        self,
+        text: str,
+        chunks: list[ScoredChunk],
+        k: int,
+        mode: str,
+        min_score: float | None,
+        committed: Callable[[str, int], bool] | None,
+        more: bool,
+        terms: Any,
+    ) -> list[Hit]:
+        """The best ``k`` documents of the ranked ``chunks``, with their answering lines for
+        ``text`` (whose BM25 term ids are ``terms``)."""
         # Qdrant returns tied points (e.g. chunks of equal text) in no fixed order: break ties
         # by path and chunk so a query ranks the same every time (`semfs search` and a .search
         # directory must agree).
@@ -337,7 +387,7 @@ class Searcher:
                 )
             )
         if rare:
-            hits = self._rare_word_strengths(hits, set(sv.indices))
+            hits = self._rare_word_strengths(hits, set(terms))
             if min_score is not None:  # strengths fall with the rank: the ranks stay 1..n
                 hits = [h for h in hits if h.strength >= min_score]
         return hits

@@ -172,6 +172,11 @@ class Store(ABC):
         return {c.index: c.text for c in self.get_chunks(path, gen, indexes)}
 
     @abstractmethod
+    def chunk_vectors(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, list[float]]:
+        """The dense vector of each stored chunk of one document version, by index (missing
+        ones left out): what "documents like this one" is asked with."""
+
+    @abstractmethod
     def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
         """Delete the chunks and blob parts of ``path`` of every generation but ``keep_gen``
         (None: all)."""
@@ -358,6 +363,9 @@ class DelegatingStore(Store):
 
     def chunk_texts(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, str]:
         return self.inner.chunk_texts(path, gen, indexes)
+
+    def chunk_vectors(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, list[float]]:
+        return self.inner.chunk_vectors(path, gen, indexes)
 
     def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
         self.inner.delete_stale_chunks(path, keep_gen)

@@ -153,10 +153,12 @@ class EdgeEngine(core.Engine):
         self.shard = shard
 
     def retrieve(
-        self, ids: Sequence[str], fields: list[str] | None = None
+        self, ids: Sequence[str], fields: list[str] | None = None, with_dense: bool = False
     ) -> Sequence[core.Record]:
         point_ids: list[qe.PointId] = list(ids)
-        return self.shard.retrieve(point_ids, with_payload=_payload(fields), with_vector=False)
+        return self.shard.retrieve(
+            point_ids, with_payload=_payload(fields), with_vector=[DENSE] if with_dense else False
+        )
 
     def scroll(
         self, where: core.Where, fields: list[str] | None, offset: Any

@@ -154,9 +154,11 @@ class Engine(ABC):
     """One collection's engine calls, each a translation of one Qdrant request."""
 
     @abstractmethod
-    def retrieve(self, ids: Sequence[str], fields: list[str] | None = None) -> Sequence[Record]:
+    def retrieve(
+        self, ids: Sequence[str], fields: list[str] | None = None, with_dense: bool = False
+    ) -> Sequence[Record]:
         """The points of ``ids`` that exist, in any order, with only the payload ``fields``
-        (None: the whole payload) and no vectors."""
+        (None: the whole payload), and their dense vector only ``with_dense`` (``vector``)."""
 
     @abstractmethod
     def scroll(
@@ -346,6 +348,18 @@ class QdrantStore(Store):
         return [
             ChunkRecord.from_payload(by_index[i].payload or {}) for i in indexes if i in by_index
         ]
+
+    def chunk_vectors(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, list[float]]:
+        records = self.engine.retrieve(
+            [chunk_id(path, gen, i) for i in indexes], ["index"], with_dense=True
+        )
+        out: dict[int, list[float]] = {}
+        for r in records:
+            vectors = getattr(r, "vector", None)
+            vec = vectors.get(DENSE) if isinstance(vectors, dict) else None
+            if r.payload and isinstance(vec, list):
+                out[int(r.payload["index"])] = [float(x) for x in vec]
+        return out
 
     def chunk_texts(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, str]:
         # One retrieve of the text and index only: decoding and wrapping the other ten

@@ -119,9 +119,14 @@ class ClientEngine(core.Engine):
         self.collection = collection
 
     def retrieve(
-        self, ids: Sequence[str], fields: list[str] | None = None
+        self, ids: Sequence[str], fields: list[str] | None = None, with_dense: bool = False
     ) -> Sequence[core.Record]:
-        return self.client.retrieve(self.collection, list(ids), with_payload=_payload(fields))
+        return self.client.retrieve(
+            self.collection,
+            list(ids),
+            with_payload=_payload(fields),
+            with_vectors=[DENSE] if with_dense else False,
+        )
 
     def scroll(
         self, where: core.Where, fields: list[str] | None, offset: Any

@@ -144,6 +144,24 @@ def test_documents_and_chunks(store: Store) -> None:
     assert store.chunk_versions() == {("guide/a.md", 1), ("b.md", 1)}
 
 
+def test_chunk_vectors_are_the_stored_dense_vectors(store: Store) -> None:
+    """What .similar asks with: a document's own vectors, by index; a query by one finds
+    its chunk first."""
+    store.create(256)
+    texts = ["rotate the api key\n", "install the cli tool\n"]
+    _commit(store, "a.md", 1, texts)
+    _commit(store, "b.md", 1, ["bake bread at home\n"])
+    got = store.chunk_vectors("a.md", 1, [1, 0, 7])
+    assert sorted(got) == [0, 1]
+    for i, text in enumerate(texts):
+        want = EMB.encode([text])[0]
+        assert len(got[i]) == 256
+        assert max(abs(a - b) for a, b in zip(got[i], want, strict=True)) < 1e-6
+    assert store.chunk_vectors("a.md", 2, [0]) == {}  # another version: none
+    hits = store.query(got[1], SparseQuery([], []), "semantic", 3)
+    assert (hits[0].record.path, hits[0].record.index) == ("a.md", 1)
+
+
 def test_new_generation_replaces_old(store: Store) -> None:
     store.create(256)
     _commit(store, "a.md", 1, ["old text\n"])

@@ -377,3 +377,23 @@ def test_folder_maps_through_the_mount(tmp_path: Path, sample_copy: Path) -> Non
             os.stat(mnt / "deploy" / ".map.2.md")
         with pytest.raises(NotADirectoryError):
             os.stat(mnt / "deploy" / "github.mdx" / ".map.md")
+
+
+def test_similar_documents_through_the_mount(tmp_path: Path, hash_store: Path) -> None:
+    with mounted(tmp_path / "mnt", "--store", str(hash_store)) as m:
+        mnt = m.path
+        query = mnt / ".similar" / "deploy" / "github.mdx"
+        names = within(HANG, lambda: sorted(os.listdir(query)))
+        assert names[0] == "00-results.md" and len(names) == 1 + DEFAULT_K
+        text = (query / "00-results.md").read_text()
+        assert text.startswith("# Similar to: deploy/github.mdx\n")
+        linked = ranked_paths(mnt, query)
+        assert "deploy/github.mdx" not in linked and len(set(linked)) == DEFAULT_K
+        for path in linked:  # the links resolve to the documents, which read as the source
+            assert (query / names[linked.index(path) + 1]).read_bytes() == (mnt / path).read_bytes()
+        # Scoped: a folder's .similar finds only its documents.
+        scoped = ranked_paths(mnt, mnt / "deploy" / ".similar" / "github.mdx")
+        assert scoped and all(p.startswith("deploy/") for p in scoped)
+        assert ".similar" not in os.listdir(mnt) and os.listdir(mnt / ".similar") == []
+        with pytest.raises(FileNotFoundError):
+            os.listdir(mnt / ".similar" / "deploy" / "no-such-page.mdx")

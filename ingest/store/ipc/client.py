@@ -194,6 +194,9 @@ class RemoteStore(Store):
     def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> list[ChunkRecord]:
         return self._call("get_chunks", path, gen, list(indexes))
 
+    def chunk_vectors(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, list[float]]:
+        return self._call("chunk_vectors", path, gen, list(indexes))
+
     def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
         self._call("delete_stale_chunks", path, keep_gen)
 

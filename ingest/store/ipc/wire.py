@@ -77,6 +77,7 @@ READS = frozenset(
         "list_directories",
         "get_document",
         "get_chunks",
+        "chunk_vectors",
         "chunk_versions",
         "read_blob",
         "query",
