@@ -555,6 +555,12 @@ def test_parse_and_fuse_options(tmp_path: Path) -> None:
     assert opts["fsname"] == "semfs:docs"
     with pytest.raises(MountError, match="read-only"):
         fuse_options(MountConfig(tmp_path, options={"rw": True}))
+    # --writable: read-write with short kernel caches, and only over a watched folder.
+    with pytest.raises(MountError, match="--writable needs --watch"):
+        fuse_options(MountConfig(tmp_path, writable=True))
+    rw = fuse_options(MountConfig(tmp_path, watch=tmp_path, writable=True, options={"rw": True}))
+    assert rw["ro"] is False and "rw" not in rw and rw["default_permissions"] is True
+    assert rw["entry_timeout"] == rw["attr_timeout"] == SHORT_TIMEOUT
 
 
 def test_mountpoint_checks(tmp_path: Path) -> None:

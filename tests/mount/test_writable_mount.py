@@ -286,8 +286,10 @@ def test_a_full_disk_reaches_the_writer(tmp_path: Path) -> None:
     with small_tmpfs(tmp_path, 4) as disk:
         src = disk / "src"
         src.mkdir()
-        expect = (r"cannot ingest", r"too large")
-        with mounted(tmp_path / "mnt", *_args(tmp_path / "store", src), expect_log=expect) as m:
+        # The filler files are not indexed: a batch reading one would keep its blocks taken
+        # after the unlink below, until the batch closed it.
+        args = _args(tmp_path / "store", src, "--exclude", "*.bin")
+        with mounted(tmp_path / "mnt", *args) as m:
             with pytest.raises(OSError) as info, open(m.path / "fill.bin", "wb") as f:
                 for _ in range(16):
                     f.write(b"\0" * (1 << 20))
