@@ -31,6 +31,7 @@ from semfs.ingest.embedding.embedder import (
 )
 from semfs.ingest.errors import DiskFullError, ModelMismatchError
 from semfs.ingest.origin import Claim, claim_source
+from semfs.ingest.skipmemo import SkipMemo
 from semfs.ingest.sources import (
     DEFAULT_MAX_BYTES,
     Document,
@@ -173,6 +174,8 @@ def ingest(
     verify: bool = False,
     replace_source: bool = False,
     held: Callable[[str], bool] | None = None,
+    skip_memo: Path | None = None,
+    retry_skipped: bool = False,
 ) -> IngestReport:
     """Make ``store`` mirror ``source``; return what changed. Bad files are skipped, not fatal.
 
@@ -198,6 +201,10 @@ def ingest(
 
     ``held(path)`` True: the file is being written (a writable mount's open file); it is not
     read now and keeps its ingested version, if any (the watcher runs it again once closed).
+
+    ``skip_memo``: the file where converted files skipped for their bytes are remembered
+    (:mod:`semfs.ingest.skipmemo`); one unchanged since is skipped again without being
+    extracted, unless ``retry_skipped``. None: nothing is remembered.
     """
     started = time.perf_counter()
     report = IngestReport()
@@ -221,6 +228,9 @@ def ingest(
         stored = scope | {v for v in map(formats.view_path, scope) if v is not None}
         existing = {d.path: d for d in store.list_documents() if in_scope(d.path, stored)}
     root = None if follow_symlinks else os.path.realpath(source)
+    memo = SkipMemo.load(None if retry_skipped else skip_memo)
+    memo.path = skip_memo
+    remembered = memo.reason if skip_memo is not None else None
 
     changed: list[Document] = []
     touched: list[Document] = []
@@ -232,7 +242,7 @@ def ingest(
                 seen.add(key)
             continue
         old = existing.get(key)
-        doc = read_document(f, max_bytes, root, old)
+        doc = read_document(f, max_bytes, root, old, remembered)
         if isinstance(doc, Skipped):
             report.skipped.append(doc)
             continue
@@ -261,6 +271,8 @@ def ingest(
         else:
             changed.append(doc)
             (report.updated if old is not None else report.added).append(doc.path)
+    memo.update(None if paths is None else scope, report.skipped)
+    memo.save()
     before = set(seen)
     report.skipped = [_keep_old(s, existing, seen, keep_failed) for s in report.skipped]
     report.kept = sorted(seen - before)

@@ -6,10 +6,9 @@ import errno
 import fnmatch
 import hashlib
 import os
-import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from semfs.ingest import formats
@@ -48,13 +47,32 @@ class SourceFile:
 
 
 @dataclass(frozen=True)
+class Fingerprint:
+    """What a file was when its bytes got it skipped: while all of it holds, so does the
+    reason (:mod:`semfs.ingest.skipmemo`)."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+    extractor: str
+
+
+# remembered(path, fingerprint): the reason a file was skipped, if it is unchanged since.
+Remembered = Callable[[str, Fingerprint], "str | None"]
+
+
+@dataclass(frozen=True)
 class Skipped:
     """An entry not ingested, and why. ``transient``: the entry exists but could not be read
-    this time (permissions, I/O error), so an ingested version of it is kept, not deleted."""
+    this time (permissions, I/O error), so an ingested version of it is kept, not deleted.
+    ``fingerprint``: set when the file's bytes decided it (an extractor refused them), so
+    the skip may be remembered; ``memo_reason`` is then the reason to remember."""
 
     path: str
     reason: str
     transient: bool = False
+    fingerprint: Fingerprint | None = field(default=None, compare=False)
+    memo_reason: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -158,7 +176,7 @@ def scan_paths(
     check_source(source)
     files: list[SourceFile] = []
     skipped: list[Skipped] = []
-    mounts = semfs_mounts()
+    mounts = semfs_devices()
     for rel in _outermost(paths):
         parts = rel.split("/")
         if not _reachable(source, parts[:-1], exclude, mounts):
@@ -182,10 +200,15 @@ def scan_paths(
     return files, skipped
 
 
-def _semfs_dir(full: str, mounts: frozenset[str]) -> bool:
-    """A semfs store or mount: a scan skips it (and reports it where it meets it)."""
-    if mounts and os.path.realpath(full) in mounts:
-        return True
+def _semfs_dir(full: str, mounts: frozenset[int]) -> bool:
+    """A semfs store or mount: a scan skips it (and reports it where it meets it). A folder
+    that is gone or changed meanwhile is not one (the walk then says what it met)."""
+    if mounts:
+        try:
+            if os.lstat(full).st_dev in mounts:
+                return True
+        except OSError:
+            return False
     return os.path.exists(os.path.join(full, "shard", "edge_config.json"))
 
 
@@ -200,7 +223,7 @@ def _outermost(paths: Iterable[str]) -> list[str]:
 
 
 def _reachable(
-    source: Path, dirs: Sequence[str], exclude: Sequence[str], mounts: frozenset[str]
+    source: Path, dirs: Sequence[str], exclude: Sequence[str], mounts: frozenset[int]
 ) -> bool:
     """Whether a full scan descends into the folder ``dirs`` (its components, from the top)."""
     for i, name in enumerate(dirs):
@@ -228,11 +251,16 @@ def _walk(
     (:func:`_walk_fds`): a folder swapped for a symlink while it runs is not entered, so
     what it lists lies below ``source``.
     """
-    mounts = semfs_mounts()
+    mounts = semfs_devices()
 
     def on_error(path: str, exc: OSError) -> None:
         rel = os.path.relpath(path, source).replace(os.sep, "/")
-        skipped.append(Skipped(rel, f"unreadable directory: {exc.strerror}", transient=True))
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+            # Listed as a folder, then not one (or gone) when opened: it moved under the walk.
+            reason = f"changed during the walk ({exc.strerror}), not ingested this time"
+        else:
+            reason = f"unreadable directory: {exc.strerror}"
+        skipped.append(Skipped(rel, reason, transient=True))
 
     rel_top = os.path.relpath(top, source)
     try:
@@ -255,9 +283,17 @@ def _walk(
                 if is_link:
                     skipped.append(Skipped(rel, "symlink to a directory (not followed)"))
                     continue
-                if mounts and os.path.realpath(full) in mounts:
-                    skipped.append(Skipped(rel, "a semfs mount (not ingested)"))
-                    continue
+                if mounts:
+                    # By device, from the folder's fd: no path is resolved, so a folder
+                    # swapped for a link meanwhile cannot make this raise (issue 29).
+                    try:
+                        st = os.stat(d, dir_fd=root_fd, follow_symlinks=False)
+                    except OSError as exc:
+                        on_error(full, exc)
+                        continue
+                    if st.st_dev in mounts:
+                        skipped.append(Skipped(rel, "a semfs mount (not ingested)"))
+                        continue
                 if os.path.exists(os.path.join(full, "shard", "edge_config.json")):
                     skipped.append(Skipped(rel, "a semfs store (not ingested)"))
                     continue
@@ -327,21 +363,26 @@ def _record_dir(dir_fd: int, rel: str, out: list[DirectoryRecord]) -> None:
     out.append(DirectoryRecord(rel, stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, st.st_mtime_ns))
 
 
-def semfs_mounts(mountinfo: str = "/proc/self/mountinfo") -> frozenset[str]:
-    """The mountpoints of every semfs mount (fstype ``fuse.semfs``); empty where unknown."""
-    try:
-        with open(mountinfo, encoding="utf-8", errors="surrogateescape") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return frozenset()
-    found = set()
-    for line in lines:
+def semfs_devices(mountinfo: str = "/proc/self/mountinfo") -> frozenset[int]:
+    """The device numbers (``st_dev``) of every semfs mount; empty where unknown. A folder is
+    one when ``stat`` gives that device: no path to resolve, which a moving folder races."""
+    devices = set()
+    for line in _mountinfo_lines(mountinfo):
         fields, _, rest = line.partition(" - ")
         parts = fields.split()
         if len(parts) >= 5 and rest.split(" ", 1)[0] == "fuse.semfs":
-            # mountinfo escapes space, tab, newline and backslash as octal: \040 and so on.
-            found.add(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[4]))
-    return frozenset(found)
+            major, _, minor = parts[2].partition(":")
+            if major.isdigit() and minor.isdigit():
+                devices.add(os.makedev(int(major), int(minor)))
+    return frozenset(devices)
+
+
+def _mountinfo_lines(mountinfo: str) -> list[str]:
+    try:
+        with open(mountinfo, encoding="utf-8", errors="surrogateescape") as f:
+            return f.read().splitlines()
+    except OSError:
+        return []
 
 
 def _add_file(
@@ -393,15 +434,23 @@ def open_beneath(source: str, rel: str, *, directory: bool = False, follow: str 
     it. A symlink in a folder's place is refused (:class:`LinkRefused`). The last
     component, when it is a symlink, is followed as ``follow`` says: ``"none"`` refuses it,
     ``"inside"`` resolves its target the same way, component by component from the folder
-    holding the link, and refuses it if the target leaves ``source`` or passes through a
-    linked folder; ``"any"`` lets the kernel follow it from that folder (``--follow-symlinks``:
-    the link is trusted, the folders leading to it are not). Raises OSError as ``open``
-    does (ELOOP after :data:`MAX_LINK_HOPS` links). The caller closes the fd.
+    holding the link, under the link rule below; ``"any"`` lets the kernel follow it from
+    that folder (``--follow-symlinks``: the link is trusted, the folders leading to it are
+    not). Raises OSError as ``open`` does (ELOOP after :data:`MAX_LINK_HOPS` links). The
+    caller closes the fd.
+
+    The link rule (issue 29): the target is stored, and served, under the link's path,
+    where readers pass the link's folders and the target's own mode only. So a link is
+    followed only to a file at or below the link's own folder (an agent scoped to that
+    folder then sees nothing from outside it), through folders that every user may enter
+    (so the folders skipped on the way deny no one). Anything else is :class:`LinkRefused`.
     """
     root_fd = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     stack = [root_fd]
+    names: list[str] = []  # the folders of stack[1:], by name
     parts = [p for p in rel.split("/") if p not in ("", ".")]
     hops = 0
+    floor = 0  # once a link is followed: the depth of its folder, which nothing leaves
     try:
         while True:
             if not parts:
@@ -412,7 +461,10 @@ def open_beneath(source: str, rel: str, *, directory: bool = False, follow: str 
             if name == "..":
                 if len(stack) == 1:
                     raise LinkRefused("outside")
+                if len(stack) == floor:
+                    raise LinkRefused(_LINK_UP)
                 os.close(stack.pop())
+                names.pop()
                 continue
             last = not parts
             flags = _FILE_FLAGS if last and not directory else _DIR_FLAGS
@@ -431,22 +483,35 @@ def open_beneath(source: str, rel: str, *, directory: bool = False, follow: str 
                 hops += 1
                 if hops > MAX_LINK_HOPS:
                     raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), rel) from None
+                floor = floor or len(stack)
                 target = os.readlink(name, dir_fd=stack[-1])
                 if target.startswith("/"):
                     below = _below(target, source)
                     if below is None:
                         raise LinkRefused("outside") from None
-                    while len(stack) > 1:
+                    steps = [p for p in below.split("/") if p not in ("", ".")]
+                    if steps[: floor - 1] != names[: floor - 1]:
+                        raise LinkRefused(_LINK_UP) from None
+                    while len(stack) > floor:
                         os.close(stack.pop())
-                    target = below
+                        names.pop()
+                    target = "/".join(steps[floor - 1 :])
                 parts = [p for p in target.split("/") if p not in ("", ".")]
                 continue
             if last:
                 return fd
+            if floor and os.fstat(fd).st_mode & 0o111 != 0o111:
+                os.close(fd)
+                raise LinkRefused("symlink through a folder not everyone may enter (not followed)")
             stack.append(fd)
+            names.append(name)
     finally:
         for fd in stack:
             os.close(fd)
+
+
+# The link rule's other refusal (see open_beneath).
+_LINK_UP = "symlink to a file outside the link's own folder (not followed; see docs/security.md)"
 
 
 def _below(target: str, source: str) -> str | None:
@@ -462,6 +527,7 @@ def read_document(
     max_bytes: int = DEFAULT_MAX_BYTES,
     root: str | None = None,
     previous: DocumentRecord | None = None,
+    remembered: Remembered | None = None,
 ) -> Document | Skipped:
     """The file's text, or why it cannot be ingested. Never raises for a bad file.
 
@@ -473,6 +539,9 @@ def read_document(
     file is followed anywhere.
     ``previous``: the stored record of the file's text view, if any: when the original's
     bytes and the extractor are the same, the view is not extracted again (``text`` None).
+    ``remembered``: the skips of earlier runs; a converted file skipped for its bytes and
+    unchanged since is skipped again without being extracted. ``max_bytes`` bounds the file
+    and, for a converted one, its text too.
     """
     follow = "inside" if root is not None else "any"
     try:
@@ -505,11 +574,16 @@ def read_document(
         os.close(fd)
     if len(data) > max_bytes:
         return Skipped(f.path, f"too large: over the {max_bytes}-byte cap (--max-size)")
-    return _document(f, st, data, previous)
+    return _document(f, st, data, previous, max_bytes, remembered)
 
 
 def _document(
-    f: SourceFile, st: os.stat_result, data: bytes, previous: DocumentRecord | None
+    f: SourceFile,
+    st: os.stat_result,
+    data: bytes,
+    previous: DocumentRecord | None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    remembered: Remembered | None = None,
 ) -> Document | Skipped:
     """What a file's ``data`` gives: itself as text, or an extracted view and the original."""
     sha256 = hashlib.sha256(data).hexdigest()
@@ -526,10 +600,18 @@ def _document(
         # The same original, extracted by the same code: the stored view stands.
         original = Original(f.path, data, len(data), sha256, tag)
         return _served(view, None, previous.size, previous.sha256, st, original)
+    fingerprint = Fingerprint(len(data), st.st_mtime_ns, sha256, tag)
+    known = remembered(f.path, fingerprint) if remembered is not None else None
+    if known is not None:
+        again = f"{known} (unchanged since: not extracted again; --retry-skipped to try)"
+        return Skipped(f.path, again, fingerprint=fingerprint, memo_reason=known)
     extracted = formats.extract(f.path, data)
     if isinstance(extracted, formats.Unsupported):
-        return Skipped(f.path, extracted.reason)
+        return Skipped(f.path, extracted.reason, fingerprint=fingerprint)
     encoded = extracted.text.encode("utf-8", "surrogatepass")
+    if len(encoded) > max_bytes:
+        reason = f"its text is {len(encoded)} bytes, over the {max_bytes}-byte cap (--max-size)"
+        return Skipped(f.path, reason, fingerprint=fingerprint)
     original = Original(f.path, data, len(data), sha256, tag, extracted.unit, extracted.marks)
     digest = hashlib.sha256(encoded).hexdigest()
     return _served(view, extracted.text, len(encoded), digest, st, original)

@@ -72,6 +72,12 @@ if TYPE_CHECKING:
     help="Let the collection mirror SOURCE although it was built from another folder "
     "(its documents not in SOURCE are deleted).",
 )
+@click.option(
+    "--retry-skipped",
+    is_flag=True,
+    help="Extract again the converted files skipped for their contents (a zip bomb, text over "
+    "--max-size, ...), which are otherwise not tried again while unchanged.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
 @handle_errors
 def ingest_cmd(
@@ -89,6 +95,7 @@ def ingest_cmd(
     follow_symlinks: bool,
     verify: bool,
     replace: bool,
+    retry_skipped: bool,
     as_json: bool,
 ) -> None:
     """Make a collection mirror SOURCE: add new files, re-embed changed ones, drop deleted ones.
@@ -96,7 +103,8 @@ def ingest_cmd(
     Unchanged files are not re-embedded (and an unchanged re-run loads no model). VCS folders
     are skipped; binary, non-UTF-8, unreadable and oversized files are skipped with a reason,
     and so are symlinks that lead outside SOURCE (unless --follow-symlinks). A file that
-    cannot be read this time keeps its ingested version. Exit status is 0 when the run
+    cannot be read this time keeps its ingested version. A converted file skipped for its
+    contents is not extracted again while unchanged (--retry-skipped). Exit status is 0 when the run
     succeeded, even with skipped files. With --watch it then follows SOURCE until Ctrl-C,
     one small batch per burst of changes (see `semfs status`). With --verify, documents
     whose stored chunks no longer hash to what was ingested are re-ingested too.
@@ -127,6 +135,7 @@ def ingest_cmd(
 
     from semfs.ingest.embedding.embedder import load_embedder
     from semfs.ingest.pipeline import resolve_model
+    from semfs.ingest.skipmemo import memo_file
 
     with opened(store_path, url, api_key, collection) as store, _in_place_if(verify):
         # Made here, so that once the documents are in, its torch model (if it loaded) can
@@ -149,6 +158,8 @@ def ingest_cmd(
                 on_progress=progress.advance if progress else None,
                 verify=verify,
                 replace_source=replace,
+                skip_memo=memo_file(store_path, url, collection),
+                retry_skipped=retry_skipped,
             )
         finally:
             if progress is not None:
@@ -387,10 +398,12 @@ def collections_rm(
     with opened_catalog(store_path, url, api_key) as catalog:
         catalog.remove(name)
     if url:  # a server collection's watcher state is kept beside the embedded store
+        from semfs.ingest.skipmemo import memo_file
         from semfs.ingest.syncstate import state_file
 
-        with contextlib.suppress(OSError):
-            state_file(store_path, url, name).unlink()
+        for local in (state_file(store_path, url, name), memo_file(store_path, url, name)):
+            with contextlib.suppress(OSError):
+                local.unlink()
     click.echo(f"Removed collection {name!r}")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -21,9 +22,20 @@ VIEW_SUFFIX = ".md"
 MARKER = re.compile(r"^#{1,2} (Page|Slide|Chapter) (\d+)(?::[^\n]*)?$", re.MULTILINE)
 # Zip containers (DOCX, PPTX, ODT, EPUB): what their members may add up to, uncompressed,
 # and how many there may be. A 10 MB document that claims more is a zip bomb, refused before
-# anything is inflated (zipfile never inflates a member past the size it declares).
+# anything is inflated.
 ZIP_MAX_BYTES = 256 * 1024 * 1024
 ZIP_MAX_MEMBERS = 10_000
+# Amplification: members that declare over ZIP_MAX_RATIO times the container's own size are
+# refused once they declare over ZIP_RATIO_FLOOR (a 211 KB DOCX holding a 40 MB
+# document.xml took 22 minutes and 2 GB to embed). Office XML compresses 5-20x; text and
+# a few MB of anything may compress further without harm.
+ZIP_MAX_RATIO = 100
+ZIP_RATIO_FLOOR = 8 * 1024 * 1024
+# A member's declared size is no bound by itself: zipfile truncates what it returns to that
+# size, but only after inflating a whole read's worth, and ZipFile.read() asks for it all at
+# once (a "lying" member inflated ~1 GB in the worker). So open_zip inflates every member
+# first, this many bytes at a time, and refuses one that goes past what it declares.
+_INFLATE_STEP = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -110,7 +122,53 @@ def open_zip(data: bytes, what: str) -> zipfile.ZipFile | Unsupported:
             f"{what} would inflate to {total} bytes, over the {ZIP_MAX_BYTES}-byte bound "
             "(a zip bomb?), not ingested"
         )
+    if total > ZIP_RATIO_FLOOR and total > ZIP_MAX_RATIO * len(data):
+        return Unsupported(
+            f"{what} would inflate {len(data)} bytes to {total}, over {ZIP_MAX_RATIO} times "
+            "its size (a zip bomb?), not ingested"
+        )
+    liar = _inflates_past_declared(data, infos)
+    if liar is not None:
+        return Unsupported(f"{what} {liar} (a zip bomb?), not ingested")
     return archive
+
+
+def _inflates_past_declared(data: bytes, infos: list[zipfile.ZipInfo]) -> str | None:
+    """Why a member of ``data`` cannot be read within its declared size, or None. Each is
+    inflated in steps of :data:`_INFLATE_STEP` bytes, so at most its declared size plus
+    one step is ever made (and freed at once)."""
+    view = memoryview(data)
+    for info in infos:
+        start = info.header_offset
+        header = bytes(view[start : start + 30])
+        if len(header) < 30 or header[:4] != b"PK\x03\x04":
+            return f"member {info.filename!r} has no local header"
+        start += (
+            30 + int.from_bytes(header[26:28], "little") + int.from_bytes(header[28:30], "little")
+        )
+        raw = view[start : start + info.compress_size]
+        if info.compress_type == zipfile.ZIP_STORED:
+            continue  # its bytes are what zipfile returns, cut to the declared size
+        if info.compress_type != zipfile.ZIP_DEFLATED:
+            return f"member {info.filename!r} uses compression method {info.compress_type}"
+        inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+        made = 0
+        pending: bytes | memoryview = raw
+        try:
+            while True:
+                out = inflater.decompress(pending, _INFLATE_STEP)
+                made += len(out)
+                if made > info.file_size:
+                    return (
+                        f"member {info.filename!r} inflates past the {info.file_size} bytes "
+                        "it declares"
+                    )
+                pending = inflater.unconsumed_tail
+                if inflater.eof or not (out or pending):
+                    break
+        except zlib.error:
+            continue  # damaged, not amplified: the extractor says "corrupt"
+    return None
 
 
 def first_line(exc: BaseException) -> str:

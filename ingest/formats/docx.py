@@ -26,6 +26,7 @@ def extract(path: str, data: bytes) -> Extracted | Unsupported:
 
     try:
         document = docx.Document(io.BytesIO(data))
+        _keep_text_after_entities(document)
         blocks = list(_blocks(document))
     except (PackageNotFoundError, Exception) as exc:  # lxml's errors too: a reason, no crash
         return Unsupported(f"corrupt Word document ({first_line(exc)})")
@@ -34,6 +35,26 @@ def extract(path: str, data: bytes) -> Extracted | Unsupported:
         return Unsupported("Word document with no text, not ingested")
     title = str(document.core_properties.title or "").strip()
     return sections(body, title)
+
+
+def _keep_text_after_entities(document: object) -> None:
+    """python-docx parses with entities unresolved (no XXE, no billion laughs), so ``&name;``
+    in a run's text is a node and ``.text`` stops before it: the rest of the run was lost.
+    Each such run keeps its text around the reference; the reference itself is dropped (its
+    value may be an outside file or an expansion, which is why it is not resolved)."""
+    from docx.oxml.ns import qn
+    from lxml import etree
+
+    for t in document.element.iter(qn("w:t")):  # type: ignore[attr-defined]
+        if not len(t):
+            continue
+        parts = [t.text or ""]
+        for child in list(t):
+            if not isinstance(child, etree._Entity):
+                parts.append("".join(child.itertext()))
+            parts.append(child.tail or "")
+            t.remove(child)
+        t.text = "".join(parts)
 
 
 def _blocks(document: object):  # type: ignore[no-untyped-def]

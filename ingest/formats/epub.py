@@ -1,7 +1,8 @@
 """EPUB: the chapters of the spine, in reading order, as Markdown (zipfile + BeautifulSoup).
 
 Each chapter starts with a ``# Chapter N: Title`` heading (its own first heading's text), so
-a search hit names its chapter (unit "chapter").
+a search hit names its chapter (unit "chapter"). A spine entry that cannot be read (missing,
+damaged) is left out and the rest of the book is kept; numbering counts the chapters kept.
 """
 
 from __future__ import annotations
@@ -46,12 +47,17 @@ def _chapters(archive: object) -> Extracted | Unsupported:
     }
     view = ViewBuilder("chapter")
     number = 0
+    failed: list[str] = []  # spine entries that could not be read
     for ref in opf.iter(f"{{{_OPF}}}itemref"):
         href = hrefs.get(ref.get("idref"))
         if not href or ref.get("linear") == "no":
             continue
         name = posixpath.normpath(posixpath.join(base, unquote(href)))
-        title, body = to_markdown(decode(read(name)))
+        try:
+            title, body = to_markdown(decode(read(name)))
+        except Exception as exc:  # a missing or damaged chapter: the others still count
+            failed.append(f"{name}: {first_line(exc)}")
+            continue
         if not body.strip():
             continue
         number += 1
@@ -63,6 +69,8 @@ def _chapters(archive: object) -> Extracted | Unsupported:
         heading = f"# Chapter {number}: {title}" if title else f"# Chapter {number}"
         view.mark(str(number), heading)
         view.add("\n".join(lines).strip("\n"))
+    if not number and failed:
+        return Unsupported(f"corrupt EPUB (no chapter readable; {failed[0]})")
     if not number:
         return Unsupported("EPUB with no text in its chapters, not ingested")
     return view.build()

@@ -108,6 +108,43 @@ def test_http_needs_the_token(open_tmp: Path) -> None:
     assert len(started) == 1 and server.url in started[0]
 
 
+def test_a_scoped_token_reads_nothing_outside_its_folder_through_a_link(open_tmp: Path) -> None:
+    """Issue 29: a token scoped to drop/ read, grepped and found what links in drop/ pointed
+    at: a file in a folder only root may enter, and one in an open sibling folder."""
+    src = open_tmp / "src"
+    for name in ("private", "drop", "open"):
+        (src / name).mkdir(parents=True)
+    (src / "private" / "p.md").write_text("# P\n\nPRIVATE salary table\n")
+    (src / "open" / "o.md").write_text("# O\n\nOUTSIDER page elsewhere\n")
+    (src / "drop" / "mine.md").write_text("# Mine\n\nthe drop's own page\n")
+    (src / "private").chmod(0o700)
+    (src / "drop").chmod(0o777)
+    for link, target in (("x.md", "../private/p.md"), ("y.md", "../open/o.md")):
+        planted = subprocess.run([*AS_NOBODY, "ln", "-s", target, str(src / "drop" / link)])
+        assert planted.returncode == 0
+    store = open_tmp / "store"
+    ingest_hash(src, store)
+    token = semfs("token", "create", "drop", "--under", "drop", "--store", str(store)).stdout
+    with http_server("--store", str(store)) as server:
+        results = run_in(
+            (server.url, token.strip()),
+            [
+                ("read", {"path": "drop/x.md"}),
+                ("read", {"path": "drop/y.md"}),
+                ("grep", {"pattern": "PRIVATE|OUTSIDER", "regex": True}),
+                ("search", {"query": "PRIVATE salary table", "mode": "keyword"}),
+                ("search", {"query": "OUTSIDER page elsewhere", "mode": "keyword"}),
+                ("read", {"path": "drop/mine.md"}),
+            ],
+        )
+    for res in results[:3]:
+        assert "PRIVATE" not in text(res) and "OUTSIDER" not in text(res), text(res)
+    for res in results[3:5]:  # the results text repeats the query: look at the hits
+        found = json.dumps(data(res)["results"])
+        assert "PRIVATE" not in found and "OUTSIDER" not in found, found
+    assert "the drop's own page" in text(results[5])
+
+
 def test_host_and_origin_checked_on_every_bind(sample_store: Path) -> None:
     """Before: on 0.0.0.0 a foreign Host and Origin got 200 (loopback binds: 421/403)."""
     for bind in ("0.0.0.0", "127.0.0.1"):

@@ -278,3 +278,43 @@ def _claims_huge(name: bytes, data: bytes) -> bytes:
     at = raw.rfind(b"PK\x01\x02")  # the central directory entry: uncompressed size at +24
     raw[at + 24 : at + 28] = struct.pack("<I", 0xFFFFFFF0)
     return bytes(raw)
+
+
+def lying_zip(
+    name: str, inflated: int, declared: int = 1000, extra: dict[str, bytes] | None = None
+) -> bytes:
+    """A zip whose member ``name`` holds ``inflated`` zero bytes but declares ``declared`` in
+    both its headers (issue 29: zipfile inflates it all before cutting to the declared size)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for other, data in (extra or {}).items():
+            z.writestr(other, data)
+        z.writestr(name, bytes(inflated))
+    raw = bytearray(buf.getvalue())
+    local = zipfile.ZipFile(io.BytesIO(bytes(raw))).getinfo(name).header_offset
+    raw[local + 22 : local + 26] = struct.pack("<I", declared)  # local: uncompressed at +22
+    central = raw.rfind(b"PK\x01\x02")  # the last central entry is ``name``'s: +24
+    raw[central + 24 : central + 28] = struct.pack("<I", declared)
+    return bytes(raw)
+
+
+def docx_with(xml_body: str, doctype: str = "") -> bytes:
+    """A Word document whose body paragraph text is replaced by ``xml_body`` (raw XML), with
+    ``doctype`` before the root element."""
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("PLACEHOLDER")
+    made = io.BytesIO()
+    document.save(made)
+    source = zipfile.ZipFile(made)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "word/document.xml":
+                text = data.decode().replace("PLACEHOLDER", xml_body)
+                text = text.replace("<w:document", doctype + "<w:document", 1)
+                data = text.encode()
+            z.writestr(info, data)
+    return out.getvalue()

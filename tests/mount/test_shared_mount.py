@@ -165,3 +165,37 @@ def test_watch_follows_folder_and_file_permission_changes(open_tmp: Path) -> Non
 def stat_of(path: Path) -> tuple[int, int, int]:
     st = os.stat(path)
     return st.st_mode & 0o555, st.st_uid, st.st_gid
+
+
+def _planted_links(base: Path) -> Path:
+    """Issue 29's reproduction: a private folder, a drop folder anyone may write, and links
+    nobody planted there to a file in the private folder and to one in an open sibling."""
+    src = base / "src"
+    for name in ("private", "drop", "open"):
+        (src / name).mkdir(parents=True)
+    (src / "private" / "p.md").write_text("# P\n\nPRIVATE salary table\n")
+    (src / "open" / "o.md").write_text("# O\n\nOPEN but elsewhere\n")
+    (src / "drop" / "mine.md").write_text("# Mine\n\nthe drop's own page\n")
+    for f in (src / "private" / "p.md", src / "open" / "o.md", src / "drop" / "mine.md"):
+        f.chmod(0o644)
+    (src / "private").chmod(0o700)
+    (src / "drop").chmod(0o777)
+    for link, target in (("x.md", "../private/p.md"), ("y.md", "../open/o.md")):
+        planted = as_nobody("ln", "-s", target, str(src / "drop" / link))
+        assert planted.returncode == 0, planted.stderr
+    return src
+
+
+def test_a_link_reads_nothing_its_reader_could_not_read_in_the_source(open_tmp: Path) -> None:
+    """Before: nobody got "Permission denied" from src/drop/x.md and PRIVATE from the mount."""
+    src, store = _planted_links(open_tmp), open_tmp / "store"
+    assert as_nobody("cat", str(src / "drop" / "x.md")).returncode != 0
+    semfs("ingest", str(src), "--store", str(store), "--model", "hash")
+    with mounted(open_tmp / "mnt", "--store", str(store), "-o", "allow_other") as m:
+        cat = as_nobody("cat", str(m.path / "drop" / "x.md"))
+        assert cat.returncode != 0 and "PRIVATE" not in cat.stdout, cat
+        grep = as_nobody("grep", "-r", "PRIVATE", str(m.path / "drop"))
+        assert "PRIVATE" not in grep.stdout, grep
+        # What the source lets nobody read, the mount does too; the owner reads the file.
+        assert as_nobody("cat", str(m.path / "drop" / "mine.md")).returncode == 0
+        assert "PRIVATE" in (m.path / "private" / "p.md").read_text()

@@ -6,8 +6,11 @@ tests/mount/test_documents_mount.py."""
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
+import stat
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -21,8 +24,11 @@ from tests.helpers.docfixtures import (
     BAD_REASONS,
     FACTS,
     HTML_FURNITURE,
+    docx_with,
+    lying_zip,
     make_all,
     make_bad,
+    make_epub,
     make_pdf,
 )
 from tests.helpers.mounting import ingest_hash
@@ -246,3 +252,87 @@ def test_a_run_over_some_paths_updates_and_deletes_a_view_by_its_original(
         meta = store.read_meta()
         assert meta is not None and (meta.documents, meta.chunks) == (0, 0)
     assert _blob_versions(store_dir) == set()
+
+
+# --- issue 29: bounded extraction, remembered skips, the small extractor fixes -------------------
+
+
+def test_a_docx_keeps_the_text_after_an_entity_reference() -> None:
+    # Entities stay unresolved (no XXE): before, the run's text stopped at the reference.
+    data = docx_with(
+        "before &co; after the entity", doctype='<!DOCTYPE w:document [<!ENTITY co "ACME">]>'
+    )
+    got = formats.extract("a.docx", data)
+    assert isinstance(got, formats.Extracted), got
+    assert _flat(got.text) == "before after the entity"
+
+
+def test_one_bad_spine_entry_keeps_the_rest_of_the_epub(tmp_path: Path) -> None:
+    make_epub(tmp_path / "whole.epub")
+    whole = zipfile.ZipFile(tmp_path / "whole.epub")
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for info in whole.infolist():
+            if info.filename != "OEBPS/text/ch2.xhtml":  # listed in the spine, missing
+                z.writestr(info, whole.read(info))
+    got = formats.extract("novel.epub", out.getvalue())
+    assert isinstance(got, formats.Extracted), got
+    kept = [s for name, s, where in FACTS if name == "novel.epub" and where != "chapter 2"]
+    assert len(kept) == 2 and all(_flat(s) in _flat(got.text) for s in kept)
+    assert [label for _, label in got.marks] == ["1", "2"]
+
+
+def test_a_zip_member_inflating_past_its_declared_size_is_refused() -> None:
+    # 64 MiB of zeros that say they are 1000 bytes: inflated 64 KiB at a time, refused at once.
+    data = lying_zip("word/document.xml", 64 << 20)
+    got = formats.extract("lies.docx", data)
+    assert isinstance(got, formats.Unsupported)
+    assert "inflates past the 1000 bytes it declares" in got.reason, got.reason
+
+
+def test_a_zip_that_amplifies_too_much_is_refused() -> None:
+    # The issue's DOCX: a small file whose document.xml declares 20 MB (over 100 times).
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("word/document.xml", b"<w:t>word</w:t>" * ((20 << 20) // 15))
+    got = formats.extract("amplified.docx", buf.getvalue())
+    assert isinstance(got, formats.Unsupported)
+    assert "over 100 times its size (a zip bomb?)" in got.reason, got.reason
+
+
+def test_max_size_bounds_a_converted_documents_text(tmp_path: Path, store_dir: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    data = docx_with("word " * 40_000)  # 200 KB of text in a ~40 KB file
+    (src / "long.docx").write_bytes(data)
+    report = ingest_hash(src, store_dir, max_bytes=len(data) + 1000)
+    (skip,) = report.skipped
+    assert skip.path == "long.docx" and "over the" in skip.reason and "--max-size" in skip.reason
+    assert ingest_hash(src, store_dir, max_bytes=1 << 20).added == ["long.docx.md"]
+
+
+def test_a_file_skipped_for_its_bytes_is_not_extracted_again_while_unchanged(
+    tmp_path: Path, store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "src"
+    make_bad(src)
+    memo = tmp_path / "skipped.json"
+    first = {s.path: s.reason for s in ingest_hash(src, store_dir, skip_memo=memo).skipped}
+    assert stat.S_IMODE(memo.stat().st_mode) == 0o600
+    # From now on any extraction fails at once: a reason kept means nothing was extracted.
+    monkeypatch.setattr(worker, "_shared", worker.Worker(timeout=1e-4))
+    again = {s.path: s.reason for s in ingest_hash(src, store_dir, skip_memo=memo).skipped}
+    converted = [p for p in first if formats.view_path(p)]
+    assert converted and set(again) == set(first)
+    for path in converted:
+        assert again[path] == f"{first[path]} (unchanged since: not extracted again; " + (
+            "--retry-skipped to try)"
+        )
+    # A changed file (here its mtime), or --retry-skipped, is extracted again.
+    os.utime(src / "bomb.docx", ns=(1, 1))
+    touched = {s.path: s.reason for s in ingest_hash(src, store_dir, skip_memo=memo).skipped}
+    assert touched["bomb.docx"] == "extraction took over 0.0001 s (stopped)"
+    assert touched["broken.pdf"] == again["broken.pdf"]
+    retried = ingest_hash(src, store_dir, skip_memo=memo, retry_skipped=True).skipped
+    assert all("took over 0.0001 s" in s.reason for s in retried if formats.view_path(s.path))
+    worker._shared.close()

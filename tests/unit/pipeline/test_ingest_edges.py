@@ -40,23 +40,50 @@ def test_symlinks_leaving_the_source_are_skipped_unless_asked(
     with open_store(store_dir) as store:
         r = ingest(src, store, model="hash")
         reasons = {s.path: s.reason for s in r.skipped}
+        # Up out of its own folder, even inside the source: the link rule (issue 29).
+        assert "outside the link's own folder" in reasons.pop("sub/up-inside.md")
         assert sorted(reasons) == ["absolute.md", "chain.md", "relative.md"]
         for reason in reasons.values():
             assert f"symlink to {secret}, outside the source" in reason
             assert "--follow-symlinks" in reason
-        assert sorted(r.added) == ["good.md", "inside.md", "sub/up-inside.md", "sub/x.md"]
+        assert sorted(r.added) == ["good.md", "inside.md", "sub/x.md"]
         assert sorted(d.path for d in store.list_documents()) == sorted(r.added)
 
         r = ingest(src, store, follow_symlinks=True)
-        assert sorted(r.added) == ["absolute.md", "chain.md", "relative.md"] and not r.skipped
+        followed = ["absolute.md", "chain.md", "relative.md", "sub/up-inside.md"]
+        assert sorted(r.added) == followed and not r.skipped
         r = ingest(src, store)  # the default again: what leaves the source is dropped
-        assert sorted(r.deleted) == ["absolute.md", "chain.md", "relative.md"]
+        assert sorted(r.deleted) == followed
 
     out = subprocess.run(
         [SEMFS, "ingest", str(src), "--follow-symlinks", "--json"], capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["added"] == 3
+    assert json.loads(out.stdout)["added"] == 4
+
+
+def test_a_link_is_followed_below_its_folder_through_folders_all_may_enter(
+    tmp_path: Path, store_dir: Path
+) -> None:
+    """The link rule (issue 29): the target is served under the link's path, where readers
+    pass only the link's folders, so nothing on the way to it may shut anyone out."""
+    src = tmp_path / "src"
+    write(src, "d/open/a.md", "open text\n")
+    write(src, "d/shut/b.md", "shut text\n")
+    (src / "d" / "open").chmod(0o755)
+    (src / "d" / "shut").chmod(0o750)  # the group and others: no way in
+    os.symlink("open/a.md", src / "d" / "a-link.md")
+    os.symlink(str(src / "d" / "open" / "a.md"), src / "d" / "abs-link.md")
+    os.symlink("shut/b.md", src / "d" / "b-link.md")
+    os.symlink("../d/open/../shut/b.md", src / "d" / "open" / "around.md")
+    with open_store(store_dir) as store:
+        r = ingest(src, store, model="hash")
+    reasons = {s.path: s.reason for s in r.skipped}
+    assert sorted(r.added) == ["d/a-link.md", "d/abs-link.md", "d/open/a.md", "d/shut/b.md"]
+    assert (
+        reasons["d/b-link.md"] == "symlink through a folder not everyone may enter (not followed)"
+    )
+    assert "outside the link's own folder" in reasons["d/open/around.md"]
 
 
 def test_utf16_is_named(tmp_path: Path, store_dir: Path) -> None:

@@ -5,21 +5,28 @@ with a symlink to a root-only folder (``renameat2(RENAME_EXCHANGE)``, in a loop)
 runs `semfs ingest`. Checking ``islink()`` and then ``open()``-ing the path loses that race
 most of the time; opening every component beneath the source's fd with ``O_NOFOLLOW`` and
 reading what ``fstat`` says was opened cannot lose it.
+
+Issue 29: with any semfs mount on the machine, the walk resolved each folder's path to
+compare it with the mounts, and a folder swapped meanwhile made that raise (EINVAL): the
+whole ingest exited 1. So the race runs twice: alone, and beside a semfs mount.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from semfs.ingest.store.backends import open_store
 from tests.helpers import NOBODY, SEMFS
+from tests.helpers.mounting import ingest_hash, mounted
 
 SECRET = "TOP SECRET, root only"
 FILES = 40
@@ -63,9 +70,29 @@ def _stored_text(store_path: Path) -> dict[str, str]:
         return out
 
 
+@contextlib.contextmanager
+def _a_semfs_mount(where: Path) -> Iterator[None]:
+    """Some semfs mount on the machine (of a one-file collection elsewhere), for the block."""
+    (where / "other").mkdir()
+    (where / "other" / "a.md").write_text("other\n")
+    ingest_hash(where / "other", where / "other-store")
+    with mounted(where / "mnt", "--store", str(where / "other-store")):
+        yield
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) not installed")
-def test_a_folder_swapped_for_a_symlink_during_ingest_leaks_nothing(open_tmp: Path) -> None:
+@pytest.mark.parametrize(
+    "beside_a_mount", [False, pytest.param(True, marks=pytest.mark.mount)], ids=["alone", "mount"]
+)
+def test_a_folder_swapped_for_a_symlink_during_ingest_leaks_nothing(
+    open_tmp: Path, tmp_path: Path, beside_a_mount: bool
+) -> None:
+    with _a_semfs_mount(tmp_path) if beside_a_mount else contextlib.nullcontext():
+        _race(open_tmp)
+
+
+def _race(open_tmp: Path) -> None:
     private = open_tmp / "private"
     private.mkdir(mode=0o700)
     src = open_tmp / "src"
@@ -97,6 +124,7 @@ def test_a_folder_swapped_for_a_symlink_during_ingest_leaks_nothing(open_tmp: Pa
                 text=True,
                 timeout=120,
             )
+            # A folder that moves under the walk is skipped with a reason; the rest goes in.
             assert run.returncode == 0, run.stderr
             texts = _stored_text(store)
             leaked.update({p: t for p, t in texts.items() if SECRET in t})
@@ -146,3 +174,30 @@ def test_a_folder_replaced_by_a_link_after_the_scan_is_not_read(tmp_path: Path) 
     (src / "docs").unlink()
     (src / "was-docs").rename(src / "docs")
     assert getattr(read_document(full[1], root=str(src.resolve())), "text", "") == "public\n"
+
+
+@pytest.mark.mount
+def test_the_walk_resolves_no_path_that_a_swap_could_break(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race of issue 29, made certain: beside a semfs mount, the walk resolved each
+    folder's path, and a folder swapped between realpath's lstat and its readlink made it
+    raise EINVAL, ending the ingest. Here realpath raises that for every path in the source,
+    as the race does; the walk must not need it (it compares devices, by fd)."""
+    from semfs.ingest.sources import scan, scan_paths
+
+    src = tmp_path / "src"
+    (src / "pub").mkdir(parents=True)
+    (src / "pub" / "a.md").write_text("a\n")
+    real_realpath = os.path.realpath
+
+    def swapped(path: str | os.PathLike[str], *args: object, **kwargs: object) -> str:
+        if os.fspath(path).startswith(str(src)):
+            raise OSError(22, "Invalid argument", os.fspath(path))  # readlink met a folder
+        return real_realpath(path)
+
+    with _a_semfs_mount(tmp_path):
+        monkeypatch.setattr(os.path, "realpath", swapped)
+        files, skipped = scan(src)
+        batch, _ = scan_paths(src, ["pub"])
+    assert [f.path for f in files] == [f.path for f in batch] == ["pub/a.md"] and not skipped
