@@ -38,10 +38,12 @@ from semfs.ingest.store.schema import (
 
 DEFAULT_COLLECTION = "docs"
 MODES = ("hybrid", "semantic", "keyword")
-# Documents per search. 5, not 10: on the public question sets hits 6-10 held the right page
-# for 1 question in 40, while their list lines cost a sixth of a 4 kB results file that
-# excerpts of hits 1-5 answer more with (scripts/answers.py; README "Search results").
-DEFAULT_K = 5
+# Documents per search. 3, not 5 (issue 28): on the public question sets hits 4-5 rarely
+# held the right page (hit@3 0.95-0.97), and the bytes of their list lines, spent on the
+# answering lines instead (EXCERPT_TOTAL 800), raised answer-in-results from 0.35-0.38 to
+# 0.43 with a smaller results file and a lower cost (scripts/answers.py, BENCHMARKS.md
+# section 16). Earlier: 5, not 10, as hits 6-10 held the right page for 1 question in 40.
+DEFAULT_K = 3
 MAX_K = 100
 # Candidates each retriever (dense, BM25) hands to the fusion. Qdrant's DBSF maps a
 # retriever's scores through mean +- 3 standard deviations of its candidates and sums them, so

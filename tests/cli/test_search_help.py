@@ -78,7 +78,7 @@ def test_guide_names_the_mount_and_its_search_folder(mount: Mount, tmp_path: Pat
     ) as m:
         out = semfs("guide", str(m.path)).stdout
         assert f'"{m.path}/.find/rotate api key/00-results.md"' in out
-        assert ".search" not in out and ".find is never listed" in out
+        assert ".search" not in out and ".find and .map.md are never listed" in out
         # An explicit --search-dir wins (a mount seen through another path, say).
         assert "/.q/" in semfs("guide", str(m.path), "--search-dir", ".q").stdout
     out = semfs("guide", "--search-dir", ".find").stdout

@@ -436,7 +436,7 @@ def test_repeated_lookups_search_once(
     resolve(dirs, tree, ".search/  api   keys ")  # the same text
     listing(resolve(dirs, tree, ".search/  api   keys "))
     assert len(spy.calls) == 1
-    listing(resolve(dirs, tree, ".search/@k=3/api keys"))  # other options: another search
+    listing(resolve(dirs, tree, ".search/@k=4/api keys"))  # other options: another search
     listing(resolve(dirs, tree, "deploy/.search/api keys"))  # another scope: another search
     assert len(spy.calls) == 3
 

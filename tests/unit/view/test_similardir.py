@@ -15,7 +15,7 @@ from semfs.fusefs.view.similardir import SimilarDirectories
 from semfs.fusefs.view.tree import DIR, FILE, SYMLINK, InodeMap, Ownership, Tree
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Searcher
-from semfs.ingest.store import Store
+from semfs.ingest.store import DEFAULT_K, Store
 from semfs.ingest.store.backends import open_store
 
 OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
@@ -60,7 +60,8 @@ def test_nearest_documents_first_itself_left_out(store: Store, tree: Tree) -> No
     results = node.children["00-results.md"]  # type: ignore[union-attr]
     assert results.kind == FILE and results.data is not None
     text = results.data.decode()
-    assert text.startswith("# Similar to: keys/rotate.md\nsemantic · k 5 · in all · 3 documents")
+    head = f"# Similar to: keys/rotate.md\nsemantic · k {DEFAULT_K} · in all · 3 documents"
+    assert text.startswith(head)
     assert "1. keys/revoke.md" in text or "1. kitchen/keys.md" in text
 
 
