@@ -57,6 +57,11 @@ logger = logging.getLogger(__name__)
 # Chunks handed to the model per encode() call. sentence-transformers sorts a call's texts by
 # length before batching, so larger calls waste less on padding; this bounds memory.
 ENCODE_WINDOW_BATCHES = 8
+# Chunks written between two compactions of a long ingest. Edge keeps an appendable segment
+# in RAM whole (vectors, payload, sparse index) until compact() makes it immutable and on
+# disk: one compaction at the end held every chunk of the run in memory, 2.1 GB at 100k
+# chunks and more than the machine at 1M. Each compaction seals what was written so far.
+COMPACT_EVERY_CHUNKS = 50_000
 
 Progress = Callable[[int], None]
 
@@ -591,6 +596,7 @@ def _embed_documents(
         on_start(total)
     window = max(batch_size, 1) * ENCODE_WINDOW_BATCHES
     done = 0
+    sealed = 0
     queue = iter(pending)
     open_docs: list[_Pending] = []
     for batch in _windows(pending, window):
@@ -604,6 +610,9 @@ def _embed_documents(
         store.upsert_chunks(points)
         done += len(points)
         open_docs = _commit_finished(store, open_docs, queue, gen)
+        if done - sealed >= COMPACT_EVERY_CHUNKS:
+            sealed = done
+            _compact(store)
     _commit_finished(store, open_docs, queue, gen)
     return done
 

@@ -87,6 +87,18 @@ _INT8 = qe.ScalarQuantizationConfig(type=qe.ScalarType.Int8, memory=qe.Memory.Ca
 # hash-model chunks, 200 candidates: 2x changed the candidate list on 5 of 10 queries, 4x on
 # none. Without rescoring the order changed on 5 of 5.
 RESCORE_OVERSAMPLING = 4.0
+# Chunks in one segment at most: compact() merges small segments only up to this. An ingest
+# compacts every pipeline.COMPACT_EVERY_CHUNKS so its RAM stays bounded; without a bound the
+# merges rewrote every sealed segment into one again and again (more work per chunk as the
+# collection grows, and the merged segment's points in memory while it is built).
+SEGMENT_CHUNKS = 100_000
+
+
+def segment_kb(dimension: int) -> int:
+    """Edge's ``max_segment_size`` (kilobytes of float vectors) for SEGMENT_CHUNKS chunks."""
+    return SEGMENT_CHUNKS * dimension * 4 // 1024
+
+
 _RESCORED = qe.SearchParams(
     quantization=qe.QuantizationSearchParams(rescore=True, oversampling=RESCORE_OVERSAMPLING)
 )
@@ -257,7 +269,9 @@ def _config(dimension: int) -> qe.EdgeConfig:
         # Vacuum a segment once a fifth of its points are deleted (Edge's default), also in
         # small collections (Edge's default waits for 1000 points).
         optimizers=qe.EdgeOptimizersConfig(
-            deleted_threshold=VACUUM_DELETED_RATIO, vacuum_min_vector_number=100
+            deleted_threshold=VACUUM_DELETED_RATIO,
+            vacuum_min_vector_number=100,
+            max_segment_size=segment_kb(dimension),
         ),
     )
 
