@@ -151,7 +151,10 @@ def collection_row(
             meta = store.read_meta()
             if meta is None:
                 return {"name": name, "error": "empty (no meta): ingest into it or remove it"}
-            docs = store.list_documents()
+            # As `semfs status`: a current manifest answers without loading the engine's
+            # shard (8.5 s of the 11 s this line took at 100k chunks, growing with them).
+            manifest = store.read_manifest()
+            docs = list(manifest.documents) if manifest is not None else store.list_documents()
             return {
                 "name": name,
                 "documents": len(docs),
