@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import re
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from .config import Config
@@ -17,7 +18,7 @@ from .results import Results, Row, fmt
 SECTION_TITLES = {
     "ingest": "1. Ingest",
     "mount": "2. Mount readiness",
-    "reading": "3. Reading: the mount vs a native copy",
+    "reading": "3. Reading: the mount vs a native copy and vs bindfs",
     "search": "4. Search latency",
     "memory": "5. Memory of the mount daemon",
     "store": "6. Store",
@@ -274,3 +275,61 @@ def write_outputs(cfg: Config, res: Results, meta: dict[str, Any]) -> None:
     kept = kept_sections(cfg)
     cfg.markdown.write_text(render_markdown(cfg, res, meta, kept))
     logger.info("wrote %s, %s, %s", cfg.out, cfg.markdown, cfg.plot)
+
+
+def render_scale_plot(sizes: list[dict[str, Any]], path: Path) -> str | None:
+    """``scripts/bench_scale.py``'s growth curves: each cost per chunk count, log-log, with a
+    dotted line of slope 1 from the smallest size (above it: faster than linear)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed (pip install -e '.[bench]')"
+    rows = sorted(sizes, key=lambda r: r["chunks"])
+    if len(rows) < 2:
+        return "fewer than two sizes"
+    xs = [r["chunks"] for r in rows]
+    panels = {
+        "time (s)": {
+            "ingest (hash model)": [r["ingest_s"] for r in rows],
+            "semfs check": [r.get("check_s") for r in rows],
+            "semfs compact": [r.get("compact_s") for r in rows],
+            "semfs collections list": [r.get("collections_list_s") for r in rows],
+            "mount → first ls (p50)": [r["mount_first_ls_ms"]["p50"] / 1000 for r in rows],
+            ".search listing (p50)": [r["search_listing_ms"]["p50"] / 1000 for r in rows],
+            "MCP grep, rare phrase": [_grep(r, "tool_warm_s") for r in rows],
+            "grep -rnF, warm mount": [_grep(r, "grep_mount_warm_s") for r in rows],
+        },
+        "size (MB)": {
+            "daemon peak RSS": [r["daemon_peak_rss_mb"] for r in rows],
+            "ingest peak RSS": [r.get("ingest_peak_rss_mb") for r in rows],
+            "store on disk": [r["store_bytes_per_chunk"] * r["chunks"] / 1e6 for r in rows],
+        },
+    }
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
+    for ax, (unit, series) in zip(axes, panels.items(), strict=True):
+        for label, ys in series.items():
+            pts = [(x, y) for x, y in zip(xs, ys, strict=True) if y]
+            if len(pts) < 2:
+                continue
+            line = ax.plot(*zip(*pts, strict=True), "-", marker="o", label=label)[0]
+            x0, y0 = pts[0]
+            ax.plot([x0, xs[-1]], [y0, y0 * xs[-1] / x0], ":", color=line.get_color(), alpha=0.5)
+        ax.set(xscale="log", yscale="log", xlabel="chunks", ylabel=unit)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0].set_title("Cost against collection size (dotted: linear from the smallest)")
+    axes[1].set_title("Memory and disk")
+    fig.suptitle(f"semfs at scale (synthetic, hash model), {dt.date.today().isoformat()}")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
+
+
+def _grep(row: dict[str, Any], key: str) -> float | None:
+    phrase = [g for g in row.get("mcp_grep", []) if g["pattern_kind"] == "phrase"]
+    return phrase[0][key] if phrase else None
