@@ -15,9 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 from semfs.fusefs.cli.group import cli
+from semfs.ingest import pipeline
 from semfs.ingest.errors import ModelMismatchError, SourceError
 from semfs.ingest.pipeline import ingest
-from semfs.ingest.store import Store
+from semfs.ingest.store import DelegatingStore, Store
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge_store import EdgeStore
 from tests.helpers import SEMFS
@@ -287,3 +288,36 @@ def test_unchanged_rerun_does_not_import_torch(tmp_path: Path) -> None:
     assert first.stdout.split() == ["1", "True"], first.stderr
     second = subprocess.run([sys.executable, "-c", code, str(src)], capture_output=True, text=True)
     assert second.stdout.split() == ["0", "False"], second.stderr
+
+
+class _CompactCounter(DelegatingStore):
+    """Counts compactions, passing every call on to the real store."""
+
+    compactions = 0
+
+    def compact(self) -> bool:
+        self.compactions += 1
+        return self.inner.compact()
+
+
+def test_a_long_ingest_compacts_as_it_goes_and_reads_whole(
+    tmp_path: Path, store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every COMPACT_EVERY_CHUNKS chunks the run seals what it wrote (Edge holds an appendable
+    segment in RAM whole): documents committed before a compaction and after it read whole."""
+    monkeypatch.setattr(pipeline, "COMPACT_EVERY_CHUNKS", 8)
+    src = tmp_path / "src"
+    texts = {
+        f"d{i}.md": "".join(f"## part {i}.{s}\n\nwords of part {s} in {i}\n\n" for s in range(6))
+        for i in range(20)
+    }
+    for rel, text in texts.items():
+        write(src, rel, text)
+    with open_store(store_dir) as inner:
+        store = _CompactCounter(inner)
+        report = ingest(src, store, model="hash", batch_size=1)
+        assert report.chunks_embedded >= 40
+        # Windows of 8 chunks (batch 1 x 8): a compaction after each, and the one at the end.
+        assert store.compactions >= report.chunks_embedded // 8
+        for rel, text in texts.items():
+            assert stored_text(inner, rel) == text
