@@ -41,11 +41,13 @@ class StoreAddress:
 
 
 def _embedded(address: StoreAddress) -> Store:
+    from semfs.ingest.store.edge_catalog import finish_removals
     from semfs.ingest.store.edge_store import EdgeStore, collection_dir
     from semfs.ingest.store.ipc.wire import SOCKET_NAME
 
     store_dir = address.path or default_store_path()
     coll_dir = collection_dir(store_dir, address.collection)
+    finish_removals(store_dir)
     # No socket, no owner: skip importing the ipc client (a mount's start-up pays for it).
     if not (coll_dir / SOCKET_NAME).exists():
         return EdgeStore(store_dir, address.collection)
@@ -92,9 +94,11 @@ def open_catalog(
         from semfs.ingest.store.server_store import ServerCatalog
 
         return ServerCatalog(url, api_key=api_key, timeout=timeout)
-    from semfs.ingest.store.edge_catalog import EdgeCatalog
+    from semfs.ingest.store.edge_catalog import EdgeCatalog, finish_removals
 
-    return EdgeCatalog(Path(store_path) if store_path else default_store_path())
+    catalog = EdgeCatalog(Path(store_path) if store_path else default_store_path())
+    finish_removals(catalog.store_dir)
+    return catalog
 
 
 def open_store(

@@ -14,6 +14,10 @@ Rules a caller may rely on:
   the old version a mounted reader still has open; the next ingest removes them.
 * The dense vectors are read too (one semantic query over every chunk): a truncated vector
   file, with which every search fails, is a problem of the store.
+* What is not verified is said in every report (:data:`NOT_VERIFIED`): the dense vectors'
+  values and the keyword index. Checking them would mean embedding every chunk again, or
+  searching for every term of it; bytes flipped there pass ``semfs check`` and only skew
+  rankings, which `semfs check --rebuild SOURCE` (or `semfs ingest --replace`) makes afresh.
 * A document whose points the engine cannot decode is a problem naming it; records that
   cannot be read at all raise :class:`StoreDamagedError` saying the store must be rebuilt.
 * Reading only: nothing here writes to the store.
@@ -31,6 +35,13 @@ from semfs.ingest.store.schema import DocumentRecord, SparseQuery, StoreMeta
 
 # Chunks fetched per store call while checking a document.
 _FETCH = 256
+# What a check does not verify, said with every report (issue 29: flipped bytes passed).
+NOT_VERIFIED = (
+    "the dense vectors' values (each vector is read, so a lost or cut vector file is found, "
+    "but changed numbers are not: that would mean embedding every chunk again)",
+    "the keyword index (sparse vectors and the text index): only what the engine checks as "
+    "it loads them",
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +61,7 @@ class CheckReport:
     chunks: int = 0
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    not_verified: tuple[str, ...] = NOT_VERIFIED
 
     @property
     def ok(self) -> bool:

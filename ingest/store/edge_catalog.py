@@ -1,10 +1,13 @@
 """The collections of an embedded store folder (:class:`EdgeCatalog`): its sub-folders that
 hold a shard. Removing or renaming one takes the collection's lock
-(:mod:`semfs.ingest.store.shardlock`), so a collection a process has open is refused, naming it."""
+(:mod:`semfs.ingest.store.shardlock`), so a collection a process has open is refused, naming it.
+A removal is a rename to ``.removing-NAME-PID`` and then a delete; one that a crash (kill -9)
+cut short is finished by the next command that opens the store (:func:`finish_removals`)."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -15,6 +18,42 @@ from semfs.ingest.store.catalog import Catalog
 from semfs.ingest.store.durable import fsync_dir
 from semfs.ingest.store.edge_store import collection_dir
 from semfs.ingest.store.shardlock import locked
+
+logger = logging.getLogger(__name__)
+
+REMOVING = ".removing-"
+
+
+def finish_removals(store_dir: Path) -> list[str]:
+    """Delete what removals cut short left in ``store_dir`` (``.removing-NAME-PID`` whose
+    process is gone: it still holds the removed collection's text); the names deleted. A
+    removal still under way (its process alive) is left to finish; errors are logged."""
+    done: list[str] = []
+    try:
+        entries = [e for e in os.scandir(store_dir) if e.name.startswith(REMOVING)]
+    except OSError:
+        return done
+    for entry in entries:
+        pid = entry.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        if os.path.lexists(entry.path):
+            logger.warning("cannot finish removing %s", entry.path)
+        else:
+            logger.info("finished removing %s (a removal cut short)", entry.path)
+            done.append(entry.name)
+    return done
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's: alive
+    return True
 
 
 def _valid_name(name: str) -> bool:
@@ -58,7 +97,7 @@ class EdgeCatalog(Catalog):
     def remove(self, name: str) -> None:
         with self._locked(name):
             # Aside first, in one rename: a crash midway leaves no half-deleted collection.
-            doomed = self.store_dir / f".removing-{name}-{os.getpid()}"
+            doomed = self.store_dir / f"{REMOVING}{name}-{os.getpid()}"
             os.rename(collection_dir(self.store_dir, name), doomed)
             fsync_dir(self.store_dir)
             shutil.rmtree(doomed)

@@ -163,3 +163,17 @@ def test_an_engine_error_at_a_deferred_load_is_one_line(sample_copy: Path, tmp_p
         # Bytes the engine cannot decode are damage: the line names the file and the way out.
         with pytest.raises(StoreDamagedError, match=r"is damaged: .*edge_config.*check --rebuild"):
             s.get_document("quickstart.mdx")
+
+
+def test_an_ok_says_what_it_does_not_verify(sample_copy: Path, tmp_path: Path) -> None:
+    """Issue 29: flipped bytes in the dense vectors or the text index passed `semfs check`,
+    whose ok said nothing of what it had not looked at."""
+    store = tmp_path / "store"
+    ingest_hash(sample_copy, store)
+    ok = semfs("check", "--store", str(store)).stdout
+    assert "not verified: the dense vectors' values, the keyword index" in ok
+    checked = json.loads(semfs("check", "--store", str(store), "--json").stdout)
+    assert [w.split(" (")[0] for w in checked["not_verified"]] == [
+        "the dense vectors' values",
+        "the keyword index",
+    ]

@@ -249,3 +249,28 @@ def test_search_under_a_folder_that_is_not_one_is_an_error(
         assert code == 1 and out == "" and f"--under {under}: {why}" in err
     code, out, _ = _run("search", "beta", "--under", "sub/", "--json", *where)
     assert code == 0 and [h["path"] for h in json.loads(out)] == ["sub/two.md"]
+
+
+@pytest.mark.parametrize("command", [["status"], ["collections", "list"], ["search", "alpha"]])
+def test_a_removal_cut_short_is_finished_by_the_next_command(
+    tmp_path: Path, store_dir: Path, command: list[str]
+) -> None:
+    """Issue 29: kill -9 between `collections rm`'s rename and its delete left
+    .removing-NAME-PID, the collection's text in it, for good."""
+    for name in ("docs", "gone"):
+        _tree(tmp_path / name, {"a.md": "alpha text of " + name})
+        assert _run("ingest", str(tmp_path / name), "-c", name, "--model", "hash")[0] == 0
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its pid names no process now: the remover that was killed
+    leftover = store_dir / f".removing-gone-{dead.pid}"
+    (store_dir / "gone").rename(leftover)
+    remover = subprocess.Popen(["sleep", "60"])  # a removal under way: left to its process
+    try:
+        running = store_dir / f".removing-other-{remover.pid}"
+        running.mkdir()
+        assert _run(*command)[0] == 0
+        assert not leftover.exists() and running.is_dir()
+    finally:
+        stop_process(remover)
+    running.rmdir()
+    assert sorted(p.name for p in store_dir.iterdir() if not p.name.startswith(".")) == ["docs"]
