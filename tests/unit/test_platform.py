@@ -1,0 +1,355 @@
+"""The platform module, each function's Linux and macOS branch, run here on Linux.
+
+The macOS branches run with :data:`semfs.ingest.platform.SYSTEM` switched to ``darwin``. Where
+a branch calls into libc, it runs against a Linux library that has the same call: libbsd's
+``getpeereid``; glibc's ``getxattr``, which ignores the two arguments macOS's takes more (the
+System V calling convention leaves extra arguments unread). ``renameatx_np`` has no Linux twin:
+its flag mapping is tested, and the call itself is run with renameat2 standing in, by name.
+What no test here can show is that macOS answers as its documentation says."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from semfs.ingest import platform
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="runs on Linux")
+
+
+@pytest.fixture
+def macos(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(platform, "SYSTEM", "darwin")
+
+
+def _libbsd() -> ctypes.CDLL:
+    try:
+        return ctypes.CDLL("libbsd.so.0", use_errno=True)
+    except OSError:
+        pytest.skip("libbsd.so.0 is not installed: no getpeereid on this Linux to call")
+
+
+def test_the_system_is_read_through_one_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert platform.system() == "linux" and platform.is_linux() and not platform.is_macos()
+    assert platform.per_thread_credentials() and platform.libfuse_internals_known()
+    monkeypatch.setattr(platform, "SYSTEM", "darwin")
+    assert platform.system() == "darwin" and platform.is_macos() and not platform.is_linux()
+    assert not platform.per_thread_credentials() and not platform.libfuse_internals_known()
+
+
+# --- sockets ---------------------------------------------------------------------------------
+
+
+def test_peer_uid_linux() -> None:
+    a, b = socket.socketpair(socket.AF_UNIX)
+    with a, b:
+        assert platform.peer_uid(a) == os.getuid()
+
+
+def test_peer_uid_macos_calls_getpeereid(macos: None) -> None:
+    lib = _libbsd()
+    a, b = socket.socketpair(socket.AF_UNIX)
+    with a, b:
+        assert platform.peer_uid(a, lib) == os.getuid()
+    # A closed socket: getpeereid fails (EBADF), the answer is "unknown".
+    closed = socket.socket(socket.AF_UNIX)
+    closed.close()
+    assert platform.peer_uid(closed, lib) is None
+
+
+def test_peer_uid_macos_without_getpeereid_is_unknown(macos: None) -> None:
+    a, b = socket.socketpair(socket.AF_UNIX)
+    with a, b:
+        assert platform.peer_uid(a, ctypes.CDLL(None)) is None  # glibc has no getpeereid
+
+
+def test_socket_path_limits_and_alias(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        alias = platform.socket_alias(fd, "daemon.sock")
+        assert alias is not None
+        (tmp_path / "daemon.sock").write_text("x")
+        assert Path(alias).read_text() == "x"
+        monkeypatch.setattr(platform, "SYSTEM", "darwin")
+        assert platform.socket_alias(fd, "daemon.sock") is None
+    finally:
+        os.close(fd)
+
+
+# --- processes -------------------------------------------------------------------------------
+
+
+def test_process_groups_linux_reads_the_process_own_list() -> None:
+    assert platform.process_groups(os.getpid(), os.getuid(), os.getgid()) == frozenset(
+        os.getgroups()
+    )
+    assert platform.process_groups(2**22 + 17, 0, 0) == frozenset()  # no such process
+
+
+def test_process_groups_macos_asks_the_directory(macos: None) -> None:
+    import pwd
+
+    uid, gid = os.getuid(), os.getgid()
+    name = pwd.getpwuid(uid).pw_name
+    assert platform.process_groups(1, uid, gid) == frozenset(os.getgrouplist(name, gid))
+    assert gid in platform.process_groups(1, uid, gid)
+    assert platform.process_groups(1, 2**31 - 7, 0) == frozenset()  # no such user
+
+
+def test_is_zombie_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert not platform.is_zombie(child.pid)
+        child.kill()
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped
+        assert platform.is_zombie(child.pid)
+        monkeypatch.setattr(platform, "SYSTEM", "darwin")  # ps, as on macOS
+        if shutil.which("ps") is None:
+            pytest.skip("no ps command (procps) here")
+        assert platform.is_zombie(child.pid)
+        assert not platform.is_zombie(os.getpid())
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_sysctl_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
+    name = "kernel.pid_max"
+    linux = platform.sysctl(name)
+    assert linux.isdigit()
+    assert platform.sysctl("no.such.setting") == "?"
+    monkeypatch.setattr(platform, "SYSTEM", "darwin")  # the sysctl command, as on macOS
+    if not any(os.access(os.path.join(d, "sysctl"), os.X_OK) for d in ("/usr/sbin", "/sbin")):
+        pytest.skip("no sysctl command (procps) here")
+    assert platform.sysctl(name) in (linux, "?")
+    assert platform.sysctl("no.such.setting") == "?"
+
+
+def test_watch_count(macos: None) -> None:
+    assert platform.watch_count() is None
+
+
+def test_watch_count_linux() -> None:
+    assert platform.watch_count() == 0  # this process holds no inotify descriptor
+
+
+# --- memory ----------------------------------------------------------------------------------
+
+
+def test_shared_mappings_and_page_dropping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mmap
+
+    f = tmp_path / "data"
+    f.write_bytes(b"x" * mmap.PAGESIZE * 4)
+    with f.open("r+b") as fh, mmap.mmap(fh.fileno(), 0) as m:
+        found = platform.shared_file_mappings(str(tmp_path) + "/")
+        assert [(length, path) for _, length, path in found] == [(len(m), str(f))]
+        drop = platform.drop_pages()
+        assert drop is not None and drop(found[0][0], found[0][1]) == 0
+        assert m[:1] == b"x"  # a shared file mapping reads the file again
+        monkeypatch.setattr(platform, "SYSTEM", "darwin")
+        assert platform.shared_file_mappings(str(tmp_path) + "/") == []
+        assert platform.drop_pages() is None
+
+
+# --- mounts ----------------------------------------------------------------------------------
+
+MOUNTINFO = (
+    "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+    "40 22 0:40 / /home/u/my\\040mnt rw,nosuid - fuse.semfs semfs:docs rw,user_id=1000\n"
+    "41 22 0:41 / /tmp ro - tmpfs tmpfs rw\n"
+)
+MOUNT_OUTPUT = (
+    "/dev/disk3s1s1 on / (apfs, sealed, local, read-only, journaled)\n"
+    "semfs:docs on /Users/u/my mnt (macfuse, nodev, nosuid, synchronous, mounted by u)\n"
+    "semfs:notes@localhost_6333 on /Volumes/notes (nfs, nodev, nosuid, mounted by u)\n"
+    "map auto_home on /System/Volumes/Data/home (autofs, automounted, nobrowse)\n"
+    "other:x on /Volumes/x (macfuse, nodev)\n"
+)
+
+
+def test_mounts_linux(tmp_path: Path) -> None:
+    table = tmp_path / "mountinfo"
+    table.write_text(MOUNTINFO)
+    assert platform.mounts(table) == [
+        platform.Mount("/dev/sda1", "/", "ext4"),
+        platform.Mount("semfs:docs", "/home/u/my mnt", platform.FSTYPE),
+        platform.Mount("tmpfs", "/tmp", "tmpfs"),
+    ]
+    assert any(m.mountpoint == "/" for m in platform.mounts() or [])
+    assert platform.mounts(tmp_path / "absent") is None
+
+
+def test_mounts_macos(tmp_path: Path, macos: None) -> None:
+    table = tmp_path / "mount.txt"
+    table.write_text(MOUNT_OUTPUT)
+    assert platform.mounts(table) == [
+        platform.Mount("/dev/disk3s1s1", "/", "apfs"),
+        platform.Mount("semfs:docs", "/Users/u/my mnt", platform.FSTYPE),
+        platform.Mount("semfs:notes@localhost_6333", "/Volumes/notes", platform.FSTYPE),
+        platform.Mount("map auto_home", "/System/Volumes/Data/home", "autofs"),
+        platform.Mount("other:x", "/Volumes/x", "macfuse"),
+    ]
+    # The real `mount` command: Linux's prints the same `SOURCE on DIR type T (...)` shape
+    # but with "type T": the parser reads its lines or skips them, never raises.
+    assert isinstance(platform.mounts(), list)
+
+
+def test_unmount_commands(monkeypatch: pytest.MonkeyPatch) -> None:
+    mnt = Path("/m")
+    for command in platform.unmount_commands(mnt):
+        assert os.path.basename(command[0]) in ("fusermount3", "fusermount", "umount")
+        assert command[-1] == "/m"
+    assert all("-z" in c or "-l" in c for c in platform.unmount_commands(mnt, lazy=True))
+    assert platform.detach_command(mnt) == ["umount", "-l", "/m"]
+    assert platform.unmount_hint(mnt) == "fusermount -u /m"
+    monkeypatch.setattr(platform, "SYSTEM", "darwin")
+    assert platform.unmount_commands(mnt) == [["umount", "/m"]]
+    assert platform.unmount_commands(mnt, lazy=True) == [["diskutil", "unmount", "force", "/m"]]
+    assert platform.detach_command(mnt) == ["umount", "-f", "/m"]
+    assert platform.unmount_hint(mnt) == "umount /m"
+
+
+# --- the FUSE library and options ------------------------------------------------------------
+
+
+def test_fuse_library_linux() -> None:
+    try:
+        ctypes.CDLL(platform.LINUX_FUSE3)
+    except OSError:
+        assert platform.fuse_library() is None
+    else:
+        assert platform.fuse_library() == ("FUSE_LIBRARY_PATH", platform.LINUX_FUSE3)
+    assert platform.install_hint() == platform.LINUX_INSTALL
+
+
+def test_fuse_library_macos_prefers_macfuse_then_fuse_t(tmp_path: Path, macos: None) -> None:
+    local, brew = tmp_path / "local", tmp_path / "brew"
+    local.mkdir()
+    brew.mkdir()
+    dirs = (str(local), str(brew))
+    assert platform.fuse_library(dirs) is None
+    assert "macFUSE" in platform.install_hint() and "FUSE-T" in platform.install_hint()
+    assert "\n" not in platform.install_hint()
+    (brew / "libfuse-t.dylib").touch()
+    assert platform.fuse_library(dirs) == ("FUSE_LIBRARY_PATH", str(brew / "libfuse-t.dylib"))
+    (brew / "libfuse.2.dylib").touch()
+    assert platform.fuse_library(dirs) == ("FUSE_LIBRARY_PATH", str(brew / "libfuse.2.dylib"))
+    (local / "libfuse.2.dylib").touch()
+    assert platform.fuse_library(dirs) == ("FUSE_LIBRARY_PATH", str(local / "libfuse.2.dylib"))
+
+
+def test_mount_options_and_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert platform.mount_options("docs") == {"subtype": "semfs"}
+    assert platform.limits({"allow_other": True}, None, False) == []
+    monkeypatch.setattr(platform, "SYSTEM", "darwin")
+    assert platform.mount_options("docs") == {"volname": "docs", "noappledouble": True}
+    macfuse = platform.limits({"allow_other": True}, "/usr/local/lib/libfuse.2.dylib", False)
+    assert len(macfuse) == 2 and "allow_other" in macfuse[0]
+    assert all("\n" not in line for line in macfuse)
+    fuse_t = platform.limits({"allow_other": True}, "/usr/local/lib/libfuse-t.dylib", True)
+    assert fuse_t == []
+
+
+# --- files -----------------------------------------------------------------------------------
+
+
+def test_rename_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    both = platform.RENAME_NOREPLACE | platform.RENAME_EXCHANGE
+    assert platform.rename_flags(both) == both
+    monkeypatch.setattr(platform, "SYSTEM", "darwin")
+    assert platform.rename_flags(platform.RENAME_NOREPLACE) == 0x4  # RENAME_EXCL
+    assert platform.rename_flags(platform.RENAME_EXCHANGE) == 0x2  # RENAME_SWAP
+    with pytest.raises(OSError) as e:
+        platform.rename_flags(8)
+    assert e.value.errno == errno.EINVAL
+
+
+class _RenameatxStandIn:
+    """glibc under macOS's name: renameatx_np takes the same arguments as renameat2."""
+
+    def __init__(self) -> None:
+        self.renameatx_np = ctypes.CDLL(None, use_errno=True).renameat2
+        self.flags: list[int] = []
+        real = self.renameatx_np
+
+        def call(*args: object) -> int:
+            flag = args[-1]
+            assert isinstance(flag, ctypes.c_uint)
+            self.flags.append(flag.value)
+            # macOS's RENAME_EXCL (4) is Linux's RENAME_NOREPLACE (1) for the stand-in.
+            return int(real(*args[:-1], ctypes.c_uint({4: 1, 2: 2, 0: 0}[flag.value])))
+
+        self.renameatx_np = call
+
+
+def test_rename_at_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a").write_text("a")
+    (tmp_path / "b").write_text("b")
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        with pytest.raises(FileExistsError):
+            platform.rename_at(fd, "a", fd, "b", platform.RENAME_NOREPLACE)
+        platform.rename_at(fd, "a", fd, "b", platform.RENAME_EXCHANGE)
+        assert (tmp_path / "b").read_text() == "a"
+        monkeypatch.setattr(platform, "SYSTEM", "darwin")
+        with pytest.raises(OSError):  # glibc has no renameatx_np: refused, not crashed
+            platform.rename_at(fd, "a", fd, "b", 0)
+        lib = _RenameatxStandIn()
+        with pytest.raises(FileExistsError):
+            platform.rename_at(fd, "a", fd, "b", platform.RENAME_NOREPLACE, lib)  # type: ignore[arg-type]
+        platform.rename_at(fd, "a", fd, "b", platform.RENAME_EXCHANGE, lib)  # type: ignore[arg-type]
+        assert lib.flags == [0x4, 0x2]
+        assert (tmp_path / "a").read_text() == "a"
+    finally:
+        os.close(fd)
+
+
+def test_path_descriptors_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = tmp_path / "f"
+    f.write_text("x")
+    for system in ("linux", "darwin"):
+        monkeypatch.setattr(platform, "SYSTEM", system)
+        assert (platform.path_flag() == os.O_PATH) == (system == "linux")
+        fd = os.open(f, platform.path_flag() | os.O_NOFOLLOW)
+        try:
+            platform.fchmod(fd, 0o640)
+            assert f.stat().st_mode & 0o777 == 0o640
+            platform.futimens(fd, (10**9, 2 * 10**9))
+            assert f.stat().st_mtime_ns == 2 * 10**9
+            platform.futimens(fd, None)
+            assert f.stat().st_mtime_ns > 2 * 10**9
+        finally:
+            os.close(fd)
+        f.chmod(0o644)
+
+
+def test_openat2_only_on_linux(macos: None) -> None:
+    assert platform.openat2_syscall() is None
+
+
+def test_openat2_on_linux() -> None:
+    assert platform.openat2_syscall() == 437
+
+
+def test_get_xattr_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = tmp_path / "f"
+    f.write_text("x")
+    try:
+        os.setxattr(f, "user.semfs.pid", b"4242")
+    except OSError as e:
+        pytest.skip(f"no user xattrs on this filesystem: {e}")
+    assert platform.get_xattr(f, "user.semfs.pid") == b"4242"
+    assert platform.get_xattr(f, "user.semfs.none") is None
+    monkeypatch.setattr(platform, "SYSTEM", "darwin")  # libc's getxattr, macOS's arguments
+    assert platform.get_xattr(f, "user.semfs.pid") == b"4242"
+    assert platform.get_xattr(f, "user.semfs.none") is None
+    assert platform.get_xattr(tmp_path / "absent", "user.semfs.pid") is None
