@@ -1,12 +1,13 @@
 """The source folder of a writable mount, reached only beneath its descriptor.
 
-:class:`SourceFolder` holds an ``O_PATH`` descriptor of the folder, opened once at mount, and
-does every call of a writable mount relative to it: a path is resolved without following
-any symbolic link, in a folder or at the end (``openat2`` with ``RESOLVE_BENEATH`` and
-``RESOLVE_NO_SYMLINKS``; before Linux 5.6, one ``O_NOFOLLOW`` open per folder from the
-top, as the ingest walk does). The kernel resolves the links a user's path meets itself
-and hands the mount real folders only, so a link found here was planted or swapped in
-under the mount's feet: the call fails (ELOOP), it never leaves the folder.
+:class:`SourceFolder` holds a path-only descriptor of the folder (``platform.path_flag``),
+opened once at mount, and does every call of a writable mount relative to it: a path is
+resolved without following any symbolic link, in a folder or at the end (``openat2`` with
+``RESOLVE_BENEATH`` and ``RESOLVE_NO_SYMLINKS``; before Linux 5.6 and on macOS, one
+``O_NOFOLLOW`` open per folder from the top, as the ingest walk does). The kernel resolves
+the links a user's path meets itself and hands the mount real folders only, so a link found
+here was planted or swapped in under the mount's feet: the call fails (ELOOP), it never
+leaves the folder.
 
 Rules a caller may rely on:
 
@@ -28,16 +29,16 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-# openat2(2), the same number on every Linux architecture.
-_SYS_OPENAT2 = 437
+from semfs.ingest import platform
+
+# openat2(2): its syscall number, None where the system has none (macOS).
+_SYS_OPENAT2 = platform.openat2_syscall()
 _RESOLVE_NO_MAGICLINKS = 0x02
 _RESOLVE_NO_SYMLINKS = 0x04
 _RESOLVE_BENEATH = 0x08
 _RESOLVE = _RESOLVE_NO_MAGICLINKS | _RESOLVE_NO_SYMLINKS | _RESOLVE_BENEATH
-_PATH_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-# renameat2(2) flags (linux/fs.h).
-RENAME_NOREPLACE = 1
-RENAME_EXCHANGE = 2
+_PATH_FLAGS = platform.path_flag() | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+RENAME_NOREPLACE, RENAME_EXCHANGE = platform.RENAME_NOREPLACE, platform.RENAME_EXCHANGE
 
 
 class _OpenHow(ctypes.Structure):
@@ -51,7 +52,7 @@ _openat2_works: bool | None = None  # learnt on the first call (ENOSYS: an older
 def _openat2(dirfd: int, rel: str, flags: int, mode: int = 0) -> int | None:
     """openat2 beneath ``dirfd`` with no link followed; None where the kernel lacks it."""
     global _openat2_works
-    if _openat2_works is False:
+    if _openat2_works is False or _SYS_OPENAT2 is None:
         return None
     how = _OpenHow(flags, mode, _RESOLVE)
     fd = _libc.syscall(
@@ -86,7 +87,7 @@ class SourceFolder:
     # -- resolving ------------------------------------------------------------------------
 
     def _open_dir(self, rel: str) -> int:
-        """An ``O_PATH`` descriptor of the folder ``rel`` ('' is the source itself)."""
+        """A path-only descriptor of the folder ``rel`` ('' is the source itself)."""
         if not rel:
             return os.dup(self.fd)
         fd = _openat2(self.fd, rel, _PATH_FLAGS)
@@ -179,20 +180,13 @@ class SourceFolder:
             if not flags:
                 os.rename(oname, nname, src_dir_fd=ofd, dst_dir_fd=nfd)
                 return
-            if (
-                _libc.renameat2(
-                    ofd, os.fsencode(oname), nfd, os.fsencode(nname), ctypes.c_uint(flags)
-                )
-                != 0
-            ):
-                err = ctypes.get_errno()
-                raise OSError(err, os.strerror(err), new)
+            platform.rename_at(ofd, oname, nfd, nname, flags)
 
     # -- attributes -----------------------------------------------------------------------
 
     def chmod(self, rel: str, mode: int) -> None:
         with self._pinned(rel) as fd:
-            os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(mode))
+            platform.fchmod(fd, stat.S_IMODE(mode))
 
     def chown(self, rel: str, uid: int, gid: int) -> None:
         if not rel:  # the source itself (tar x into the mount's root sets its owner)
@@ -204,8 +198,7 @@ class SourceFolder:
     def utimens(self, rel: str, times: tuple[int, int] | None) -> None:
         """Set (atime, mtime) in ns; None: now."""
         if not rel:
-            path = f"/proc/self/fd/{self.fd}"
-            os.utime(path) if times is None else os.utime(path, ns=times)
+            platform.futimens(self.fd, times)
             return
         with self.parent(rel) as (fd, name):
             if times is None:
@@ -215,13 +208,13 @@ class SourceFolder:
 
     @contextlib.contextmanager
     def _pinned(self, rel: str) -> Iterator[int]:
-        """An ``O_PATH`` descriptor of ``rel`` itself (a link refused: chmod has no meaning
+        """A path-only descriptor of ``rel`` itself (a link refused: chmod has no meaning
         for one on Linux), for the calls that have no no-follow form."""
         if not rel:
             yield self.fd
             return
         with self.parent(rel) as (dfd, name):
-            fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+            fd = os.open(name, platform.path_flag() | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
         try:
             if stat.S_ISLNK(os.fstat(fd).st_mode):
                 raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP), rel)

@@ -231,6 +231,7 @@ class Mount(NamedTuple):
     source: str  # the fsname: semfs:COLLECTION for a semfs mount
     mountpoint: str
     fstype: str  # a semfs mount is FSTYPE on every system
+    device: int | None = None  # st_dev of what is mounted; None when unknown
 
 
 # What a semfs mount's type reads as here, on every system (Linux: FUSE with our subtype).
@@ -257,7 +258,11 @@ def parse_mountinfo(text: str) -> list[Mount]:
         sep = fields.index("-", 6)
         if len(fields) < sep + 3:
             continue
-        found.append(Mount(_unescape(fields[sep + 2]), _unescape(fields[4]), fields[sep + 1]))
+        major, _, minor = fields[2].partition(":")
+        device = os.makedev(int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
+        found.append(
+            Mount(_unescape(fields[sep + 2]), _unescape(fields[4]), fields[sep + 1], device)
+        )
     return found
 
 
@@ -266,7 +271,8 @@ _MOUNT_LINE = re.compile(r"^(?P<source>.*?) on (?P<mnt>.*) \((?P<type>[^,()]+)(?
 
 def parse_mount_output(text: str) -> list[Mount]:
     """macOS ``mount`` output (``SOURCE on MOUNTPOINT (TYPE, OPTION, ...)``), in its order.
-    A FUSE mount whose fsname starts ``semfs:`` reads as :data:`FSTYPE`."""
+    A FUSE mount whose fsname starts ``semfs:`` reads as :data:`FSTYPE`; its device is its
+    mountpoint's ``st_dev`` (the output has none), None if that stat fails."""
     found = []
     for line in text.splitlines():
         m = _MOUNT_LINE.match(line.strip())
@@ -275,7 +281,11 @@ def parse_mount_output(text: str) -> list[Mount]:
         source, fstype = m["source"], m["type"].strip()
         if source.startswith(_SOURCE_PREFIX) and fstype.startswith(_MACOS_FUSE_TYPES):
             fstype = FSTYPE
-        found.append(Mount(source, m["mnt"], fstype))
+        device = None
+        if fstype == FSTYPE:
+            with contextlib.suppress(OSError):
+                device = os.stat(m["mnt"]).st_dev
+        found.append(Mount(source, m["mnt"], fstype, device))
     return found
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from semfs.ingest import formats
+from semfs.ingest import formats, platform
 from semfs.ingest.embedding.embedder import DEFAULT_BATCH_SIZE
 from semfs.ingest.errors import SourceError
 from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord
@@ -363,26 +363,13 @@ def _record_dir(dir_fd: int, rel: str, out: list[DirectoryRecord]) -> None:
     out.append(DirectoryRecord(rel, stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, st.st_mtime_ns))
 
 
-def semfs_devices(mountinfo: str = "/proc/self/mountinfo") -> frozenset[int]:
+def semfs_devices(table: Path | None = None) -> frozenset[int]:
     """The device numbers (``st_dev``) of every semfs mount; empty where unknown. A folder is
     one when ``stat`` gives that device: no path to resolve, which a moving folder races."""
-    devices = set()
-    for line in _mountinfo_lines(mountinfo):
-        fields, _, rest = line.partition(" - ")
-        parts = fields.split()
-        if len(parts) >= 5 and rest.split(" ", 1)[0] == "fuse.semfs":
-            major, _, minor = parts[2].partition(":")
-            if major.isdigit() and minor.isdigit():
-                devices.add(os.makedev(int(major), int(minor)))
-    return frozenset(devices)
-
-
-def _mountinfo_lines(mountinfo: str) -> list[str]:
-    try:
-        with open(mountinfo, encoding="utf-8", errors="surrogateescape") as f:
-            return f.read().splitlines()
-    except OSError:
-        return []
+    found = platform.mounts(table) or []
+    return frozenset(
+        m.device for m in found if m.fstype == platform.FSTYPE and m.device is not None
+    )
 
 
 def _add_file(

@@ -41,6 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from semfs.ingest import platform
 from semfs.ingest.embedding.embedder import Embedder
 from semfs.ingest.errors import SourceError
 from semfs.ingest.sources import VCS_DIRS, SourceOptions, _matches
@@ -73,10 +74,7 @@ OnBatch = Callable[["IngestReport", SyncState], None]
 
 
 def _sysctl(name: str) -> str:
-    try:
-        return Path("/proc/sys", *name.split(".")).read_text().strip()
-    except OSError:
-        return "?"
+    return platform.sysctl(name)
 
 
 def limit_message(exc: OSError, source: Path) -> str:
@@ -96,21 +94,8 @@ def limit_message(exc: OSError, source: Path) -> str:
 
 
 def inotify_watch_count() -> int | None:
-    """Watches held by this process's inotify descriptors (Linux /proc), or None."""
-    total = 0
-    try:
-        fds = os.listdir("/proc/self/fd")
-    except OSError:
-        return None
-    for fd in fds:
-        try:
-            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:inotify":
-                continue
-            with open(f"/proc/self/fdinfo/{fd}") as f:
-                total += sum(1 for line in f if line.startswith("inotify wd:"))
-        except OSError:
-            continue
-    return total
+    """Watches held by this process's inotify descriptors, or None (see ``platform``)."""
+    return platform.watch_count()
 
 
 class _OverflowAlarm(logging.Handler):
@@ -282,7 +267,7 @@ class SourceWatcher:
         on a best-effort basis, so count the kernel's watches against the folders."""
         have = inotify_watch_count()
         if have is None or not have:
-            return None  # not inotify (or not Linux): nothing to count
+            return None  # not inotify: nothing to count
         want = 2 if self.source.parent != self.source else 1
         for _root, dirs, _files in os.walk(self.source):
             want += sum(1 for d in dirs if not os.path.islink(os.path.join(_root, d)))

@@ -25,19 +25,19 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from semfs.ingest import platform
 from semfs.ingest.errors import SemfsError, StoreLockedError, StoreNotFoundError
 from semfs.ingest.store import check_collection_name
 
 # The kernel's name of a semfs mount is the daemon's fsname (mount_source) and its type.
 MOUNT_SOURCE_PREFIX = "semfs:"
 MOUNT_FSTYPE = "fuse.semfs"
-MOUNTINFO = Path("/proc/self/mountinfo")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
 
 
 def mount_source(collection: str, url: str | None = None) -> str:
-    """What a mount of ``collection`` is called in /proc/mounts: ``semfs:docs`` for the
-    embedded store, ``semfs:docs@HOST:PORT`` for a server (no credentials, no path, except
+    """What a mount of ``collection`` is called in the system's list of mounts: ``semfs:docs``
+    for the embedded store, ``semfs:docs@HOST:PORT`` for a server (no credentials, no path, except
     for a ``file:`` URL), so that :func:`mounted_at` tells servers apart."""
     if not url:
         return MOUNT_SOURCE_PREFIX + collection
@@ -46,21 +46,11 @@ def mount_source(collection: str, url: str | None = None) -> str:
     return f"{MOUNT_SOURCE_PREFIX}{collection}@{_UNSAFE.sub('_', where).strip('_') or 'server'}"
 
 
-def mounted_at(source: str, mountinfo: Path = MOUNTINFO) -> list[str]:
-    """Mountpoints of the semfs mounts called ``source`` (:func:`mount_source`) here."""
-    try:
-        text = mountinfo.read_text(errors="surrogateescape")
-    except OSError:  # not Linux: no such list
-        return []
-    found = []
-    for line in text.splitlines():
-        fields = line.split(" ")
-        if "-" not in fields[6:]:
-            continue
-        sep = fields.index("-", 6)
-        if fields[sep + 1 : sep + 3] == [MOUNT_FSTYPE, source]:
-            found.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
-    return found
+def mounted_at(source: str, table: Path | None = None) -> list[str]:
+    """Mountpoints of the semfs mounts called ``source`` (:func:`mount_source`) here; empty
+    where the system's list of mounts cannot be read."""
+    found = platform.mounts(table) or []
+    return [m.mountpoint for m in found if (m.fstype, m.source) == (MOUNT_FSTYPE, source)]
 
 
 def missing(name: str, where: str, names: list[str]) -> StoreNotFoundError:

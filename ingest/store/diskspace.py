@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from semfs.ingest import platform
 from semfs.ingest.errors import DiskFullError
 from semfs.ingest.store.schema import ChunkPoint
 
@@ -83,28 +84,17 @@ def _existing(path: Path) -> Path:
     return path
 
 
-def _unescape(field: str) -> str:
-    # mountinfo escapes space, tab, newline and backslash as \ooo
-    return field.encode().decode("unicode_escape") if "\\" in field else field
-
-
 def filesystem_type(path: Path) -> str | None:
     """The type of the filesystem holding ``path`` (``tmpfs``, ``ext4``, ...), None if unknown."""
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
+    table = platform.mounts()
+    if table is None:
         return None
     target = os.path.realpath(_existing(path))
     best, best_type = -1, None
-    for line in lines:
-        left, sep, right = line.partition(" - ")
-        fields = left.split()
-        if not sep or len(fields) < 5:
-            continue
-        mnt = _unescape(fields[4])
+    for _source, mnt, fstype, _device in table:
         inside = target == mnt or target.startswith(mnt.rstrip("/") + "/")
-        if inside and len(mnt) > best:
-            best, best_type = len(mnt), right.split()[0]
+        if inside and len(mnt) >= best:  # a later mount on the same point is on top
+            best, best_type = len(mnt), fstype
     return best_type
 
 

@@ -180,21 +180,25 @@ def test_mounts_linux(tmp_path: Path) -> None:
     table = tmp_path / "mountinfo"
     table.write_text(MOUNTINFO)
     assert platform.mounts(table) == [
-        platform.Mount("/dev/sda1", "/", "ext4"),
-        platform.Mount("semfs:docs", "/home/u/my mnt", platform.FSTYPE),
-        platform.Mount("tmpfs", "/tmp", "tmpfs"),
+        platform.Mount("/dev/sda1", "/", "ext4", os.makedev(8, 1)),
+        platform.Mount("semfs:docs", "/home/u/my mnt", platform.FSTYPE, os.makedev(0, 40)),
+        platform.Mount("tmpfs", "/tmp", "tmpfs", os.makedev(0, 41)),
     ]
+    root = next(m for m in platform.mounts() or [] if m.mountpoint == "/")
+    assert root.device == os.stat("/").st_dev
     assert any(m.mountpoint == "/" for m in platform.mounts() or [])
     assert platform.mounts(tmp_path / "absent") is None
 
 
 def test_mounts_macos(tmp_path: Path, macos: None) -> None:
     table = tmp_path / "mount.txt"
-    table.write_text(MOUNT_OUTPUT)
+    table.write_text(MOUNT_OUTPUT.replace("/Volumes/notes", str(tmp_path)))
     assert platform.mounts(table) == [
         platform.Mount("/dev/disk3s1s1", "/", "apfs"),
         platform.Mount("semfs:docs", "/Users/u/my mnt", platform.FSTYPE),
-        platform.Mount("semfs:notes@localhost_6333", "/Volumes/notes", platform.FSTYPE),
+        platform.Mount(  # a semfs mount's device is its mountpoint's: here, a real folder
+            "semfs:notes@localhost_6333", str(tmp_path), platform.FSTYPE, tmp_path.stat().st_dev
+        ),
         platform.Mount("map auto_home", "/System/Volumes/Data/home", "autofs"),
         platform.Mount("other:x", "/Volumes/x", "macfuse"),
     ]

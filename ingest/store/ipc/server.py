@@ -1,7 +1,7 @@
 """The owner's side of the socket: :class:`StoreServer` serves a Store to other processes.
 
 Owner only: the socket is mode 0600; a client must first send the random token kept in the
-0600 file ``daemon.token`` beside it; on Linux the peer's uid (SO_PEERCRED) must also be ours
+0600 file ``daemon.token`` beside it; where the system tells the peer's uid, it must also be ours
 or root. Any number of connections may read; one at a time may write.
 
 Searches: an owner that embeds queries (a :class:`~semfs.ingest.store.QueryService`) says so

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from semfs.ingest import errors
+from semfs.ingest import errors, platform
 from semfs.ingest.errors import SemfsError, StoreUnavailableError
 
 # The owner's socket and token, in the collection's folder (the only place these names are
@@ -171,12 +171,9 @@ def rebuild_error(err: dict[str, Any]) -> SemfsError:
 
 
 def peer_uid(sock: socket.socket) -> int | None:
-    """The uid of the process at the other end, where the OS tells (Linux SO_PEERCRED)."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:  # macOS and the BSDs: the 0600 socket and the token must do
-        return None
-    creds = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    return int(struct.unpack("3i", creds)[1])
+    """The uid of the process at the other end, where the OS tells (see ``platform.peer_uid``);
+    where it cannot, the 0600 socket and the token must do."""
+    return platform.peer_uid(sock)
 
 
 def trusted(uid: int | None) -> bool:
@@ -186,17 +183,20 @@ def trusted(uid: int | None) -> bool:
 @contextlib.contextmanager
 def socket_address(path: Path) -> Iterator[str]:
     """What to bind or connect to for ``path``: the path itself or, when it is too long for
-    sun_path (a deep store folder), on Linux an alias through an open descriptor of its folder."""
+    sun_path (a deep store folder), where the system has one an alias through an open
+    descriptor of its folder."""
     if len(os.fsencode(path)) <= MAX_SUN_PATH:
         yield str(path)
         return
-    if not os.path.isdir("/proc/self/fd"):
-        raise StoreUnavailableError(
-            f"socket path too long for this system: {path}; use a store folder with a shorter path"
-        )
     fd = os.open(path.parent, os.O_RDONLY)
     try:
-        yield f"/proc/self/fd/{fd}/{path.name}"
+        alias = platform.socket_alias(fd, path.name)
+        if alias is None:
+            raise StoreUnavailableError(
+                f"socket path too long for this system: {path}; "
+                "use a store folder with a shorter path"
+            )
+        yield alias
     finally:
         os.close(fd)
 
