@@ -267,7 +267,7 @@ def guide_cmd(mountpoint: Path | None, search_dir: str | None) -> None:
     from semfs.fusefs.view.searchdir import check_folder_name
 
     if mountpoint is not None:
-        with contextlib.suppress(FileNotFoundError):  # no mountinfo (macOS): not checked
+        with contextlib.suppress(FileNotFoundError):  # no list of mounts here: not checked
             fstype = mount_fstype(mountpoint)
             if fstype != FSTYPE:
                 what = "nothing is mounted there" if fstype is None else f"it is a {fstype} mount"

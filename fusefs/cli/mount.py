@@ -116,7 +116,7 @@ def mount_cmd(
 
 @click.command(name="umount")
 @click.argument("mountpoint", type=click.Path(path_type=Path))
-@click.option("-z", "--lazy", is_flag=True, help="Detach now even if busy (fusermount -uz).")
+@click.option("-z", "--lazy", is_flag=True, help="Detach now even if busy (a lazy unmount).")
 @click.option(
     "--force", is_flag=True, help="Unmount even what is not a semfs mount (any filesystem)."
 )
@@ -125,7 +125,7 @@ def umount_cmd(mountpoint: Path, lazy: bool, force: bool) -> None:
     """Unmount a semfs mount (or a stale one) and wait for its daemon to exit.
 
     Refuses anything that is not a semfs mount (type fuse.semfs) unless --force. Uses
-    fusermount3 / fusermount on Linux and umount on macOS. With --lazy the daemon keeps
+    the system's FUSE unmount tool (umount on macOS). With --lazy the daemon keeps
     serving files still open under the mount and exits when they are closed; the command
     says so.
 

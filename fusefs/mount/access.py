@@ -14,8 +14,8 @@ Rules a caller may rely on:
   running request: uid 0 may read anything; else the owner, group (the caller's primary and
   supplementary groups) or other bits of the file must grant read, and every folder above it
   search (x). A document without a recorded mode is 0444, owned by the mounting user.
-* Supplementary groups are read from ``/proc/PID/status`` only when the answer depends on
-  them; a caller whose groups cannot be read counts with its primary group alone.
+* Supplementary groups are read (``platform.process_groups``) only when the answer depends
+  on them; a caller whose groups cannot be read counts with its primary group alone.
 
 No FUSE import here: the caller passes who asks (``fusefs.bindings.request_caller``).
 """
@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from semfs.fusefs.view.tree import DIR, Ownership, Tree
+from semfs.ingest import platform
 from semfs.ingest.store.schema import DocumentRecord
 
 # (uid, gid, pid) of the process whose request is running.
@@ -32,16 +33,10 @@ Caller = tuple[int, int, int]
 R_OK, X_OK = 4, 1
 
 
-def caller_groups(pid: int) -> frozenset[int]:
-    """The supplementary groups of process ``pid`` (Linux ``/proc``); empty when unknown."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("Groups:"):
-                    return frozenset(int(g) for g in line.split()[1:])
-    except (OSError, ValueError):
-        pass
-    return frozenset()
+def caller_groups(pid: int, uid: int = -1, gid: int = -1) -> frozenset[int]:
+    """The supplementary groups of process ``pid`` (user ``uid``, group ``gid``: what macOS
+    answers from); empty when unknown."""
+    return platform.process_groups(pid, uid, gid)
 
 
 def grants(
@@ -71,7 +66,7 @@ def may_read(tree: Tree, doc: DocumentRecord, caller: Caller | None) -> bool:
     def groups() -> frozenset[int]:
         nonlocal known
         if known is None:
-            known = caller_groups(caller[2]) if caller[2] > 0 else frozenset()
+            known = caller_groups(caller[2], caller[0], caller[1]) if caller[2] > 0 else frozenset()
         return known
 
     owner: Ownership = tree.owner

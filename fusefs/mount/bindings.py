@@ -9,7 +9,9 @@ libfuse 3 exports ``fuse_invalidate_path``, which lets the mount keep long kerne
 timeouts and still drop exactly the paths a refresh changed (see
 :mod:`semfs.fusefs.mount.kernelcache`).
 Under libfuse 2 (or fusepy) the mount falls back to short timeouts. ``FUSE_LIBRARY_PATH``
-or ``FUSE_LIBRARY_NAME`` in the environment still choose the library.
+or ``FUSE_LIBRARY_NAME`` in the environment still choose the library. On macOS the library is
+macFUSE's or FUSE-T's (``platform.fuse_library``); where none loads, importing this module
+raises :class:`MountError` saying in one line what to install.
 """
 
 from __future__ import annotations
@@ -17,41 +19,32 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import sys
 import threading
 from collections.abc import Callable
-from ctypes.util import find_library
 from typing import Any, TypeVar
 
-# libfuse 3's soname on Linux. dlopen finds it through the loader's cache; find_library runs
-# `ldconfig -p` in a subprocess (10-50 ms, and mfusepy would run it again), on a mount's way up.
-_LINUX_FUSE3 = "libfuse3.so.3"
-
-
-def _libfuse3() -> tuple[str, str] | None:
-    """The environment variable and value that make mfusepy load libfuse 3, if installed."""
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(_LINUX_FUSE3)
-        except OSError:
-            return None
-        return "FUSE_LIBRARY_PATH", _LINUX_FUSE3
-    return ("FUSE_LIBRARY_NAME", "fuse3") if find_library("fuse3") is not None else None
+from semfs.ingest import platform
+from semfs.ingest.errors import MountError
 
 
 def _import_bindings() -> Any:
     chosen = "FUSE_LIBRARY_PATH" in os.environ or "FUSE_LIBRARY_NAME" in os.environ
-    prefer3 = None if chosen else _libfuse3()
+    # By path where it can (no `ldconfig -p` subprocess on a mount's way up; on macOS a
+    # Homebrew dylib is not on dlopen's default path).
+    prefer3 = None if chosen else platform.fuse_library()
     if prefer3 is not None:
         os.environ[prefer3[0]] = prefer3[1]
     try:
-        import mfusepy
+        try:
+            import mfusepy
 
-        return mfusepy
-    except ImportError:  # pragma: no cover - fusepy fallback
-        import fuse as fusepy
+            return mfusepy
+        except ImportError:  # pragma: no cover - fusepy fallback
+            import fuse as fusepy
 
-        return fusepy
+            return fusepy
+    except OSError:  # no libfuse: both bindings raise at import
+        raise MountError(platform.install_hint()) from None
     finally:
         if prefer3 is not None:  # read once at import: children need not inherit our choice
             del os.environ[prefer3[0]]
@@ -162,7 +155,7 @@ class _OpendirFlags:
     def __init__(self, fuse_ptr: int, mountpoints: frozenset[bytes]) -> None:
         self.installed = False
         lib = fuse._libfuse
-        if not sys.platform.startswith("linux") or ctypes.sizeof(ctypes.c_void_p) != 8:
+        if not platform.libfuse_internals_known() or ctypes.sizeof(ctypes.c_void_p) != 8:
             return
         lib.fuse_get_session.restype = ctypes.c_void_p
         session = lib.fuse_get_session(ctypes.c_void_p(fuse_ptr))
@@ -237,7 +230,7 @@ class _AdoptingFUSE(_FuseBase):
         super().init_fuse_3(conn, config)
 
     def rename_fuse_3(self, old: bytes, new: bytes, flags: int) -> int:
-        # mfusepy drops renameat2's flags (mv -n's RENAME_NOREPLACE would replace): a
+        # mfusepy drops rename's flags (mv -n's RENAME_NOREPLACE would replace): a
         # writable mount's operations take them (rename2); a read-only one refuses anyway.
         rename2 = getattr(self.operations, "rename2", None)
         if not flags or rename2 is None:
@@ -294,6 +287,11 @@ def fuse_exit() -> None:
 
 def _libfuse() -> Any:
     return getattr(fuse, "_libfuse", None)
+
+
+def library_path() -> str | None:
+    """The FUSE library the bindings loaded, where they say."""
+    return getattr(fuse, "_libfuse_path", None)
 
 
 def can_invalidate() -> bool:
@@ -357,6 +355,7 @@ __all__ = [
     "fuse_exit",
     "fuse_major_version",
     "invalidate_path",
+    "library_path",
     "overrides",
     "request_caller",
     "session_exited",

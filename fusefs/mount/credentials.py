@@ -24,10 +24,10 @@ import ctypes
 import errno
 import os
 import platform
-import sys
 from collections.abc import Iterator
 
 from semfs.fusefs.mount.access import Caller, caller_groups
+from semfs.ingest.platform import per_thread_credentials
 
 # setfsuid, setfsgid, setgroups by machine (asm/unistd.h); the groups call must be the raw
 # one: glibc's setgroups() changes every thread of the process.
@@ -40,7 +40,7 @@ NGROUPS_MAX = 65536
 
 
 def _libc() -> ctypes.CDLL | None:
-    if not sys.platform.startswith("linux") or platform.machine() not in _SYSCALLS:
+    if not per_thread_credentials() or platform.machine() not in _SYSCALLS:
         return None
     return ctypes.CDLL(None, use_errno=True)
 
@@ -84,7 +84,7 @@ def acting_as(caller: Caller | None) -> Iterator[None]:
             return
         raise PermissionError(errno.EACCES, "the daemon cannot act as another user")
     uid, gid, pid = caller
-    groups = sorted(caller_groups(pid))[:NGROUPS_MAX] if pid > 0 else []
+    groups = sorted(caller_groups(pid, uid, gid))[:NGROUPS_MAX] if pid > 0 else []
     own = (euid, os.getegid(), os.getgroups())
     try:
         if not _set(uid, gid, groups):

@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -40,6 +39,7 @@ from semfs.fusefs.view.refresh import DEFAULT_INTERVAL, TreeRefresher
 from semfs.fusefs.view.searchdir import DEFAULT_NAME, SearchDirectories, SearchOptions
 from semfs.fusefs.view.similardir import SimilarDirectories
 from semfs.fusefs.view.tree import InodeMap, Ownership
+from semfs.ingest import platform
 from semfs.ingest.errors import MountError, StoreOwnedError
 from semfs.ingest.host import StoreHost
 from semfs.ingest.sources import SourceOptions
@@ -119,10 +119,7 @@ def fuse_options(cfg: MountConfig) -> dict[str, Any]:
         "entry_timeout": timeout,
         "attr_timeout": timeout,
     }
-    if sys.platform.startswith("linux"):
-        opts["subtype"] = "semfs"  # the type shows as fuse.semfs in /proc/mounts
-    elif sys.platform == "darwin":
-        opts["volname"] = cfg.collection
+    opts.update(platform.mount_options(cfg.collection))  # Linux: the type reads fuse.semfs
     # We check emptiness ourselves; libfuse 2 also refuses unless told, libfuse 3 never does.
     if user.pop("nonempty", False) and fuse_major_version() == 2:
         opts["nonempty"] = True
@@ -423,7 +420,7 @@ def _caller_uid() -> int | None:
 
 def _ignore_stop_signals() -> None:
     """Let the close finish: libfuse's handlers are gone once its loop has returned, and a
-    SIGTERM now (a supervisor stopping us right after `fusermount -u`) would kill the process
+    SIGTERM now (a supervisor stopping us right after unmounting) would kill the process
     mid-close, leaving a shard that the next open must probe. SIGKILL still stops it."""
     if threading.current_thread() is not threading.main_thread():
         return  # signal handlers can only be set from the main thread

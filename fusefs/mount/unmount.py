@@ -1,7 +1,8 @@
-"""Unmounting, and reading what is mounted where: mountinfo, a stale mount, the daemon's pid.
+"""Unmounting, and reading what is mounted where: the mounts, a stale mount, the daemon's pid.
 
-``semfs umount`` refuses anything but a semfs mount (its type in mountinfo) unless forced,
-runs fusermount3/fusermount (umount elsewhere), then waits for the daemon to exit. The
+``semfs umount`` refuses anything but a semfs mount (its type in the system's list of mounts)
+unless forced, runs the system's unmount command (``platform.unmount_commands``), then waits
+for the daemon to exit. The
 harnesses (tests, benchmarks) use :func:`force_unmount`, which never leaves a mount behind.
 """
 
@@ -10,13 +11,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from semfs.fusefs.mount.ops import XATTR_PREFIX
+from semfs.ingest import platform
 from semfs.ingest.errors import MountError
 
 
@@ -37,7 +37,8 @@ def is_stale(path: Path) -> bool:
 
 def force_unmount(mountpoint: Path) -> None:
     """Unmount whatever is at ``mountpoint`` by every means, quietly: each tool, then lazily,
-    then ``umount -l``. For harnesses (tests, benchmarks) that must never leave a mount behind."""
+    then detached (``platform.detach_command``). For harnesses (tests, benchmarks) that must
+    never leave a mount behind."""
 
     def busy() -> bool:
         return os.path.ismount(mountpoint) or is_stale(mountpoint)
@@ -50,43 +51,30 @@ def force_unmount(mountpoint: Path) -> None:
                 subprocess.run(command, capture_output=True, check=False)
     if busy():
         with contextlib.suppress(OSError):
-            subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True, check=False)
+            subprocess.run(platform.detach_command(mountpoint), capture_output=True, check=False)
 
 
 def unmount_commands(mountpoint: Path, lazy: bool = False) -> list[list[str]]:
-    """Commands to try in order: fusermount3/fusermount on Linux, umount elsewhere."""
-    import shutil  # unmounting only: not on a mount's way up
-
-    mnt = str(mountpoint)
-    if sys.platform == "darwin":
-        return [["diskutil", "unmount", "force", mnt]] if lazy else [["umount", mnt]]
-    commands = [
-        [exe, "-u", *(["-z"] if lazy else []), mnt]
-        for exe in filter(None, (shutil.which("fusermount3"), shutil.which("fusermount")))
-    ]
-    return commands or [["umount", *(["-l"] if lazy else []), mnt]]
+    """Commands to try in order (see ``platform.unmount_commands``)."""
+    return platform.unmount_commands(mountpoint, lazy)
 
 
 def daemon_pid(mountpoint: Path) -> int | None:
     """The pid of the semfs daemon serving ``mountpoint``, as its root xattr says."""
-    getxattr = getattr(os, "getxattr", None)  # Linux only
-    if getxattr is None:
-        return None
+    value = platform.get_xattr(mountpoint, XATTR_PREFIX + "pid")
     try:
-        return int(getxattr(mountpoint, XATTR_PREFIX + "pid"))
-    except (OSError, ValueError):
+        return None if value is None else int(value)
+    except ValueError:
         return None
 
 
 def mount_search_dir(mountpoint: Path) -> str | None:
     """The search folder the semfs mount at ``mountpoint`` answers, as its root xattr says
     (None from a mount that does not say: an older daemon, or no xattrs here)."""
-    getxattr = getattr(os, "getxattr", None)  # Linux only
-    if getxattr is None:
-        return None
+    value = platform.get_xattr(mountpoint, XATTR_PREFIX + "search_dir")
     try:
-        return getxattr(mountpoint, XATTR_PREFIX + "search_dir").decode()
-    except (OSError, UnicodeDecodeError):
+        return None if value is None else value.decode()
+    except UnicodeDecodeError:
         return None
 
 
@@ -97,37 +85,28 @@ def process_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    with contextlib.suppress(OSError):
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        return fields[0] != "Z"  # a zombie has exited
-    return True
+    return not platform.is_zombie(pid)  # a zombie has exited
 
 
-# What the kernel calls a semfs mount: FUSE with our subtype (see daemon.fuse_options).
-FSTYPE = "fuse.semfs"
-MOUNTINFO = Path("/proc/self/mountinfo")
+# What the system's list calls a semfs mount: FUSE with our subtype (see daemon.fuse_options).
+FSTYPE = platform.FSTYPE
 # How long `umount --lazy` waits before saying the daemon is still serving open files.
 LAZY_WAIT = 1.0
 
 
-def _unescape_mountinfo(field: str) -> str:
-    """mountinfo writes space, tab, newline and backslash in paths as octal escapes."""
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
-def mount_fstype(path: Path, mountinfo: Path = MOUNTINFO) -> str | None:
+def mount_fstype(path: Path, table: Path | None = None) -> str | None:
     """The filesystem type mounted at ``path`` (the topmost mount), None when none is.
 
-    Raises FileNotFoundError where there is no mountinfo (not Linux).
+    Raises FileNotFoundError where the system's list of mounts cannot be read.
     """
     target = os.path.realpath(path) if not is_stale(path) else os.path.abspath(path)
+    found = platform.mounts(table)
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, "no list of mounts here")
     fstype = None
-    for line in mountinfo.read_text(errors="surrogateescape").splitlines():
-        fields = line.split(" ")
-        if len(fields) < 7 or "-" not in fields[6:]:
-            continue
-        if _unescape_mountinfo(fields[4]) == target:
-            fstype = fields[fields.index("-", 6) + 1]  # later lines are mounted on top
+    for mount in found:
+        if mount.mountpoint == target:
+            fstype = mount.fstype  # later lines are mounted on top
     return fstype
 
 
@@ -135,7 +114,7 @@ def check_semfs_mount(mnt: Path) -> None:
     """Refuse, with one line, a mountpoint that is not a semfs mount."""
     try:
         fstype = mount_fstype(mnt)
-    except FileNotFoundError:  # no mountinfo (macOS): our root answers the pid xattr
+    except FileNotFoundError:  # no list of mounts: our root answers the pid xattr
         if is_stale(mnt) or daemon_pid(mnt) is not None:
             return
         fstype = "another" if os.path.ismount(mnt) else None
