@@ -105,7 +105,7 @@ def test_process_groups_macos_asks_the_directory(macos: None) -> None:
 
 
 def test_is_zombie_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
-    child = subprocess.Popen(["sleep", "30"])
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         assert not platform.is_zombie(child.pid)
         child.kill()
