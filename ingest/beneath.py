@@ -190,7 +190,7 @@ class SourceFolder:
 
     def chown(self, rel: str, uid: int, gid: int) -> None:
         if not rel:  # the source itself (tar x into the mount's root sets its owner)
-            os.chown(f"/proc/self/fd/{self.fd}", uid, gid)
+            platform.fchown(self.fd, uid, gid)
             return
         with self.parent(rel) as (fd, name):
             os.chown(name, uid, gid, dir_fd=fd, follow_symlinks=False)

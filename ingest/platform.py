@@ -466,6 +466,14 @@ def fchmod(fd: int, mode: int) -> None:
         os.fchmod(fd, mode)
 
 
+def fchown(fd: int, uid: int, gid: int) -> None:
+    """chown the file ``fd`` names (opened with :func:`path_flag`), as :func:`fchmod`."""
+    if is_linux():
+        os.chown(f"/proc/self/fd/{fd}", uid, gid)
+    else:
+        os.fchown(fd, uid, gid)
+
+
 def futimens(fd: int, times: tuple[int, int] | None) -> None:
     """Set (atime, mtime) in ns (None: now) of the file ``fd`` names, as :func:`fchmod`."""
     target: int | str = f"/proc/self/fd/{fd}" if is_linux() else fd

@@ -327,6 +327,8 @@ def test_path_descriptors_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         try:
             platform.fchmod(fd, 0o640)
             assert f.stat().st_mode & 0o777 == 0o640
+            platform.fchown(fd, os.getuid(), os.getgid())  # to the owner it has: allowed
+            assert (f.stat().st_uid, f.stat().st_gid) == (os.getuid(), os.getgid())
             platform.futimens(fd, (10**9, 2 * 10**9))
             assert f.stat().st_mtime_ns == 2 * 10**9
             platform.futimens(fd, None)
