@@ -33,6 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
+from semfs.ingest.labels import dedupe_path, heading_label
+
 __all__ = [
     "ChunkSpan",
     "TokenCounter",
@@ -94,6 +96,9 @@ class ChunkSpan:
     end_line: int
     text: str
     heading: str
+    # The fence ("```", "~~~~") a chunk starts inside, else "": a chunk cut from a long code
+    # block starts mid-fence, and its "# comment" lines are code, not headings.
+    fence: str = ""
 
 
 def chunk_text(
@@ -121,7 +126,7 @@ def chunk_text(
     ext = PurePath(path).suffix.lower()
     kind = "md" if ext in MARKDOWN_EXTS else "code" if ext in CODE_EXTS else "text"
     lines = _split_lines(text)
-    starts, strong, heads, front = _scan(lines, kind, ext == ".mdx")
+    starts, strong, heads, front, fenced = _scan(lines, kind, ext == ".mdx")
     bounds = [*starts, len(lines)]
     blocks = ["".join(lines[a:b]) for a, b in itertools.pairwise(bounds)]
     pieces, counts, origin = _refine(blocks, count_tokens, max_tokens)
@@ -150,8 +155,12 @@ def chunk_text(
     spans: list[ChunkSpan] = []
     byte, line_no, char, h = 0, 1, 0, 0
     stack: list[tuple[int, str]] = []
+    f = 0
     for index, (a, b) in enumerate(ranges):
         chunk = pieces[a] if b - a == 1 else "".join(pieces[a:b])
+        while f < len(fenced) and fenced[f][1] < char:
+            f += 1
+        inside = fenced[f][2] if f < len(fenced) and fenced[f][0] <= char else ""
         # A heading after leading blank lines still titles the chunk.
         lead = char + len(chunk) - len(chunk.lstrip())
         while h < len(heads) and heads[h][0] <= lead:
@@ -163,8 +172,8 @@ def chunk_text(
         newlines = chunk.count("\n")
         size = len(chunk.encode())
         end_line = line_no + newlines - (1 if chunk.endswith("\n") else 0)
-        heading = " > ".join(t for _, t in stack if t)
-        spans.append(ChunkSpan(index, byte, byte + size, line_no, end_line, chunk, heading))
+        heading = " > ".join(dedupe_path([t for _, t in stack if t]))
+        spans.append(ChunkSpan(index, byte, byte + size, line_no, end_line, chunk, heading, inside))
         byte, line_no, char = byte + size, line_no + newlines, char + len(chunk)
     return spans
 
@@ -304,7 +313,7 @@ def _closes(line: str, fence: str) -> bool:
 
 
 def _heading_text(raw: str) -> str:
-    return _ANCHOR.sub("", _CLOSING_HASHES.sub("", raw.strip())).strip()
+    return heading_label(_ANCHOR.sub("", _CLOSING_HASHES.sub("", raw.strip())))
 
 
 def _is_definition(lines: list[str], i: int) -> bool:
@@ -318,9 +327,10 @@ def _is_definition(lines: list[str], i: int) -> bool:
 
 def _scan(
     lines: list[str], kind: str, mdx: bool
-) -> tuple[list[int], list[bool], list[tuple[int, int, str]], bool]:
+) -> tuple[list[int], list[bool], list[tuple[int, int, str]], bool, list[tuple[int, int, str]]]:
     """Return block start line indexes, per-block "preferred chunk start" flags, headings as
-    (char offset, level, text), and whether block 0 is front matter."""
+    (char offset, level, text), whether block 0 is front matter, and the fenced code blocks
+    as (offset of the line after the opening fence, offset of the closing line, fence)."""
     md = kind == "md"
     heading_re = _HEADING_MDX if mdx else _HEADING_MD
     first = _front_matter_end(lines) if md else 0
@@ -328,12 +338,15 @@ def _scan(
     heads: list[tuple[int, int, str]] = []
     content = first > 0  # the current block holds more than headings and blank lines
     prev_blank, fence = False, ""
+    fenced: list[tuple[int, int, str]] = []
+    opened_at = 0
     pos = sum(len(line) for line in lines[:first])
     for i in range(first, len(lines)):
         line = lines[i]
         offset, pos = pos, pos + len(line)
         if fence:
             if _closes(line.rstrip("\r\n"), fence):
+                fenced.append((opened_at, offset, fence))
                 fence = ""
             continue
         if not line.strip():
@@ -351,8 +364,10 @@ def _scan(
             heads.append((offset, len(head.group(1)), _heading_text(head.group(2) or "")))
         else:
             content = True
-        fence = opened
-    return starts, strong, heads, first > 0
+        fence, opened_at = opened, pos
+    if fence:  # never closed: a fence runs to the end of the document
+        fenced.append((opened_at, pos, fence))
+    return starts, strong, heads, first > 0, fenced
 
 
 def _measure(count_tokens: TokenCounter, texts: list[str]) -> list[int]:

@@ -34,6 +34,7 @@ from semfs.ingest.origin import Claim, claim_source
 from semfs.ingest.skipmemo import SkipMemo
 from semfs.ingest.sources import (
     DEFAULT_MAX_BYTES,
+    NOT_A_DOCUMENT,
     Document,
     Skipped,
     check_source,
@@ -73,6 +74,9 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    # Files added or updated that are stored as they are, not searched, and why (an image,
+    # a binary, a scanned PDF): the mount serves them, a search never ranks them.
+    unsearched: list[Skipped] = field(default_factory=list)
     # Documents that failed to read this time and keep their previous version (keep_failed).
     kept: list[str] = field(default_factory=list)
     chunks_embedded: int = 0
@@ -95,6 +99,7 @@ class IngestReport:
             "unchanged": len(self.unchanged),
             "deleted": len(self.deleted),
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "unsearched": [{"path": s.path, "reason": s.reason} for s in self.unsearched],
             "kept": self.kept,
             "chunks_embedded": self.chunks_embedded,
             "seconds": round(self.seconds, 3),
@@ -243,11 +248,17 @@ def ingest(
     for f in files:
         key = formats.view_path(f.path) or f.path
         if held is not None and held(f.path):
-            if key in existing:
-                seen.add(key)
+            seen.update(k for k in (key, f.path) if k in existing)
             continue
-        old = existing.get(key)
-        doc = read_document(f, max_bytes, root, old, remembered)
+        # A converted file no extractor could read is stored as it is, under its own name.
+        old = existing.get(key) or existing.get(f.path)
+        # --retry-skipped: a file stored as it is because its extractor refused it is tried again.
+        retry = retry_skipped and old is not None and old.as_is
+        doc = read_document(f, max_bytes, root, None if retry else old, remembered)
+        if keep_failed and isinstance(doc, Document) and doc_unreadable(doc, old):
+            # A text document that reads as no text now (caught mid-write): a failure, so
+            # its ingested version stays until the watcher reads it again.
+            doc = Skipped(f.path, doc.unsearched)
         if isinstance(doc, Skipped):
             report.skipped.append(doc)
             continue
@@ -276,6 +287,8 @@ def ingest(
         else:
             changed.append(doc)
             (report.updated if old is not None else report.added).append(doc.path)
+            if doc.unsearched:
+                report.unsearched.append(Skipped(doc.path, doc.unsearched))
     memo.update(None if paths is None else scope, report.skipped)
     memo.save()
     before = set(seen)
@@ -314,6 +327,14 @@ def ingest(
     store.write_meta(replace(meta, generation=gen, dirty=True, documents=None, chunks=None))
     if was_dirty:
         _clean_interrupted(store)
+    # A file that turned from a document into one stored as it is, or back (a PDF that
+    # became readable): its old record goes first, with every stored version of its
+    # original, whose path the new record's original shares.
+    renewed = {p.doc.original.path for p in pending if p.doc.original is not None}
+    flipped = [
+        path for path in report.deleted if path in renewed or existing[path].original in renewed
+    ]
+    _delete(store, flipped, existing)
     # Originals first, under the new generation (invisible until their view commits), and
     # let go of their bytes: a run over many PDFs does not hold them all until the end.
     for p in pending:
@@ -331,11 +352,7 @@ def ingest(
     report.chunks_embedded = _embed_documents(
         store, embedder, pending, gen, batch_size, bm25_model(meta), on_start, on_progress
     )
-    store.delete_documents(report.deleted)
-    for path in report.deleted:  # and the stored originals of deleted views
-        gone = existing[path].original
-        if gone is not None:
-            store.delete_stale_chunks(gone, None)
+    _delete(store, [p for p in report.deleted if p not in flipped], existing)
     store.put_directories(put_dirs)
     store.delete_directories(gone_dirs)
     documents, chunks = _counts(store, meta, was_dirty, existing, report, paths is None)
@@ -357,6 +374,21 @@ def ingest(
     store.write_manifest(gen)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def doc_unreadable(doc: Document, old: DocumentRecord | None) -> bool:
+    """Whether ``doc`` is a searchable document (``old``) that its bytes no longer let be
+    read: stored as it is now for its content, not for its name."""
+    return doc.unsearched not in ("", NOT_A_DOCUMENT) and old is not None and not old.as_is
+
+
+def _delete(store: Store, paths: Sequence[str], existing: dict[str, DocumentRecord]) -> None:
+    """Delete the documents ``paths`` and the stored originals of those that are views."""
+    store.delete_documents(paths)
+    for path in paths:
+        gone = existing[path].original
+        if gone is not None and gone != path:
+            store.delete_stale_chunks(gone, None)
 
 
 def _source_fields(claim: Claim) -> dict[str, Any]:
@@ -547,6 +579,7 @@ def _chunk_documents(embedder: Embedder, docs: Sequence[Document], gen: int) -> 
                 title,
                 description,
                 where.of(s.start_line, s.end_line) if where else "",
+                s.fence,
             )
             for s in spans
         ]

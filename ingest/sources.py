@@ -8,7 +8,7 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from semfs.ingest import formats, platform
@@ -18,6 +18,8 @@ from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS", ".jj", ".pijul"})
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+# Why a file named as no document (an image, a stylesheet) is stored as it is, not searched.
+NOT_A_DOCUMENT = "not a document"
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,9 @@ class Document:
     uid: int | None = None
     gid: int | None = None
     original: Original | None = None
+    # Why a file stored as it is (``original.path == path``) is not searched: "not a
+    # document", "binary file (contains NUL bytes)", ...; "" for a document.
+    unsearched: str = ""
 
 
 def _matches(path: str, patterns: Sequence[str]) -> bool:
@@ -574,11 +579,13 @@ def _document(
 ) -> Document | Skipped:
     """What a file's ``data`` gives: itself as text, or an extracted view and the original."""
     sha256 = hashlib.sha256(data).hexdigest()
+    if formats.stored_as_is(f.path):
+        return _as_is(f, st, data, sha256, NOT_A_DOCUMENT)
     view = formats.view_path(f.path)
     if view is None:
         extracted = formats.extract(f.path, data)
         if isinstance(extracted, formats.Unsupported):
-            return Skipped(f.path, extracted.reason)
+            return _as_is(f, st, data, sha256, extracted.reason)
         return _served(f.path, extracted.text, len(data), sha256, st)
     if os.path.lexists(f.abspath + formats.VIEW_SUFFIX):
         return Skipped(f.path, f"its text view would hide the file {view}: not ingested")
@@ -587,6 +594,11 @@ def _document(
         # The same original, extracted by the same code: the stored view stands.
         original = Original(f.path, data, len(data), sha256, tag)
         return _served(view, None, previous.size, previous.sha256, st, original)
+    # A file this extractor refused before is stored as it is again, not extracted again.
+    refused = f"{formats.AS_IS}/{tag}"
+    was = (previous.original_sha256, previous.extractor) if previous is not None else None
+    if previous is not None and previous.as_is and was == (sha256, refused):
+        return _as_is(f, st, data, sha256, "refused before", refused)
     fingerprint = Fingerprint(len(data), st.st_mtime_ns, sha256, tag)
     known = remembered(f.path, fingerprint) if remembered is not None else None
     if known is not None:
@@ -594,7 +606,7 @@ def _document(
         return Skipped(f.path, again, fingerprint=fingerprint, memo_reason=known)
     extracted = formats.extract(f.path, data)
     if isinstance(extracted, formats.Unsupported):
-        return Skipped(f.path, extracted.reason, fingerprint=fingerprint)
+        return _as_is(f, st, data, sha256, extracted.reason, refused)
     encoded = extracted.text.encode("utf-8", "surrogatepass")
     if len(encoded) > max_bytes:
         reason = f"its text is {len(encoded)} bytes, over the {max_bytes}-byte cap (--max-size)"
@@ -602,6 +614,21 @@ def _document(
     original = Original(f.path, data, len(data), sha256, tag, extracted.unit, extracted.marks)
     digest = hashlib.sha256(encoded).hexdigest()
     return _served(view, extracted.text, len(encoded), digest, st, original)
+
+
+def _as_is(
+    f: SourceFile,
+    st: os.stat_result,
+    data: bytes,
+    sha256: str,
+    reason: str,
+    tag: str = formats.AS_IS,
+) -> Document:
+    """``f`` stored as it is, not searched: its bytes are its own original (no view, no
+    chunks), so the mount still serves every file of the source. ``reason`` says why;
+    ``tag`` (the record's extractor) names the extractor that refused it, if one did."""
+    original = Original(f.path, data, len(data), sha256, tag)
+    return replace(_served(f.path, "", len(data), sha256, st, original), unsearched=reason)
 
 
 def _served(

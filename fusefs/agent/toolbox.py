@@ -296,11 +296,14 @@ class Toolbox:
         pages: str = "",
         scope: Scope = (),
     ) -> ToolOutput:
-        node = resolve(self.view(scope), path)
+        tree = self.view(scope)
+        node = resolve(tree, path)
         if node.kind != FILE or node.doc is None:
             raise ToolInputError(f"{node.path or '/'!r} is a directory: use list to see it")
         if node.doc.blob:
             view = node.doc.path + formats.VIEW_SUFFIX
+            if tree.lookup(view) is None:  # an image, a binary: stored as it is, no text
+                raise ToolInputError(f"{node.path!r} is not text (stored as it is, not searched)")
             raise ToolInputError(f"{node.path!r} is a binary original: read its text {view!r}")
         if pages:
             start_line, end_line = self._page_lines(node.doc, pages)

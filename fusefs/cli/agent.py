@@ -255,8 +255,8 @@ def _stop_on_sigterm() -> None:
 def guide_cmd(mountpoint: Path | None, search_dir: str | None) -> None:
     """Print the agent guide: what to put in an agent's system prompt to use a mount well.
 
-    MOUNTPOINT, if given, must be a semfs mount; its path replaces DOCS in the text, and its
-    search folder (semfs mount --search-dir) replaces .search.
+    MOUNTPOINT, if given, must be a semfs mount; its absolute path replaces DOCS in the text,
+    and its search folder (semfs mount --search-dir) replaces .search.
 
     \b
     Example:
@@ -277,7 +277,8 @@ def guide_cmd(mountpoint: Path | None, search_dir: str | None) -> None:
                 )
         search_dir = search_dir or mount_search_dir(mountpoint)
     folder = check_folder_name(search_dir or DEFAULT_NAME)
-    where = str(mountpoint) if mountpoint is not None else None
+    # Absolute: the text goes into an agent's prompt, read from wherever the agent runs.
+    where = os.path.abspath(mountpoint) if mountpoint is not None else None
     click.echo(guide(where, folder), nl=False)
 
 

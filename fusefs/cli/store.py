@@ -101,10 +101,12 @@ def ingest_cmd(
     """Make a collection mirror SOURCE: add new files, re-embed changed ones, drop deleted ones.
 
     Unchanged files are not re-embedded (and an unchanged re-run loads no model). VCS folders
-    are skipped; binary, non-UTF-8, unreadable and oversized files are skipped with a reason,
-    and so are symlinks that lead outside SOURCE (unless --follow-symlinks). A file that
-    cannot be read this time keeps its ingested version. A converted file skipped for its
-    contents is not extracted again while unchanged (--retry-skipped). Exit status is 0 when the run
+    are skipped; files that are not documents (images, stylesheets, fonts, binaries, a scanned
+    PDF) are stored as they are, so a mount serves every file, but never searched; unreadable
+    and oversized files (--max-size) are skipped with a reason, and so are symlinks that lead
+    outside SOURCE (unless --follow-symlinks). A file that cannot be read this time keeps its
+    ingested version. A converted file its extractor refused is not extracted again while
+    unchanged (--retry-skipped). Exit status is 0 when the run
     succeeded, even with skipped files. With --watch it then follows SOURCE until Ctrl-C,
     one small batch per burst of changes (see `semfs status`). With --verify, documents
     whose stored chunks no longer hash to what was ingested are re-ingested too.
@@ -260,6 +262,10 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+# Files stored as they are listed by name after an ingest: a docs folder has hundreds of images.
+_UNSEARCHED_SHOWN = 10
+
+
 def _print_report(report: IngestReport, source: Path, collection: str, location: str) -> None:
     for note in report.notes:
         click.echo(f"note: {note}", err=True)
@@ -274,6 +280,14 @@ def _print_report(report: IngestReport, source: Path, collection: str, location:
     )
     if report.repaired:
         click.echo(f"Repaired (damaged in the store): {', '.join(report.repaired)}")
+    if report.unsearched:
+        click.echo(f"Stored as they are, not searched ({len(report.unsearched)}):")
+        for s in report.unsearched[:_UNSEARCHED_SHOWN]:
+            click.echo(f"  {s.path!r}: {s.reason}" if "\n" in s.path else f"  {s.path}: {s.reason}")
+        if len(report.unsearched) > _UNSEARCHED_SHOWN:
+            click.echo(
+                f"  … and {len(report.unsearched) - _UNSEARCHED_SHOWN} more (--json lists all)"
+            )
     if report.skipped:
         click.echo("Skipped:")
         for s in report.skipped:

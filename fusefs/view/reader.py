@@ -165,6 +165,8 @@ class DocumentReader:
         original (``blob``), the one its text view's record makes: it has no record itself."""
         if blob:
             view = self.store.get_document(path + formats.VIEW_SUFFIX)
+            if view is None or view.original != path:
+                view = self.store.get_document(path)  # a file stored as it is: its own record
             rec = view.original_record() if view is not None else None
             if rec is not None and rec.path != path:
                 rec = None  # that view is another file's (cannot happen from one source)

@@ -311,6 +311,8 @@ def _with_originals(
         original = rec.original_record()
         if original is not None:
             yield original
+        if rec.as_is:  # a file stored as it is: itself, no view
+            continue
         if views:
             yield rec
         elif original is not None:

@@ -17,6 +17,8 @@ Rules a caller may rely on:
   slides or chapters (:data:`MARKER`); the original bytes are stored and served beside it.
 * A converted format is extracted in a worker process bounded in time and memory
   (:mod:`semfs.ingest.formats.worker`), never in the caller's.
+* A file that is no document (:data:`AS_IS_SUFFIXES`), or whose bytes no extractor reads,
+  is stored as its original and served as it is, without a view and without chunks.
 * A format is added as one module here plus one row in :data:`EXTRACTORS`; nothing outside
   this package names a format.
 """
@@ -29,6 +31,8 @@ from semfs.ingest.formats import text
 from semfs.ingest.formats.base import MARKER, VIEW_SUFFIX, Extracted, Extractor, Unsupported
 
 __all__ = [
+    "AS_IS",
+    "AS_IS_SUFFIXES",
     "EXTRACTORS",
     "MARKER",
     "VIEW_SUFFIX",
@@ -38,6 +42,7 @@ __all__ = [
     "extract",
     "extractor_for",
     "format_of",
+    "stored_as_is",
     "view_path",
 ]
 
@@ -53,8 +58,24 @@ EXTRACTORS: dict[str, str] = {
     ".xhtml": "html",
     ".epub": "epub",
 }
+# Files that are not documents: images, stylesheets, fonts, templates, archives, media and
+# compiled files. They are stored as they are (served byte-identical) and never searched, as
+# is any file whose bytes no extractor reads (binary, not UTF-8, a scanned PDF).
+AS_IS_SUFFIXES = frozenset({
+    ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".tif", ".tiff", ".avif",
+    ".svg", ".eps", ".psd",
+    ".css", ".scss", ".sass", ".less", ".map",
+    ".woff", ".woff2", ".ttf", ".otf", ".eot",
+    ".j2", ".jinja", ".jinja2", ".tmpl", ".tpl", ".mustache", ".hbs", ".handlebars", ".njk",
+    ".liquid",
+    ".zip", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".tar", ".jar", ".whl",
+    ".mp3", ".mp4", ".m4a", ".wav", ".ogg", ".webm", ".mov", ".avi",
+    ".pyc", ".so", ".dll", ".exe", ".bin", ".wasm", ".o", ".a", ".class",
+})  # fmt: skip
+# What a file stored as it is records as its extractor (DocumentRecord.extractor).
+AS_IS = "as-is"
 # Bumped when an extractor's output changes: views made by another version are made again.
-EXTRACTOR_VERSION = 1
+EXTRACTOR_VERSION = 2
 
 
 def format_of(path: str) -> str | None:
@@ -64,6 +85,13 @@ def format_of(path: str) -> str | None:
     if dot > path.rfind("/"):
         return EXTRACTORS.get(path[dot:].lower())
     return None
+
+
+def stored_as_is(path: str) -> bool:
+    """Whether ``path`` is no document by its suffix (:data:`AS_IS_SUFFIXES`): stored as
+    its original bytes, not read and not searched."""
+    dot = path.rfind(".")
+    return dot > path.rfind("/") and path[dot:].lower() in AS_IS_SUFFIXES
 
 
 def extractor_for(path: str) -> Extractor:

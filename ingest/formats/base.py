@@ -103,6 +103,16 @@ def clean_lines(text: str) -> str:
     return "\n".join(out).strip("\n")
 
 
+_HEADING_LIKE = re.compile(r"^( {0,3})(#{1,6})(?=[ \t]|$)", re.MULTILINE)
+
+
+def literal(text: str) -> str:
+    """Page text with a line that would read as a Markdown heading (``# This file was
+    generated``) escaped as ``\\#``: a view's headings are its title and marks, never a
+    stray ``#`` in the text."""
+    return _HEADING_LIKE.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
+
+
 def open_zip(data: bytes, what: str) -> zipfile.ZipFile | Unsupported:
     """``data`` as a zip archive, or why not: not a zip, or one that would inflate past
     :data:`ZIP_MAX_BYTES` or hold over :data:`ZIP_MAX_MEMBERS` members (a zip bomb)."""

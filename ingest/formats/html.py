@@ -19,6 +19,8 @@ _DROP = (
 )  # fmt: skip
 # Page furniture: what a site repeats on every page.
 _FURNITURE = ("nav", "header", "footer", "aside")
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+_PERMALINKS = frozenset({"", "¶", "#", "§", "🔗"})
 _HEADING = re.compile(r"^(#{1,6}) +(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 
@@ -60,6 +62,14 @@ def to_markdown(markup: str) -> tuple[str, str]:
         main = articles[0] if len(articles) == 1 else soup.body or soup
     for tag in main.find_all(_FURNITURE):
         tag.decompose()
+    for heading in main.find_all(_HEADINGS):
+        # "# [What is rustdoc?](#what-is-rustdoc)" and "Install ¶": a heading's own anchor
+        # or permalink is no part of its title (nor of a label that quotes it).
+        for link in heading.find_all("a"):
+            if link.get_text().strip() in _PERMALINKS:
+                link.decompose()
+            else:
+                link.unwrap()
     converter = MarkdownConverter(heading_style="ATX", bullets="-", strip=["img"])
     return title, clean_lines(converter.convert_soup(main))
 

@@ -2,12 +2,23 @@
 
 Chosen by measurement (BENCHMARKS.md, "Document formats"): PDFium reads ~8x the pages a
 second of pdfminer.six or pypdf and keeps a two-column page's columns apart, where
-pdfminer.six interleaves their lines. The view has one ``## Page N`` heading per page.
+pdfminer.six interleaves their lines. The view starts with ``# Title`` (the metadata's title,
+else the file name) and has one ``## Page N`` heading per page; a page line that would read as
+a heading is escaped (``\\#``).
 """
 
 from __future__ import annotations
 
-from semfs.ingest.formats.base import Extracted, Unsupported, ViewBuilder, clean_lines, first_line
+from pathlib import PurePosixPath
+
+from semfs.ingest.formats.base import (
+    Extracted,
+    Unsupported,
+    ViewBuilder,
+    clean_lines,
+    first_line,
+    literal,
+)
 
 # Pages of one PDF: a bound on the work a crafted page count could ask for.
 MAX_PAGES = 20_000
@@ -27,9 +38,8 @@ def extract(path: str, data: bytes) -> Extracted | Unsupported:
         if pages > MAX_PAGES:
             return Unsupported(f"PDF of {pages} pages, over the {MAX_PAGES}-page bound")
         view = ViewBuilder("page")
-        title = _title(doc)
-        if title:
-            view.add(f"# {title}")
+        # The metadata's title, else the file name: never a line of the page text.
+        view.add(f"# {_title(doc) or PurePosixPath(path).stem or path}")
         found = False
         for number in range(1, pages + 1):
             page = doc[number - 1]
@@ -44,7 +54,7 @@ def extract(path: str, data: bytes) -> Extracted | Unsupported:
             found = found or bool(text.strip())
             view.mark(str(number), f"## Page {number}")
             if text:
-                view.add(text)
+                view.add(literal(text))
         if not found:
             return Unsupported("no text layer (scanned?), not ingested")
         return view.build()

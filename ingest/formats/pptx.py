@@ -14,6 +14,7 @@ from semfs.ingest.formats.base import (
     ViewBuilder,
     clean_lines,
     first_line,
+    literal,
     open_zip,
 )
 
@@ -44,7 +45,7 @@ def _view(deck: object) -> Extracted | Unsupported:
                 continue
             text = _shape_text(shape)
             if text:
-                view.add(text)
+                view.add(literal(text))
                 view.add("")
                 found = True
         found = found or bool(title)
@@ -53,7 +54,7 @@ def _view(deck: object) -> Extracted | Unsupported:
             if notes:
                 view.add("### Notes")
                 view.add("")
-                view.add(notes)
+                view.add(literal(notes))
                 found = True
     if not found:
         return Unsupported("PowerPoint file with no text, not ingested")

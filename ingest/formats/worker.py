@@ -29,6 +29,9 @@ from semfs.ingest.formats.base import Extracted, Unsupported, first_line
 
 TIMEOUT_S = 60.0
 MEMORY_BYTES = 2 * 1024 * 1024 * 1024
+# The extracting thread's stack, and the stack allowed per Python frame (see _main).
+STACK_BYTES = 256 * 1024 * 1024
+FRAME_BYTES = 13 * 1024
 _MODULES = frozenset({"pdf", "html", "docx", "pptx", "odt", "epub"})
 
 
@@ -170,5 +173,19 @@ def shared() -> Worker:
         return _shared
 
 
+def _main(memory: int) -> None:
+    """Serve on a thread with a deep stack: converters walk a page's tree by recursion
+    (markdownify, once per element and more), and a real page nests past Python's default
+    1,000 frames (latex2html's index pages: 755 elements deep). The raised frame limit leaves
+    each frame :data:`FRAME_BYTES` of the stack, so a deeper page still ends in RecursionError, a
+    skip reason, never a crash of the child."""
+    stack = min(STACK_BYTES, memory // 8)  # the stack counts against the memory bound
+    threading.stack_size(stack)
+    sys.setrecursionlimit(max(1000, stack // FRAME_BYTES))
+    thread = threading.Thread(target=_serve, args=(memory,), name="extract")
+    thread.start()
+    thread.join()
+
+
 if __name__ == "__main__":
-    _serve(int(sys.argv[1]))
+    _main(int(sys.argv[1]))

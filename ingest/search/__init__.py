@@ -17,7 +17,7 @@ import logging
 import math
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -146,6 +146,7 @@ def hit_from_fields(fields: dict[str, Any]) -> Hit:
             int(e["end_line"]),
             str(e["heading"]),
             tuple((int(n), str(t)) for n, t in e["lines"]),
+            bool(e.get("best", False)),
         )
         for e in fields["excerpts"]
     )
@@ -153,15 +154,53 @@ def hit_from_fields(fields: dict[str, Any]) -> Hit:
 
 
 _PLACE = re.compile(r"^(page|slide|chapter)s? (\d+)(?:-(\d+))?$")
+_PLACES = re.compile(r"^(page|slide|chapter)s (\d+(?:, \d+)+)$")
 _SECTION = "section "
 _UNIT_HEADING = re.compile(r"^(Page|Slide|Chapter) (\d+)\b")
 
 
-def place_fields(place: str) -> dict[str, int | str]:
+def excerpt_place(place: str, excerpts: Sequence[Excerpt]) -> str:
+    """Where a hit's answering lines are: the best chunk's ``place`` made precise by the
+    excerpts shown. A view's pages (slides, chapters) are headings ("## Page 20"), so the
+    lines under them name theirs, which may not be the best chunk's (an index page that
+    repeats the query's words scores best, the answer sits on page 20): the page of the best
+    line, else of every line shown; a section is the best lines' own (a chunk of a short
+    document spans several)."""
+    if place.startswith(_SECTION):
+        if excerpts and excerpts[0].heading:
+            return _SECTION + excerpts[0].heading.rpartition(" > ")[2]
+        return place
+    for e in excerpts:
+        found = _UNIT_HEADING.match(e.heading.rpartition(" > ")[2]) if e.best else None
+        if found:  # the page of the best line, whichever others are shown
+            return f"{found.group(1).lower()} {found.group(2)}"
+    numbers: list[int] = []
+    unit = ""
+    for e in excerpts:
+        found = _UNIT_HEADING.match(e.heading.rpartition(" > ")[2])
+        if found:
+            unit = found.group(1).lower()
+            if int(found.group(2)) not in numbers:
+                numbers.append(int(found.group(2)))
+    if not numbers:
+        return place
+    numbers.sort()
+    if len(numbers) == 1:
+        return f"{unit} {numbers[0]}"
+    if numbers[-1] - numbers[0] == len(numbers) - 1:
+        return f"{unit}s {numbers[0]}-{numbers[-1]}"
+    return f"{unit}s " + ", ".join(map(str, numbers))
+
+
+def place_fields(place: str) -> dict[str, Any]:
     """``"page 7"`` -> ``{"page": 7}``; ``"pages 7-8"`` -> ``{"page": 7, "page_end": 8}``;
     ``"section Setup"`` -> ``{"section": "Setup"}``."""
     if place.startswith(_SECTION):
         return {"section": place[len(_SECTION) :]}
+    listed = _PLACES.match(place)
+    if listed:  # "pages 3, 20": the pages an answer's lines are on, not a range
+        numbers = [int(n) for n in listed.group(2).split(", ")]
+        return {listed.group(1): numbers[0], f"{listed.group(1)}s": numbers}
     found = _PLACE.match(place)
     if not found:
         return {}
@@ -367,10 +406,7 @@ class Searcher:
         hits: list[Hit] = []
         for rank, (doc, ex) in enumerate(zip(docs, excerpts, strict=True), 1):
             best = doc[0].record
-            place = best.place
-            if place.startswith(_SECTION) and ex and ex[0].heading:
-                # The best lines' own section: a chunk of a short document spans several.
-                place = _SECTION + ex[0].heading.rpartition(" > ")[2]
+            place = excerpt_place(best.place, ex)
             hits.append(
                 Hit(
                     rank,

@@ -32,10 +32,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import qdrant_edge as qe
 
+from semfs.ingest.labels import dedupe_path, heading_label
 from semfs.ingest.store.schema import ChunkRecord
 
 # A heading match counts this much of a line match: it says the section is about the query.
@@ -67,6 +68,8 @@ class Excerpt:
     end_line: int
     heading: str
     lines: tuple[tuple[int, str], ...]
+    # Whether it holds the document's best line (the first anchor picked): a hit cites its page.
+    best: bool = False
 
     @property
     def text(self) -> str:
@@ -226,7 +229,11 @@ class _Picks:
 
     def excerpts(self) -> list[Excerpt]:
         keep = sorted(self.chosen, key=self.where.__getitem__)
-        return _excerpts([(self.lines[i], self.chosen[i]) for i in keep])
+        found = _excerpts([(self.lines[i], self.chosen[i]) for i in keep])
+        if not self.chosen:
+            return found
+        first = self.lines[next(iter(self.chosen))].number  # the first anchor: the best line
+        return [replace(e, best=True) if e.start_line <= first <= e.end_line else e for e in found]
 
 
 def _window(a: int, order: list[int], where: dict[int, int], lines: list[_Line]) -> list[int]:
@@ -301,7 +308,7 @@ def _lines(chunks: Sequence[ChunkRecord], title: str) -> list[_Line]:
     heads: dict[int, tuple[str, int]] = {}
     for rank, chunk in enumerate(chunks):
         stack = _inherited(chunk.heading, title)
-        fence = ""
+        fence = chunk.fence  # a chunk cut from a long code block starts inside it
         # Front matter is the list entry's title and description already.
         front = chunk.index == 0 and chunk.text.lstrip("\ufeff").startswith("---")
         raw_lines = chunk.text.split("\n")
@@ -324,12 +331,12 @@ def _lines(chunks: Sequence[ChunkRecord], title: str) -> list[_Line]:
                 level = len(h.group(1))
                 while stack and stack[-1][0] >= level:
                     stack.pop()
-                stack.append((level, _ANCHOR.sub("", h.group(2))))
+                stack.append((level, heading_label(_ANCHOR.sub("", h.group(2)))))
                 continue
             last = offset == len(raw_lines) - 1 and not chunk.text.endswith("\n")
             pieces.setdefault(number, []).append((chunk.index, raw + ("" if last else "\n")))
             if number not in heads or rank < heads[number][1]:
-                heads[number] = (" > ".join(t for _, t in stack), rank)
+                heads[number] = (" > ".join(dedupe_path([t for _, t in stack if t])), rank)
     out: list[_Line] = []
     for number in sorted(pieces, key=lambda n: (heads[n][1], n)):
         parts = sorted(pieces[number])

@@ -23,6 +23,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from semfs.ingest.labels import dedupe_path, heading_label
+
 if TYPE_CHECKING:
     from semfs.ingest.search import Hit
 
@@ -107,7 +109,8 @@ def windows(hit: Hit) -> list[str]:
 def short_heading(heading: str, title: str) -> str:
     """A heading path for a label: without the document's title (the list shows it), its
     last two levels, each cut to ``LABEL_LEVEL_CHARS``; outer levels left out show as ``…``."""
-    parts = [one_line(p) for p in heading.split(" > ") if p.strip()]
+    parts = dedupe_path([one_line(heading_label(p)) for p in heading.split(" > ") if p.strip()])
+    parts = [p for p in parts if p]
     if parts and parts[0] == one_line(title):
         parts = parts[1:]
     cut = [p if len(p) <= LABEL_LEVEL_CHARS else p[: LABEL_LEVEL_CHARS - 1] + "…" for p in parts]

@@ -246,6 +246,8 @@ class DocumentRecord:
     # A text view (``report.pdf.md``): the path of the original it was extracted from, whose
     # bytes are stored as blob points under that path (same gen), with their size and sha256,
     # and what extracted it (semfs.ingest.formats.extractor_tag). None for a text document.
+    # ``original == path``: a file stored as it is (an image, a binary): its bytes are the
+    # blob parts, it has no view and no chunks (``extractor`` "as-is").
     original: str | None = None
     original_size: int | None = None
     original_sha256: str | None = None
@@ -253,6 +255,11 @@ class DocumentRecord:
     # Never stored: True on the record a tree makes for an original, whose bytes are blob
     # parts (``offsets`` are the parts' starts), not chunks.
     blob: bool | None = None
+
+    @property
+    def as_is(self) -> bool:
+        """Whether this records a file stored as it is, not a document (no chunks)."""
+        return self.original is not None and self.original == self.path
 
     @property
     def st_mtime_ns(self) -> int:
@@ -283,7 +290,7 @@ class DocumentRecord:
     def original_record(self) -> DocumentRecord | None:
         """The record a tree shows for this view's original: its path, size and sha256, this
         view's generation, mtime, mode and owner, and the blob parts' offsets; None when this
-        is not a text view."""
+        is not a text view. For a file stored as it is, the record of the file itself."""
         if self.original is None or self.original_size is None or self.original_sha256 is None:
             return None
         offsets = blob_offsets(self.original_size)
@@ -420,6 +427,9 @@ class ChunkRecord:
     # Where in the original a chunk of a text view is: "page 7", "pages 7-8", "slide 3",
     # "chapter 2"; "" elsewhere (and in stores written before it was recorded).
     place: str = ""
+    # The code fence the chunk starts inside ("```"), else "" (and in older stores): its
+    # "# " lines are code, not headings (semfs.ingest.chunking.ChunkSpan).
+    fence: str = ""
 
     def to_payload(self) -> dict[str, Any]:
         return {
@@ -437,6 +447,7 @@ class ChunkRecord:
             "title": self.title,
             "description": self.description,
             "place": self.place,
+            "fence": self.fence,
         }
 
     @classmethod
@@ -454,6 +465,7 @@ class ChunkRecord:
             title=str(p.get("title", "")),
             description=str(p.get("description", "")),
             place=str(p.get("place", "")),
+            fence=str(p.get("fence", "")),
         )
 
 

@@ -24,12 +24,28 @@ def collection(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("docs")
     src = root / "src"
     make_all(src / "docs")
-    (src / "notes.md").write_text("# Notes\n\nThe canteen opens at noon.\n")
+    (src / "notes.md").write_text("# Notes\n\nThe canteen opens at noon.\n![logo](img/logo.png)\n")
+    # Files that are no documents: stored as they are, served, never ranked.
+    (src / "img").mkdir()
+    _png(src / "img" / "logo.png")
+    (src / "img" / "logo.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg">canteen</svg>\n')
+    (src / "img" / "site.css").write_text(".canteen { color: green }\n")
     os.chmod(src / "docs" / "report.pdf", 0o640)
     store = root / "store"
     report = ingest_hash(src, store)
     assert not report.skipped, report.skipped
+    assert {s.path for s in report.unsearched} == set(NOT_DOCUMENTS)
     return src, store
+
+
+# The fixture's files that are no documents.
+NOT_DOCUMENTS = ("img/logo.png", "img/logo.svg", "img/site.css")
+
+
+def _png(path: Path) -> None:
+    from PIL import Image
+
+    Image.new("RGB", (40, 20), "teal").save(path, "PNG")
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -71,6 +87,10 @@ def test_originals_views_and_tools_through_a_mount(
         rg = run("rg", "-n", "--no-heading", "feature flag", str(mnt))
         assert "roadmap.pptx.md:" in rg.stdout
         assert (mnt / "notes.md").read_text() == (src / "notes.md").read_text()
+        # Images and other files that are no documents are served as they are.
+        for name in NOT_DOCUMENTS:
+            assert run("cmp", str(src / name), str(mnt / name)).returncode == 0, name
+        assert (mnt / "img" / "logo.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         # diff -r shows the views, and only them.
         diff = run("diff", "-r", str(src), str(mnt))
         only = sorted(line for line in diff.stdout.splitlines())
@@ -95,6 +115,15 @@ def test_no_views_shows_the_source_folder_exactly(
         # A search still finds the PDF's text, and links the original it came from.
         q = m.path / ".search" / "@keyword" / "logbook east gate"
         assert os.readlink(q / "01-report.pdf") == "../../../docs/report.pdf"
+
+
+def test_files_that_are_no_documents_are_never_ranked(collection: tuple[Path, Path]) -> None:
+    _src, store = collection
+    for mode in ("keyword", "hybrid"):
+        args = ("search", "canteen", "--mode", mode, "--json", "-k", "20")
+        out = semfs(*args, "--store", str(store))
+        paths = [hit["path"] for hit in json.loads(out.stdout)]
+        assert "notes.md" in paths and not any(p.startswith("img/") for p in paths), paths
 
 
 def test_search_json_carries_the_page_and_slide(collection: tuple[Path, Path]) -> None:

@@ -22,7 +22,7 @@ import pytest
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import DEFAULT_K
 from semfs.ingest.store.backends import open_store
-from tests.helpers import SAMPLE_CORPUS
+from tests.helpers import SAMPLE_CORPUS, SEMFS
 from tests.helpers.mounting import Mount, ingest_hash, mounted, semfs, wait_until
 from tests.helpers.paraphrases import QUESTIONS
 
@@ -312,6 +312,18 @@ def test_guide_without_a_mount() -> None:
     # A path must be a semfs mount (the guide for one that is not would mislead an agent).
     r = semfs("guide", "/mnt/docs/", check=False)
     assert r.returncode == 1 and "not a semfs mount" in r.stderr and r.stdout == ""
+
+
+def test_guide_with_a_relative_path_prints_an_absolute_one(
+    tmp_path: Path, hash_store: Path
+) -> None:
+    """The guide goes into an agent's prompt, read from wherever the agent runs."""
+    with mounted(tmp_path / "mnt", "--store", str(hash_store)) as m:
+        out = subprocess.run(
+            [SEMFS, "guide", "mnt"], cwd=tmp_path, capture_output=True, text=True, check=True
+        ).stdout
+        assert f'"{m.path}/.search/rotate api key/00-results.md"' in out
+        assert '"mnt/.search/' not in out
 
 
 def test_mount_options_set_folder_name_and_defaults(tmp_path: Path, hash_store: Path) -> None:

@@ -24,11 +24,13 @@ from tests.helpers.docfixtures import (
     BAD_REASONS,
     FACTS,
     HTML_FURNITURE,
+    INDEXED_ANSWER,
     docx_with,
     lying_zip,
     make_all,
     make_bad,
     make_epub,
+    make_indexed_pdf,
     make_pdf,
 )
 from tests.helpers.mounting import ingest_hash
@@ -91,12 +93,25 @@ def test_bad_files_get_a_reason_and_the_rest_is_ingested(tmp_path: Path, store_d
     make_bad(src)
     make_pdf(src / "good.pdf")
     report = ingest_hash(src, store_dir)
-    reasons = {s.path: s.reason for s in report.skipped}
+    # Each is stored as it is (a mount serves it), not searched, and the report says why.
+    assert report.skipped == []
+    reasons = {s.path: s.reason for s in report.unsearched}
     assert set(reasons) == set(BAD_REASONS)
     for name, reason in BAD_REASONS.items():
         assert reason in reasons[name], reasons[name]
         assert "\n" not in reasons[name]
-    assert report.added == ["good.pdf.md"]
+    assert report.added == sorted([*BAD_REASONS, "good.pdf.md"])
+    with open_store(store_dir) as store:
+        for name in BAD_REASONS:
+            rec = store.get_document(name)
+            assert rec is not None and rec.as_is and rec.chunks == 0, name
+            whole = rec.original_record()
+            assert whole is not None and whole.path == name and whole.blob
+            parts = store.read_blob(name, rec.gen, range(len(whole.offsets or ())))
+            data = b"".join(parts[i] for i in sorted(parts))
+            assert data == (src / name).read_bytes(), name
+    again = ingest_hash(src, store_dir)
+    assert again.unchanged == report.added and not again.added and not again.deleted
 
 
 def test_a_file_over_max_size_is_skipped_before_it_is_read(tmp_path: Path, store_dir: Path) -> None:
@@ -314,25 +329,82 @@ def test_max_size_bounds_a_converted_documents_text(tmp_path: Path, store_dir: P
 def test_a_file_skipped_for_its_bytes_is_not_extracted_again_while_unchanged(
     tmp_path: Path, store_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A converted file its extractor refuses is stored as it is (issue 30), its record naming
+    # the extractor that refused it: while its bytes stay the same it is not extracted again.
     src = tmp_path / "src"
     make_bad(src)
     memo = tmp_path / "skipped.json"
-    first = {s.path: s.reason for s in ingest_hash(src, store_dir, skip_memo=memo).skipped}
+    first = ingest_hash(src, store_dir, skip_memo=memo)
+    assert {s.path for s in first.unsearched} == set(BAD_REASONS) and not first.skipped
     assert stat.S_IMODE(memo.stat().st_mode) == 0o600
-    # From now on any extraction fails at once: a reason kept means nothing was extracted.
-    monkeypatch.setattr(worker, "_shared", worker.Worker(timeout=1e-4))
-    again = {s.path: s.reason for s in ingest_hash(src, store_dir, skip_memo=memo).skipped}
-    converted = [p for p in first if formats.view_path(p)]
-    assert converted and set(again) == set(first)
-    for path in converted:
-        assert again[path] == f"{first[path]} (unchanged since: not extracted again; " + (
-            "--retry-skipped to try)"
-        )
-    # A changed file (here its mtime), or --retry-skipped, is extracted again.
+    calls: list[str] = []
+    real = formats.extract
+
+    def counting(path: str, data: bytes, **kw: bool) -> formats.Extracted | formats.Unsupported:
+        calls.append(path)
+        return real(path, data, **kw)
+
+    monkeypatch.setattr(formats, "extract", counting)
+    again = ingest_hash(src, store_dir, skip_memo=memo)
+    assert sorted(again.unchanged) == sorted(BAD_REASONS) and calls == []
+    # A changed mtime with the same bytes is no change; --retry-skipped extracts again.
     os.utime(src / "bomb.docx", ns=(1, 1))
-    touched = {s.path: s.reason for s in ingest_hash(src, store_dir, skip_memo=memo).skipped}
-    assert touched["bomb.docx"] == "extraction took over 0.0001 s (stopped)"
-    assert touched["broken.pdf"] == again["broken.pdf"]
-    retried = ingest_hash(src, store_dir, skip_memo=memo, retry_skipped=True).skipped
-    assert all("took over 0.0001 s" in s.reason for s in retried if formats.view_path(s.path))
-    worker._shared.close()
+    touched = ingest_hash(src, store_dir, skip_memo=memo)
+    assert calls == [] and "bomb.docx" in touched.unchanged
+    retried = ingest_hash(src, store_dir, skip_memo=memo, retry_skipped=True)
+    assert sorted(calls) == sorted(BAD_REASONS)
+    assert sorted(retried.unchanged) == sorted(BAD_REASONS) and not retried.skipped
+
+
+def test_a_pdf_hit_cites_the_page_of_its_answering_lines(tmp_path: Path, store_dir: Path) -> None:
+    """The index page scores best as a whole; the lines shown are on page 2, and so is the
+    cite. The view's title is the file name (no metadata title), not a "# " line of the text."""
+    from semfs.ingest.search import Searcher
+
+    src = tmp_path / "src"
+    src.mkdir()
+    make_indexed_pdf(src / "manual.pdf")
+    ingest_hash(src, store_dir)
+    with open_store(store_dir) as store:
+        rec = store.get_document("manual.pdf.md")
+        assert rec is not None
+        texts = store.chunk_texts(rec.path, rec.gen, range(rec.chunks))
+        view = "".join(texts[i] for i in sorted(texts))
+        [hit] = Searcher(store).search(
+            "flux capacitor recalibrated ninety days night shift", k=1, mode="keyword"
+        )
+    assert view.startswith("# manual\n")
+    assert "\\# This file was automatically generated" in view
+    assert hit.title == "manual"
+    index_page = view.split("\n").index("## Page 3") + 1
+    assert hit.start_line >= index_page, "the index page must score best, or this shows nothing"
+    answer = [e for e in hit.excerpts if any(INDEXED_ANSWER in t for _, t in e.lines)]
+    assert answer and answer[0].heading.endswith("Page 2")
+    assert hit.place == "page 2"
+    assert hit.to_json()["page"] == 2
+
+
+def test_deeply_nested_html_is_read_not_skipped() -> None:
+    """latex2html's index pages nest 755 elements deep (gnuplot-doc's node649.html); the
+    converter recurses per element, past Python's default 1,000 frames."""
+    page = b"<html><body><h1>Index</h1>" + b"<div><p>entry deep</p>" * 1200 + b"</body></html>"
+    got = formats.extract("node649.html", page)
+    assert isinstance(got, formats.Extracted), got
+    assert got.text.count("entry deep") == 1200
+    # Deeper than any frame bound: a reason, and the worker lives on.
+    worse = formats.extract("worse.html", b"<div>" * 25_000 + b"x")
+    assert isinstance(worse, formats.Unsupported) and "RecursionError" in worse.reason
+    assert isinstance(formats.extract("node649.html", page), formats.Extracted)
+
+
+def test_html_headings_drop_their_anchors(tmp_path: Path) -> None:
+    page = (
+        b'<html><body><main><h1><a href="#what-is-rustdoc">What is rustdoc?</a></h1>'
+        b'<p>Rustdoc builds documentation.</p><h2 id="use">Use it'
+        b'<a class="headerlink" href="#use">\xc2\xb6</a></h2><p>Run it.</p></main></body></html>'
+    )
+    got = formats.extract("rustdoc.html", page)
+    assert isinstance(got, formats.Extracted)
+    assert got.text.startswith("# What is rustdoc?\n"), got.text
+    assert "\n## Use it\n" in got.text and "](#" not in got.text
+    assert [label for _, label in got.marks] == ["What is rustdoc?", "Use it"]

@@ -100,7 +100,7 @@ def test_include_exclude_and_vcs(tmp_path: Path, store_dir: Path) -> None:
 def test_bad_input_is_skipped_with_reasons(tmp_path: Path, store_dir: Path) -> None:
     src = tmp_path / "src"
     write(src, "good.md", "fine\n")
-    write(src, "binary.bin", b"\x89PNG\r\n\x00\x00data")
+    write(src, "binary.dat", b"\x89PNG\r\n\x00\x00data")
     write(src, "latin1.txt", "caf\xe9\n".encode("latin-1"))
     write(src, "empty.md", "")
     write(src, "big.txt", "x" * 2000)
@@ -116,8 +116,11 @@ def test_bad_input_is_skipped_with_reasons(tmp_path: Path, store_dir: Path) -> N
     with open_store(store_dir) as store:
         r = ingest(src, store, model="hash", max_bytes=1000)
     reasons = {s.path: s.reason for s in r.skipped}
-    assert "binary" in reasons["binary.bin"]
-    assert "not UTF-8" in reasons["latin1.txt"]
+    # Stored as they are (a mount serves every file), not searched, and why.
+    stored = {s.path: s.reason for s in r.unsearched}
+    assert "binary" in stored["binary.dat"]
+    assert "not UTF-8" in stored["latin1.txt"]
+    assert not set(stored) & set(reasons)
     assert "broken symlink" in reasons["broken-link.md"]
     assert "symlink loop" in reasons["loop1"] and "symlink loop" in reasons["loop2"]
     assert "too large" in reasons["big.txt"]
@@ -265,11 +268,13 @@ def test_skips_still_exit_zero(tmp_path: Path) -> None:
     src = tmp_path / "src"
     write(src, "ok.md", "fine\n")
     write(src, "bad.bin", b"\x00\x01")
+    os.symlink("nowhere", src / "broken.md")
     r = subprocess.run(
         [SEMFS, "ingest", str(src), "--model", "hash"], capture_output=True, text=True
     )
     assert r.returncode == 0, r.stderr
-    assert "skipped 1" in r.stdout and "bad.bin: binary file" in r.stdout
+    assert "skipped 1" in r.stdout and "broken.md: broken symlink" in r.stdout
+    assert "Stored as they are, not searched (1):\n  bad.bin: not a document" in r.stdout
 
 
 @pytest.mark.model

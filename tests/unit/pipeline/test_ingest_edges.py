@@ -92,7 +92,7 @@ def test_utf16_is_named(tmp_path: Path, store_dir: Path) -> None:
     write(src, "be.txt", "\ufeffhello\n".encode("utf-16-be"))
     with open_store(store_dir) as store:
         r = ingest(src, store, model="hash")
-    assert {s.path: s.reason for s in r.skipped} == {
+    assert {s.path: s.reason for s in r.unsearched} == {
         "be.txt": "UTF-16 text is not supported (convert it to UTF-8)",
         "le.txt": "UTF-16 text is not supported (convert it to UTF-8)",
     }

@@ -93,7 +93,10 @@ def test_keep_failed_keeps_the_previous_version(tmp_path: Path) -> None:
         doc = store.get_document("a.md")
         assert doc is not None and doc.size == len("alpha\n")
         plain = ingest(src, store, model="hash", paths={"a.md"})
-        assert plain.deleted == ["a.md"]  # without keep_failed a binary file is dropped
+        # Without keep_failed it is stored as it is: served, not searched.
+        assert plain.updated == ["a.md"] and plain.deleted == []
+        stored = store.get_document("a.md")
+        assert stored is not None and stored.as_is and stored.chunks == 0
 
 
 def test_watch_limit_message_names_the_fix(tmp_path: Path) -> None:

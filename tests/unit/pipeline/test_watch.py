@@ -230,11 +230,14 @@ def test_a_bad_file_keeps_its_previous_version(tmp_path: Path) -> None:
         good = (src / "intro.md").read_text()
         (src / "intro.md").write_bytes(b"\x00\x01binary now")
         (src / "image.md").write_bytes(b"\x89PNG\x00\x00")
-        wait_until(lambda: "image.md" in state(store).failed, SYNC_TIMEOUT, "the failures")
+        wait_until(lambda: "intro.md" in state(store).failed, SYNC_TIMEOUT, "the failure")
+        wait_until(lambda: "image.md" in listed(m.path), SYNC_TIMEOUT, "the new binary file")
         s = state(store)
         assert s.failed["intro.md"].startswith("binary file (contains NUL bytes)")
         assert (m.path / "intro.md").read_text() == good  # the previous version stays
-        assert "image.md" not in listed(m.path)
+        # A new file that is no text is no failure: stored as it is, served, not searched.
+        assert "image.md" not in s.failed
+        assert (m.path / "image.md").read_bytes() == b"\x89PNG\x00\x00"
         status = semfs("status", "--store", str(store)).stdout
         assert "intro.md: binary file (contains NUL bytes) (kept the ingested version)" in status
         (src / "intro.md").write_text("# Intro\n\nfixed\n")

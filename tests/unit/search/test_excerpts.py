@@ -47,7 +47,18 @@ Revoking is immediate.
 def records(text: str, path: str = "keys.md", budget: int = 40) -> list[ChunkRecord]:
     spans = chunk_text(text, path, lambda ts: [len(t.split()) for t in ts], budget)
     return [
-        ChunkRecord(path, 1, s.index, s.start, s.end, s.start_line, s.end_line, s.text, s.heading)
+        ChunkRecord(
+            path,
+            1,
+            s.index,
+            s.start,
+            s.end,
+            s.start_line,
+            s.end_line,
+            s.text,
+            s.heading,
+            fence=s.fence,
+        )
         for s in spans
     ]
 
@@ -219,3 +230,47 @@ def test_a_shared_total_goes_to_the_best_lines_of_any_document() -> None:
     assert "old key works for 24 hours" in shared[1][0].text
     shown = sum(len(t) + 8 for d in shared for e in d for _, t in e.lines)
     assert shown <= 300
+
+
+# A long shell block whose comments start with "#", as in Starlette's docs: the chunker cuts
+# it, so later chunks start inside the fence.
+FENCED = (
+    "# Deploying\n\n## Run the server\n\nStart it from the shell:\n\n```shell\n"
+    + "".join(f"# step {i}: export the port variable\nexport PORT={8000 + i}\n" for i in range(60))
+    + "```\n\n## Stop the server\n\nPress Ctrl-C to stop the uvicorn server.\n"
+)
+
+
+def test_a_fenced_hash_line_is_never_a_heading_label() -> None:
+    chunks = records(FENCED, "deploy.md")
+    inside = [c for c in chunks if c.fence]
+    assert inside, "the block must be cut so that a chunk starts inside the fence"
+    assert all(c.fence == "```" for c in inside)
+    assert all(c.heading == "Deploying > Run the server" for c in inside)
+    [excerpts] = ExcerptPicker("export the port variable step 42").pick(
+        [inside], [400], ["Deploying"]
+    )
+    assert excerpts
+    for e in excerpts:
+        assert "step" not in e.heading, e.heading  # a comment in the block, not a section
+        assert e.heading.endswith("Run the server"), e.heading
+    last = chunks[-1]
+    assert not last.fence and last.heading == "Deploying > Stop the server"
+
+
+def test_labels_carry_no_links_anchors_or_repeated_segments() -> None:
+    from semfs.ingest.search.results import short_heading
+
+    doc = (
+        "# Cookies\n\n## [Set Cookie](#set-cookie)\n\n### Set Cookie {#set-cookie-2}\n\n"
+        "Call set_cookie with a key and a value to send a cookie header.\n"
+    )
+    chunks = records(doc, "cookies.md")
+    # The stored heading path of a chunk that starts under both headings.
+    small = records(doc, "cookies.md", budget=8)
+    assert small[-1].heading == "Cookies > Set Cookie", [c.heading for c in small]
+    [excerpts] = ExcerptPicker("set_cookie key value").pick([chunks], [400], ["Cookies"])
+    assert excerpts and excerpts[0].heading == "Cookies > Set Cookie"
+    # A store written before the cleaning: the label is cleaned when it is shown.
+    old = "Cookies > [Set Cookie](#set-cookie) > Set Cookie"
+    assert short_heading(old, "Cookies") == "Set Cookie"
