@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Install semfs into ./.venv on Debian/Ubuntu: FUSE from apt, the CPU build of torch, then the
-# project. Usage: scripts/setup.sh [EXTRA]   (EXTRA: test, bench or test,bench)
+# project. On macOS: FUSE-T (or an installed macFUSE) and the tools from Homebrew, never apt
+# (that branch has not been run on a Mac: CI runs Linux).
+# Usage: scripts/setup.sh [EXTRA]   (EXTRA: test, bench or test,bench)
 # Env: SEMFS_TORCH_SPEC (default torch==2.13.0), SEMFS_TORCH_INDEX (a pip index URL serving
 # CPU-only torch wheels; without it pip takes torch from your default index).
 set -euo pipefail
@@ -9,6 +11,41 @@ extra="${1:-}"
 
 sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else "$@"; fi; }
 
+if [ "$(uname -s)" = Darwin ]; then
+  # macOS: a FUSE library where semfs looks for one (ingest/platform.py: macFUSE's
+  # libfuse.2.dylib, else FUSE-T's libfuse-t.dylib). FUSE-T needs no kernel extension, so it is
+  # what this installs; macFUSE (brew install --cask macfuse) works too, once its system
+  # extension is allowed in System Settings.
+  fuse=""
+  for dir in /usr/local/lib /opt/homebrew/lib; do
+    for name in libfuse.2.dylib libfuse-t.dylib; do [ -e "$dir/$name" ] && fuse="$dir/$name"; done
+  done
+  brew_pkgs=()
+  if [[ ",$extra," == *,test,* ]]; then
+    command -v rg >/dev/null || brew_pkgs+=(ripgrep)
+    command -v rsync >/dev/null || brew_pkgs+=(rsync)
+    command -v git >/dev/null || brew_pkgs+=(git)
+  fi
+  if [ -z "$fuse" ] || [ ${#brew_pkgs[@]} -gt 0 ]; then
+    if ! command -v brew >/dev/null; then
+      echo "setup: cannot proceed: install Homebrew (https://brew.sh), then run scripts/setup.sh again" >&2
+      exit 1
+    fi
+    if [ -z "$fuse" ]; then
+      echo "setup: installing FUSE-T with Homebrew (or install macFUSE: brew install --cask macfuse)" >&2
+      brew tap macos-fuse-t/homebrew-cask
+      brew install fuse-t
+    fi
+    [ ${#brew_pkgs[@]} -eq 0 ] || brew install "${brew_pkgs[@]}"
+  fi
+  if [[ ",$extra," == *,bench,* ]] && ! command -v bindfs >/dev/null; then
+    echo "setup: no bindfs on macOS: the benchmark's C passthrough baseline is skipped" >&2
+  fi
+  python3 -c 'import ensurepip, venv' 2>/dev/null || {
+    echo "setup: cannot proceed: python3 has no venv module; brew install python, then run again" >&2
+    exit 1
+  }
+else
 missing=()
 command -v fusermount3 >/dev/null || command -v fusermount >/dev/null || missing+=(fuse3)
 ldconfig -p 2>/dev/null | grep -q 'libfuse.so.2' || missing+=(libfuse2)
@@ -46,6 +83,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: please install ${missing[*]} (FUSE, python venv, test tools) with your package manager" >&2
   fi
 fi
+fi  # Darwin / Linux
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 pip=(.venv/bin/python -m pip install -q --disable-pip-version-check)
