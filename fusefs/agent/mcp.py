@@ -38,6 +38,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from semfs.fusefs.agent.sessions import FairSessions
 from semfs.fusefs.agent.tokens import (
     OWNER,
     OWNER_TOKEN,
@@ -57,9 +58,11 @@ WILDCARDS = ("0.0.0.0", "::", "")
 # HTTP sessions: one costs ~50 KB (its streams and task group) until it ends, and a client
 # that goes away without DELETE never ends it. So a session idle this long (seconds without a
 # request) is closed (a client that comes back gets 404 and, as the spec says, starts a new
-# one), and at most MAX_SESSIONS are open at once (~13 MB; the next gets 503 until one ends).
+# one), at most MAX_SESSIONS are open at once (~13 MB), and at most SESSIONS_PER_TOKEN per
+# token: a client past its own cap loses its own longest-idle session (see .sessions).
 SESSION_TIMEOUT = 600.0
 MAX_SESSIONS = 256
+SESSIONS_PER_TOKEN = 16
 
 
 def _sdk() -> tuple[Any, type[Exception], bool]:
@@ -201,6 +204,23 @@ def build_server(
         # mcp 1's FastMCP takes no version and reports the SDK's own (1.30.0) to clients;
         # its low-level server, which answers initialize, does take one.
         server._mcp_server.version = __version__
+        if verifier is not None:
+            # Our session table in place of the SDK's one-for-all (made lazily by
+            # streamable_http_app, with these same settings).
+            server._session_manager = FairSessions(
+                app=server._mcp_server,
+                event_store=server._event_store,
+                retry_interval=server._retry_interval,
+                json_response=server.settings.json_response,
+                stateless=server.settings.stateless_http,
+                security_settings=server.settings.transport_security,
+                max_request_body_size=server.settings.max_request_body_size,
+                session_idle_timeout=session_timeout,
+                max_sessions=MAX_SESSIONS,
+                owner=verifier.owner_subject,
+                alive=verifier.alive,
+                per_token=SESSIONS_PER_TOKEN,
+            )
     read_only = ToolAnnotations.model_validate(
         {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}
     )
@@ -434,11 +454,16 @@ def serve(
     host, port = parse_http_address(http)
     folder = tokens_folder if tokens_folder is not None else Path(".")
     path = Path(os.path.abspath(token_file if token_file is not None else folder / OWNER_TOKEN))
-    owner, made = owner_token(path)
     scoped = ScopedTokens(folder)
     scoped.list()  # an unsafe or damaged tokens file stops the start, not the first request
-    verifier = TokenVerifier(owner, scoped)
+    # The port first: a start that cannot listen (port in use) leaves no new token behind.
     sock = listen(host, port)
+    try:
+        owner, made = owner_token(path)
+    except BaseException:
+        sock.close()
+        raise
+    verifier = TokenVerifier(owner, scoped)
     server = build_server(box, host, port, verifier, allowed_hosts, session_timeout)
     app = (
         server.streamable_http_app()

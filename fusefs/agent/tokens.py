@@ -223,6 +223,17 @@ class ScopedTokens:
 
     def grant(self, token: str) -> Grant | None:
         """The grant of ``token``, read from the file again when it changed."""
+        wanted = _digest(token)
+        for digest, grant in self._current().items():
+            if hmac.compare_digest(digest, wanted):
+                return grant
+        return None
+
+    def digests(self) -> set[str]:
+        """The SHA-256 of every token valid now (read again when the file changed)."""
+        return set(self._current())
+
+    def _current(self) -> dict[str, Grant]:
         with self._lock:
             try:
                 st = os.stat(self.path)
@@ -235,12 +246,7 @@ class ScopedTokens:
                     for t in (self._read() if seen is not None else [])
                 }
                 self._seen = seen
-            by_digest = self._by_digest
-        wanted = _digest(token)
-        for digest, grant in by_digest.items():
-            if hmac.compare_digest(digest, wanted):
-                return grant
-        return None
+            return self._by_digest
 
 
 class TokenVerifier:
@@ -248,7 +254,12 @@ class TokenVerifier:
 
     def __init__(self, owner: str, scoped: ScopedTokens) -> None:
         self._owner = owner
+        self.owner_subject = _digest(owner)
         self.scoped = scoped
+
+    def alive(self) -> set[str]:
+        """The subjects (token digests) valid now: a session of any other is closed."""
+        return self.scoped.digests() | {self.owner_subject}
 
     async def verify_token(self, token: str) -> AccessToken | None:
         if hmac.compare_digest(token.encode(), self._owner.encode()):
@@ -261,11 +272,12 @@ class TokenVerifier:
             if found is None:
                 return None
             grant = found
-        # client_id/subject: the SDK ties a session to the token that opened it.
+        # client_id/subject: the SDK ties a session to the token that opened it; the subject
+        # is the token's digest, so that a new token under a revoked one's name is another.
         return AccessToken(
             token=token,
             client_id=grant.name,
-            subject=grant.name,
+            subject=_digest(token),
             scopes=[],
             claims={"under": list(grant.under), "write": grant.write},
         )

@@ -526,6 +526,7 @@ class Toolbox:
         }
         if scope:
             info["scope"] = list(scope)
+            del info["location"]  # where the store lives is the server's business
         text = "".join(f"{k}: {v}\n" for k, v in info.items() if v is not None)
         return self._fit(text, info, "")
 

@@ -215,6 +215,9 @@ def test_a_scoped_token_neither_sees_nor_infers_outside(sample_store: Path) -> N
         assert data(status)["documents"] == len(deploy)
         assert data(status)["bytes"] == sum((SAMPLE_CORPUS / p).stat().st_size for p in deploy)
         assert data(status)["scope"] == ["deploy"]
+        # Before: "location: <the store's path>" told a scoped token where the store lives.
+        assert "location" not in data(status)
+        assert str(sample_store) not in text(status)
         assert data(grep_word)["matches"] == 0 and data(grep_word)["documents_in_scope"] == 17
         assert all(
             line.startswith("deploy/")
@@ -397,6 +400,51 @@ def test_idle_http_sessions_expire(sample_store: Path) -> None:
         assert answer.status_code == 404, "an idle session outlived its timeout"
 
 
+def test_one_token_cannot_lock_the_others_out(sample_store: Path) -> None:
+    """Before: 256 initialize calls with no DELETE filled the session table, and every client,
+    the owner included, got 503 "Too many open sessions" until they idled out (600 s)."""
+    store = ["--store", str(sample_store)]
+    greedy = semfs("token", "create", "greedy", "--under", "deploy", *store).stdout.strip()
+    other = semfs("token", "create", "other", "--under", "deploy", *store).stdout.strip()
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    with http_server(*store) as server:
+        opened = []
+        for _ in range(300):  # past the table's 256, never ending one
+            answer = post(server.url, greedy)
+            assert answer.status_code == 200, (len(opened), answer.text)
+            opened.append(answer.headers["mcp-session-id"])
+        # Everyone else still gets in.
+        assert post(server.url, server.token).status_code == 200
+        mine = post(server.url, other)
+        assert mine.status_code == 200
+
+        # The greedy token kept its newest sessions (16) and lost its oldest ones.
+        def status_of(token: str, session: str) -> int:
+            return post(server.url, token, ping, **{"mcp-session-id": session}).status_code
+
+        assert status_of(greedy, opened[-1]) == 200
+        assert status_of(greedy, opened[-16]) == 200
+        assert status_of(greedy, opened[0]) == 404
+        assert status_of(greedy, opened[-17]) == 404
+        # A revoked token's sessions close, an open GET stream included.
+        stream_headers = {
+            "Accept": "text/event-stream",
+            "Authorization": f"Bearer {other}",
+            "mcp-session-id": mine.headers["mcp-session-id"],
+        }
+        with (
+            httpx.Client(timeout=httpx.Timeout(30.0)) as client,
+            client.stream("GET", server.url, headers=stream_headers) as stream,
+        ):
+            assert stream.status_code == 200
+            semfs("token", "revoke", "other", *store)
+            try:
+                for _ in stream.iter_bytes():
+                    pass
+            except httpx.ReadTimeout:
+                pytest.fail("the revoked token's stream stayed open for 30 s")
+
+
 def test_port_in_use_is_one_error_line(sample_store: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -407,6 +455,8 @@ def test_port_in_use_is_one_error_line(sample_store: Path) -> None:
         )
     assert proc.returncode == 1
     assert proc.stderr == f"Error: cannot listen on 127.0.0.1:{port}: the port is in use\n"
+    # Before: the failed start had written a new owner token all the same.
+    assert not (sample_store / "docs" / "mcp.token").exists()
 
 
 def test_a_closed_stdout_ends_quietly(sample_store: Path) -> None:

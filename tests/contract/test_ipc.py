@@ -598,3 +598,89 @@ def test_stale_socket_of_a_killed_daemon(store_dir: Path) -> None:
         finally:
             server.close()
     assert not (coll_dir / SOCKET_NAME).exists()
+
+
+def _rss(pid: int) -> int:
+    """Resident bytes of process ``pid`` (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads the daemon's RSS in /proc")
+def test_a_peer_announcing_a_huge_frame_makes_no_huge_allocation(store_dir: Path) -> None:
+    """Before: each peer that announced a frame of 512 MiB (up to 1 GiB allowed) made the
+    daemon allocate and zero it at once: +1.5 GiB of RSS for these three."""
+    peers = 3
+    with _daemon(store_dir, dim=DIM) as proc:
+        coll = store_dir / COLLECTION
+        token = (coll / TOKEN_NAME).read_text()
+        before = _rss(proc.pid)
+        socks = [_raw(coll, token) for _ in range(peers)]
+        try:
+            for sock in socks:
+                sock.sendall(struct.pack(">I", 512 << 20) + b'{"method": ')  # and no more
+            # The daemon meets the announcements at once; look at its RSS for a while.
+            grown = 0
+            for _ in range(20):
+                time.sleep(0.1)
+                grown = max(grown, _rss(proc.pid) - before)
+            assert grown < 64 << 20, f"the daemon grew by {grown >> 20} MiB"
+            with _remote(coll) as remote:  # and it still answers
+                assert remote.count_chunks() == 0
+        finally:
+            for sock in socks:
+                sock.close()
+
+
+def test_an_idle_writer_loses_the_slot_to_the_next(store_dir: Path) -> None:
+    """Before: a peer that wrote once and went quiet held the writer slot until it hung up."""
+    edge = EdgeStore(store_dir, COLLECTION)
+    edge.create(DIM)
+    server = StoreServer(edge, edge.dir, writer_idle=0.5)
+    server.start()
+    try:
+        with _remote(edge.dir) as idle, _remote(edge.dir) as next_:
+            idle.write_meta(StoreMeta("hash:8", DIM, generation=1))
+            with pytest.raises(StoreLockedError):  # while the writer is active
+                next_.write_meta(StoreMeta("hash:8", DIM, generation=2))
+            time.sleep(1.0)  # the writer is now idle for twice its limit
+            next_.write_meta(StoreMeta("hash:8", DIM, generation=3))
+            assert edge.read_meta() == StoreMeta("hash:8", DIM, generation=3)
+            with pytest.raises(StoreLockedError):  # the slot has moved on
+                idle.write_meta(StoreMeta("hash:8", DIM, generation=4))
+    finally:
+        server.close()
+        edge.close()
+
+
+def test_the_socket_file_is_ours_from_the_moment_it_exists(
+    store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop (SIGTERM becomes KeyboardInterrupt) landing right after the bind leaves no
+    file: before, daemon.sock stayed behind (it was recorded as ours only lines later)."""
+    edge = EdgeStore(store_dir, COLLECTION)
+    edge.create(DIM)
+    real_bind = socket.socket.bind
+    bound: list[str] = []
+
+    def bind_then_stop(self: socket.socket, address: Any) -> None:
+        real_bind(self, address)
+        if self.family == socket.AF_UNIX:
+            bound.append(str(address))
+            raise KeyboardInterrupt  # the signal arrives the moment the file exists
+
+    try:
+        monkeypatch.setattr(socket.socket, "bind", bind_then_stop)
+        with pytest.raises(KeyboardInterrupt):
+            StoreServer(edge, edge.dir).start()
+        monkeypatch.undo()
+        assert len(bound) == 1
+        assert [p.name for p in edge.dir.iterdir() if "sock" in p.name or "token" in p.name] == []
+        # And the store can be served again.
+        server = StoreServer(edge, edge.dir)
+        server.start()
+        server.close()
+    finally:
+        edge.close()

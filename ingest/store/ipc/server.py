@@ -22,6 +22,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -58,11 +59,15 @@ logger = logging.getLogger(__name__)
 _COMMAND = command_line()[:200]
 # How often the accept loop looks at the stop flag; close() waits about this long.
 ACCEPT_POLL = 0.5
+# A writer that sends nothing for this long (seconds, no call of its under way) loses the writer
+# slot to the next process that wants it: an ingest calls far more often (it embeds a batch,
+# then writes it), while a peer that claimed the slot and went quiet would hold it forever.
+WRITER_IDLE = 600.0
 # After these the daemon's view of the collection (its directory tree) is out of date.
 _CHANGES = frozenset({"write_meta", "delete_documents", "put_directories", "delete_directories"})
 
 
-def _identity(path: Path) -> tuple[int, int, int, int]:
+def _identity(path: Path) -> tuple[int, ...]:
     """Tells our file from one put in its place (an inode number alone may be reused)."""
     st = os.lstat(path)
     return st.st_dev, st.st_ino, st.st_mode, st.st_ctime_ns
@@ -83,6 +88,7 @@ class StoreServer:
         coll_dir: Path,
         on_change: Callable[[], None] | None = None,
         queries: QueryService | None = None,
+        writer_idle: float = WRITER_IDLE,
     ) -> None:
         self.store = store
         self.queries = queries
@@ -95,10 +101,15 @@ class StoreServer:
         self._conns: dict[socket.socket, threading.Thread] = {}
         self._writer: socket.socket | None = None
         self._writer_pid = -1
+        self._writer_idle = writer_idle
+        self._writer_since = 0.0  # monotonic time of the writer's last request ended
+        self._writer_busy = False  # a call of the writer's is under way
         self._stop = threading.Event()
         self._accepter: threading.Thread | None = None
-        # The files to remove on close, if they are still ours then.
-        self._owned: dict[Path, tuple[int, int, int, int]] = {}
+        # The files to remove on close, if they are still ours then: by identity (see
+        # _identity), by (device, inode) for the moment between a rename and the record of
+        # its result, or None for a name only we use (removed whatever is there).
+        self._owned: dict[Path, tuple[int, ...] | None] = {}
 
     def start(self) -> None:
         if self._accepter is not None or self._stop.is_set():
@@ -119,28 +130,47 @@ class StoreServer:
             finally:
                 os.close(fd)
             self._owned[self.token_path] = _identity(self.token_path)
-            with socket_address(self.socket_path) as address:
-                # Created 0600, so there is no moment when another user could connect.
-                old = os.umask(0o177)
-                try:
-                    listener.bind(address)
-                finally:
-                    os.umask(old)
-            os.chmod(self.socket_path, 0o600)  # whether bind honours umask varies by OS
-            self._owned[self.socket_path] = _identity(self.socket_path)
-            listener.listen(16)
+            self._bind(listener)
             listener.settimeout(ACCEPT_POLL)
+            # Inside the try: a stop landing here still removes what start() made.
+            self._accepter = threading.Thread(
+                target=self._accept_loop, args=(listener,), name="semfs-ipc-accept", daemon=True
+            )
+            self._accepter.start()
+            logger.info("serving %s on %s", self.coll_dir, self.socket_path)
         except BaseException as exc:
+            self._stop.set()
             listener.close()
             self._remove_owned()
             if isinstance(exc, OSError):
                 raise StoreUnavailableError(f"cannot serve {self.coll_dir}: {exc}") from exc
             raise
-        self._accepter = threading.Thread(
-            target=self._accept_loop, args=(listener,), name="semfs-ipc-accept", daemon=True
-        )
-        self._accepter.start()
-        logger.info("serving %s on %s", self.coll_dir, self.socket_path)
+
+    def _bind(self, listener: socket.socket) -> None:
+        """Listen at ``daemon.sock``, owning the file from the moment it exists.
+
+        A stop (SIGTERM becomes KeyboardInterrupt) may land between any two lines here, and
+        whatever file exists by then must be in ``_owned`` so that the cleanup removes it. So
+        the socket is bound under a name only we use, recorded before the bind, and renamed
+        into place once it listens (clients never meet a socket that refuses them); its
+        (device, inode) is recorded under the final name before the rename.
+        """
+        tmp = self.coll_dir / f".{SOCKET_NAME}.{os.getpid()}.{secrets.token_hex(4)}"
+        self._owned[tmp] = None
+        with socket_address(tmp) as address:
+            # Created 0600, so there is no moment when another user could connect.
+            old = os.umask(0o177)
+            try:
+                listener.bind(address)
+            finally:
+                os.umask(old)
+        os.chmod(tmp, 0o600)  # whether bind honours umask varies by OS
+        listener.listen(16)
+        bound = os.lstat(tmp)
+        self._owned[self.socket_path] = (bound.st_dev, bound.st_ino)
+        os.rename(tmp, self.socket_path)
+        self._owned[self.socket_path] = _identity(self.socket_path)
+        del self._owned[tmp]
 
     def close(self) -> None:
         """Stop accepting, end every connection (waiting a little for calls under way)."""
@@ -161,7 +191,7 @@ class StoreServer:
             try:
                 # A newer daemon's files are left alone; the token's content is the surest sign.
                 mine = path != self.token_path or path.read_text() == self._token
-                if mine and _identity(path) == ident:
+                if mine and (ident is None or _identity(path)[: len(ident)] == ident):
                     path.unlink()
             except FileNotFoundError:
                 pass
@@ -204,7 +234,17 @@ class StoreServer:
             send(conn, {"ok": {**welcome, "command": _COMMAND}})
             logger.info("process %d connected to %s", pid, self.socket_path)
             while (frame := recv_frame(conn, MAX_MESSAGE)) is not None:
-                if self._handle(conn, pid, frame) and self._on_change is not None:
+                with self._lock:
+                    if self._writer is conn:
+                        self._writer_busy = True
+                try:
+                    changed = self._handle(conn, pid, frame)
+                finally:
+                    with self._lock:
+                        if self._writer is conn:
+                            self._writer_busy = False
+                            self._writer_since = time.monotonic()
+                if changed and self._on_change is not None:
                     try:
                         self._on_change()
                     except Exception:
@@ -310,8 +350,23 @@ class StoreServer:
 
     def _claim_writer(self, conn: socket.socket, pid: int) -> None:
         with self._lock:
+            idle = (
+                self._writer is not None
+                and not self._writer_busy
+                and time.monotonic() - self._writer_since > self._writer_idle
+            )
+            if idle and self._writer is not conn:
+                logger.warning(
+                    "process %d held the writer slot of %s idle for %.0f s: it goes to process %d",
+                    self._writer_pid,
+                    self.coll_dir,
+                    time.monotonic() - self._writer_since,
+                    pid,
+                )
+                self._writer = None
             if self._writer is None:
                 self._writer, self._writer_pid = conn, pid
+                self._writer_busy = True  # this call is under way
             elif self._writer is not conn:
                 raise StoreLockedError(
                     f"{self.coll_dir}: another ingest is writing through the mounted daemon "

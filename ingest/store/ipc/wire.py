@@ -110,19 +110,28 @@ def send(sock: socket.socket, message: Any) -> None:
     sock.sendall(struct.pack(">I", len(data)) + data)
 
 
+# A frame's body is read in pieces of at most this, each kept only once it has arrived: a peer
+# that announces a large frame and sends little makes us hold only what it sent.
+RECV_PIECE = 1 << 20
+
+
 def _recv_exact(sock: socket.socket, size: int) -> bytes | None:
-    """``size`` bytes, or None at a clean end of stream before the first byte."""
-    buf = bytearray(size)
-    view = memoryview(buf)
+    """``size`` bytes, or None at a clean end of stream before the first byte.
+
+    Memory grows with what arrives, never with what was announced: the pieces are received
+    one at a time (at most :data:`RECV_PIECE` each) and joined at the end.
+    """
+    pieces: list[bytes] = []
     got = 0
     while got < size:
-        n = sock.recv_into(view[got:], min(size - got, 1 << 20))
-        if n == 0:
+        piece = sock.recv(min(size - got, RECV_PIECE))
+        if not piece:
             if got == 0:
                 return None
             raise ProtocolError("connection closed in the middle of a message")
-        got += n
-    return bytes(buf)
+        pieces.append(piece)
+        got += len(piece)
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
 def recv_frame(sock: socket.socket, limit: int) -> bytes | None:

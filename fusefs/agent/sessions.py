@@ -1,0 +1,140 @@
+"""``semfs mcp --http``'s session table, which no token holder can fill for the others.
+
+The MCP SDK keeps one table of sessions for everyone: at its limit every new session is
+refused (503), the owner's included, until one ends; a client that opens sessions and never
+ends them (no DELETE) locks everyone out for the idle timeout, and for good if it pings them.
+:class:`FairSessions` is the SDK's session manager with these rules instead, which a caller may
+rely on:
+
+* Each token has at most ``per_token`` sessions. A token at its cap that opens another loses
+  its own session idle the longest (its id answers 404 from then on, as after an idle timeout);
+  if none of its sessions is idle, only that token is refused (503).
+* The whole table holds ``max_sessions``. When it is full, a scoped token's new session closes
+  the longest-idle session of the token holding the most; the owner token is always admitted.
+  So a token under its cap is refused only when every session in the table is busy.
+* A session belongs to the exact token that opened it (the verifier's ``subject`` is the
+  token's SHA-256): a revoked token's sessions close within :data:`SWEEP_SECONDS`, open GET
+  streams included, even if the same name is given a new token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+logger = logging.getLogger(__name__)
+
+# How often sessions of revoked tokens are looked for (a stat of the tokens file each time).
+SWEEP_SECONDS = 1.0
+
+
+class FairSessions(StreamableHTTPSessionManager):
+    """The SDK's StreamableHTTPSessionManager, with the admission rules of the module doc.
+
+    ``owner`` is the owner token's subject; ``alive()`` the subjects of the tokens valid now
+    (the owner's included).
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        owner: str,
+        alive: Callable[[], set[str]],
+        per_token: int,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.owner = owner
+        self.alive = alive
+        self.per_token = per_token
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        async with super().run():
+            assert self._task_group is not None
+            self._task_group.start_soon(self._sweep_revoked)
+            yield
+
+    def _subject(self, session_id: str) -> str | None:
+        owner = self._session_owners.get(session_id)
+        return owner.get("subject") if owner is not None else None
+
+    def _idle_since(self, session_id: str) -> float:
+        """When the session would time out if nothing happens (smaller: idle longer);
+        ``inf`` while a request of its is under way or it is still opening."""
+        transport = self._server_instances.get(session_id)
+        scope = getattr(transport, "idle_scope", None)
+        if transport is None or scope is None or transport.is_terminated:
+            return math.inf
+        return float(scope.deadline)
+
+    def _longest_idle(self, subject: str | None) -> str | None:
+        """The session of ``subject`` (None: anyone's) idle the longest, or None."""
+        candidates = [
+            sid
+            for sid in self._server_instances
+            if (subject is None or self._subject(sid) == subject)
+            and self._idle_since(sid) < math.inf
+        ]
+        return min(candidates, key=self._idle_since, default=None)
+
+    def _close(self, session_id: str, why: str) -> None:
+        """Forget the session now (its id answers 404) and end it: its idle scope is what the
+        SDK's session task waits on, so cancelling it ends the session as a timeout does."""
+        transport = self._server_instances.pop(session_id, None)
+        subject = self._subject(session_id)
+        self._session_owners.pop(session_id, None)
+        logger.info("closing session %s of %s: %s", session_id[:8], (subject or "?")[:8], why)
+        if transport is None:
+            return
+        if transport.idle_scope is not None:
+            transport.idle_scope.cancel()
+        elif self._task_group is not None:
+            self._task_group.start_soon(transport.terminate)
+
+    def _admit_session(self, requestor: Any) -> Any:
+        subject = requestor.get("subject") if requestor is not None else None
+        if subject is None:  # no token (the SDK's auth lets none through): its own rules
+            return super()._admit_session(requestor)
+        held = Counter(self._subject(sid) for sid in self._server_instances)
+        if held[subject] >= self.per_token:
+            victim = self._longest_idle(subject)
+            if victim is not None:
+                self._close(victim, f"its token opened more than {self.per_token} sessions")
+            elif subject != self.owner:
+                return None  # all of its own sessions are busy: refuse it, and only it
+        full = self.max_sessions is not None and len(self._server_instances) >= self.max_sessions
+        if full and subject != self.owner:
+            victim = None
+            for other, _count in held.most_common():
+                if other != self.owner and (victim := self._longest_idle(other)):
+                    break
+            if victim is None:
+                return None  # every session in the table is busy
+            self._close(victim, "the session table is full")
+        # The owner is admitted past the table's limit: lift it for this one call.
+        limit, self.max_sessions = self.max_sessions, None
+        try:
+            return super()._admit_session(requestor)
+        finally:
+            self.max_sessions = limit
+
+    async def _sweep_revoked(self) -> None:
+        while True:
+            await anyio.sleep(SWEEP_SECONDS)
+            try:
+                alive = self.alive()
+            except Exception as exc:  # a damaged tokens file: keep the sessions, say so
+                logger.warning("cannot read the tokens to close revoked sessions: %s", exc)
+                continue
+            for sid in list(self._server_instances):
+                subject = self._subject(sid)
+                if subject is not None and subject not in alive:
+                    self._close(sid, "its token was revoked")
