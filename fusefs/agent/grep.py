@@ -290,13 +290,26 @@ class Grep:
         self._split = (tree, paths)
         return paths
 
-    def candidates(self, tree: Tree, node: Node, p: Plan) -> frozenset[str] | None:
-        """Paths that may hold a match, or None when the engine cannot filter."""
+    def candidates(
+        self, tree: Tree, node: Node, p: Plan, scope: Sequence[str] = ()
+    ) -> frozenset[str] | None:
+        """Paths that may hold a match, or None when the engine cannot filter.
+
+        The engine looks only below ``node`` (one file, a folder, or at the root the
+        ``scope`` folders, when the tree is a scope's): its time says nothing of the rest.
+        """
         if not p.pushed_down:
             return None
-        under = None if node.kind == FILE or not node.path else node.path
+        under: str | Sequence[str] | None = None
+        paths = None
+        if node.kind == FILE:
+            paths = [node.path]
+        elif node.path:
+            under = node.path
+        elif scope:
+            under = tuple(scope)
         try:
-            hits = self.store.chunk_paths_matching(p.substrings, p.words, under)
+            hits = self.store.chunk_paths_matching(p.substrings, p.words, under, paths)
         except NotImplementedError:
             return None
         return frozenset(hits) | self.split_paths(tree)
@@ -309,7 +322,10 @@ class Grep:
         regex: bool = False,
         ignore_case: bool = False,
         max_results: int = DEFAULT_MAX_RESULTS,
+        scope: Sequence[str] = (),
     ) -> GrepResult:
+        """Grep below ``path`` of ``tree``; ``scope``: the folders ``tree`` was cut to (a
+        scoped token's), so that the engine's filter is cut to them too."""
         if not 1 <= max_results <= MAX_RESULTS:
             raise PatternError(
                 f"max_results must be between 1 and {MAX_RESULTS}, not {max_results}"
@@ -317,7 +333,7 @@ class Grep:
         node = resolve(tree, path)
         compiled = compile_pattern(pattern, regex, ignore_case)
         p = plan(compiled)
-        wanted = self.candidates(tree, node, p)
+        wanted = self.candidates(tree, node, p, scope)
         matcher = line_matcher(compiled, regex, self.regex_seconds)
         result = GrepResult([], pushed_down=wanted is not None, plan=p)
         for doc_node in walk(node):

@@ -17,6 +17,7 @@ same socket so that ``semfs ingest`` and further ``semfs mcp`` processes can use
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import functools
 import importlib
@@ -38,6 +39,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from semfs.fusefs.agent.connections import ACCEPT_BURST, guarded_protocol, quiet_accept_errors
 from semfs.fusefs.agent.sessions import FairSessions
 from semfs.fusefs.agent.tokens import (
     OWNER,
@@ -487,8 +489,22 @@ def serve(
             file=sys.stderr,
             flush=True,
         )
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
+    protocol, guard = guarded_protocol()
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        timeout_graceful_shutdown=5,
+        http=protocol,
+        # asyncio accepts up to `backlog` connections at once before any is looked at:
+        # uvicorn's 2048 would overshoot the cap by that many descriptors.
+        backlog=ACCEPT_BURST,
+    )
+
+    async def run() -> None:
+        quiet_accept_errors(asyncio.get_running_loop(), guard)
+        await uvicorn.Server(config).serve([sock])
+
     try:
-        anyio.run(uvicorn.Server(config).serve, [sock])
+        anyio.run(run)
     finally:
         sock.close()

@@ -408,7 +408,9 @@ class Toolbox:
         max_results: int = DEFAULT_MAX_RESULTS,
         scope: Scope = (),
     ) -> ToolOutput:
-        res = self.grep_engine.run(self.view(scope), pattern, path, regex, ignore_case, max_results)
+        res = self.grep_engine.run(
+            self.view(scope), pattern, path, regex, ignore_case, max_results, scope
+        )
         text = "".join(line + "\n" for line in res.lines)
         hint = "use a narrower path or a more specific pattern"
         data = {

@@ -216,11 +216,19 @@ class Store(ABC):
     def count_chunks(self) -> int: ...
 
     def chunk_paths_matching(
-        self, substrings: Sequence[str], words: Sequence[str], under: str | None = None
+        self,
+        substrings: Sequence[str],
+        words: Sequence[str],
+        under: str | Sequence[str] | None = None,
+        paths: Sequence[str] | None = None,
     ) -> list[str]:
         """Paths (sorted, once each) having a chunk, of any generation, whose text contains
         every string of ``substrings`` (exact, case-sensitive) and every word of ``words``
         as a whole word (Qdrant's full-text match: lowercased words of letters and digits).
+
+        Only chunks of documents below ``under`` (a folder, or any of several) and among
+        ``paths`` (documents) are looked at, in the engine: what lies outside costs nothing,
+        so a caller limited to some folders learns nothing of the rest from the time taken.
 
         The filter runs in the engine (a grep prefilter); it is an over-approximation of the
         documents whose committed text matches, never an under-approximation, except that a
@@ -395,9 +403,13 @@ class DelegatingStore(Store):
         return self.inner.count_chunks()
 
     def chunk_paths_matching(
-        self, substrings: Sequence[str], words: Sequence[str], under: str | None = None
+        self,
+        substrings: Sequence[str],
+        words: Sequence[str],
+        under: str | Sequence[str] | None = None,
+        paths: Sequence[str] | None = None,
     ) -> list[str]:
-        return self.inner.chunk_paths_matching(substrings, words, under)
+        return self.inner.chunk_paths_matching(substrings, words, under, paths)
 
     def split_line_paths(self, under: str | None = None) -> list[str]:
         return self.inner.split_line_paths(under)

@@ -429,12 +429,21 @@ class QdrantStore(Store):
         ]
 
     def chunk_paths_matching(
-        self, substrings: Sequence[str], words: Sequence[str], under: str | None = None
+        self,
+        substrings: Sequence[str],
+        words: Sequence[str],
+        under: str | Sequence[str] | None = None,
+        paths: Sequence[str] | None = None,
     ) -> list[str]:
         engine = self._open_engine()
         if engine is None:
             return []
-        must = _chunks_under(under)
+        if isinstance(under, str) or under is None:
+            must = _chunks_under(under)
+        else:
+            must = [Match("kind", KIND_CHUNK), MatchAny("dirs", tuple(under))]
+        if paths is not None:
+            must.append(MatchAny("path", tuple(paths)))
         must += [Substring("text", s) for s in substrings]
         if words:
             must.append(Words("text", " ".join(words)))

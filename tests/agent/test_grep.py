@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -277,3 +279,77 @@ def test_a_backtracking_regex_stops_at_its_deadline(tmp_path: Path) -> None:
         assert found.lines == [f"{page}:1:---", f"{page}:5:---"]
         with pytest.raises(SlowPatternError, match="pattern too slow, narrow it"):
             engine.run(tree, r"(-|--)+\b$", page, regex=True)
+
+
+# One line on which (-|--)+\b$ backtracks about 1.6**80 times: without the per-line timeout
+# the call never ends (the deadline between lines is never reached), with it it stops at 0.5 s.
+ONE_HOSTILE_LINE = """
+import re, sys
+from semfs.fusefs.agent.patterns import line_matcher
+from semfs.ingest.errors import SlowPatternError
+matcher = line_matcher(re.compile(sys.argv[1]), True, seconds=0.5)
+assert matcher.engine == "regex"  # RE2 cannot run \\b with Python's meaning
+try:
+    matcher.search("-" * 80 + "x")
+except SlowPatternError as exc:
+    print(exc)
+"""
+
+
+def test_one_backtracking_line_stops_at_the_deadline() -> None:
+    """Before (checked by removing the per-line timeout): the deadline was only looked at
+    between lines, so the test above passed after 14.8 s and one hostile line ran for ever."""
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", ONE_HOSTILE_LINE, r"(-|--)+\b$"],
+            capture_output=True,
+            text=True,
+            timeout=120,  # the call itself stops at 0.5 CPU seconds
+            check=True,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("one backtracking line ran past its deadline (120 s and counting)")
+    assert "pattern too slow, narrow it" in out.stdout
+
+
+class FilterSpy:
+    """Passes every call through to a real store, keeping what the engine's text filter
+    returned: what it had to find and send back, so what its time depends on."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.found: list[str] = []
+
+    def chunk_paths_matching(self, *args: object, **kwargs: object) -> list[str]:
+        hits = self.inner.chunk_paths_matching(*args, **kwargs)  # type: ignore[arg-type]
+        self.found.extend(hits)
+        return hits
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+def test_a_scoped_grep_filters_only_its_folders_in_the_engine(
+    corpus_store: tuple[Path, Store],
+) -> None:
+    """Before: at the scope's root, or given a file, the engine filtered the whole collection
+    (3,000 matches outside cost 33-38 ms against 9.5-10 ms for none), so a scoped token could
+    time what it cannot see."""
+    src, store = corpus_store
+    spy = FilterSpy(store)
+    grep, tree = engine(spy)  # type: ignore[arg-type]
+    scope = ("deploy",)
+    scoped = Tree.build(
+        [n.doc for n in walk(tree.root) if n.doc and n.doc.path.startswith("deploy/")],
+        InodeMap(),
+        tree.owner,
+    )
+    word = "the"  # in nearly every page, in and out of deploy/
+    outside = gnu_grep(src, word, False, False)
+    assert any(not line.startswith("deploy/") for line in outside)
+    for path in ("", "deploy/reverse-proxy.mdx"):
+        spy.found.clear()
+        res = grep.run(scoped, word, path, max_results=10_000, scope=scope)
+        assert res.pushed_down and res.lines
+        assert spy.found and all(p.startswith(path or "deploy/") for p in spy.found), path
+        assert res.lines == gnu_grep(src, word, False, False, path or "deploy")

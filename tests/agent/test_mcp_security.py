@@ -7,6 +7,7 @@ raw HTTP (httpx) for what an attacker sends, the MCP SDK's client for what an ag
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -287,9 +288,18 @@ def test_token_files_others_can_read_are_refused(sample_store: Path, tmp_path: P
     assert proc.returncode == 1 and "is a symlink" in proc.stderr
 
 
-def test_the_catastrophic_regex_answers_and_blocks_nothing(sample_store: Path) -> None:
+def test_the_catastrophic_regex_answers_and_blocks_nothing(tmp_path: Path) -> None:
     """Before: grep (-+)+$ on this page ran for more than 11 minutes, and the server answered
-    nothing else meanwhile."""
+    nothing else meanwhile. The hostile line makes (-|--)+$ backtrack about 1.6**40 times in
+    any backtracking engine: only RE2 answers it (this test passed with RE2 disabled before
+    the line was added)."""
+    src = tmp_path / "src"
+    shutil.copytree(SAMPLE_CORPUS / "deploy", src / "deploy")
+    (src / "hostile.md").write_text("# Dashes\n\n" + "-" * 40 + "x\n")
+    sample_store = tmp_path / "store"
+    ingest_hash(src, sample_store)
+    every = len(gnu_grep(src, "(-|--)+$", True, False))
+    assert every
     want = [
         f"{PAGE}:{line}"
         for line in gnu_grep(
@@ -303,6 +313,9 @@ def test_the_catastrophic_regex_answers_and_blocks_nothing(sample_store: Path) -
         async with connect(stdio("--store", str(sample_store))) as client:
             with anyio.fail_after(120):
                 fast = await call(client, "grep", pattern="(-+)+$", regex=True, path=PAGE)
+                linear = await call(client, "grep", pattern="(-|--)+$", regex=True)
+                assert not is_error(linear), text(linear)
+                assert data(linear)["matches"] == every  # the front matters' --- lines
             # One that RE2 cannot run (\b): it backtracks until its deadline, while the
             # server keeps answering.
             order: list[str] = []
@@ -438,11 +451,51 @@ def test_one_token_cannot_lock_the_others_out(sample_store: Path) -> None:
         ):
             assert stream.status_code == 200
             semfs("token", "revoke", "other", *store)
+            # The server pings an open stream every 15 s: read until it ends, or 45 s.
+            deadline = time.monotonic() + 45
             try:
                 for _ in stream.iter_bytes():
-                    pass
+                    if time.monotonic() > deadline:
+                        pytest.fail("the revoked token's stream stayed open for 45 s")
             except httpx.ReadTimeout:
                 pytest.fail("the revoked token's stream stayed open for 30 s")
+
+
+def test_slow_clients_neither_lock_out_a_normal_request_nor_flood_the_log(
+    sample_store: Path,
+) -> None:
+    """Before: under a 256 open-files limit, 300 connections with half-sent request heads made
+    every accept fail (EMFILE, a traceback each in the log) and a normal request time out;
+    half-sent heads were never timed out."""
+    slow: list[socket.socket] = []
+    with http_server("--store", str(sample_store), open_files=256) as server:
+        try:
+            for _ in range(300):  # more than the server may hold open
+                conn = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+                conn.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and no more
+                slow.append(conn)
+            # A normal client still gets in and is answered.
+            answer = httpx.post(
+                server.url,
+                json=INIT,
+                headers={**MCP_HEADERS, "Authorization": f"Bearer {server.token}"},
+                timeout=60,
+            )
+            assert answer.status_code == 200
+            # Every half-sent head is closed: at the cap (the longest waiting first), or at
+            # the head deadline. Each recv waits at most 30 s (longer than the deadline).
+            for conn in slow:
+                conn.settimeout(30)
+                with contextlib.suppress(ConnectionResetError):
+                    assert conn.recv(1) == b""
+        finally:
+            for conn in slow:
+                conn.close()
+        log = "".join(server.log)
+    assert "Traceback" not in log and "Too many open files" not in log, log[-2000:]
+    refused = [line for line in log.splitlines() if "refused" in line]
+    assert refused and all("HTTP connection" in line for line in refused), log[-2000:]
+    assert sum(int(line.split("refused ")[1].split()[0]) for line in refused) >= 300 - 192
 
 
 def test_port_in_use_is_one_error_line(sample_store: Path) -> None:

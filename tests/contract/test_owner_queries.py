@@ -152,9 +152,35 @@ def test_search_beside_a_mount_embeds_with_its_warm_model(tmp_path: Path) -> Non
             check=True,
         )
         served = [h["path"] for h in json.loads(r.stdout)]
-    assert "onnxruntime" not in r.stderr and "| torch" not in r.stderr, r.stderr[-1000:]
+    imported = imported_packages(r.stderr)
+    assert "semfs" in imported and "json" in imported  # the import log was read
+    heavy = imported & {"torch", "onnxruntime", "sentence_transformers", "transformers"}
+    assert not heavy, f"the client imported {sorted(heavy)} instead of asking the mount"
     local = [h["path"] for h in _search(store, "custom domain")]
     assert served == local and served
+
+
+def imported_packages(importtime: str) -> set[str]:
+    """The top-level packages in ``python -X importtime`` output, whose lines are
+    ``import time: SELF | CUMULATIVE | NAME`` with NAME indented by its nesting depth
+    (``|           torch``: searching for "| torch" finds nothing)."""
+    names = set()
+    for line in importtime.splitlines():
+        if line.startswith("import time:") and line.count("|") == 2:
+            name = line.rsplit("|", 1)[1].strip()
+            if name != "imported package":  # the header line
+                names.add(name.split(".")[0])
+    return names
+
+
+def test_imported_packages_reads_nested_names() -> None:
+    sample = (
+        "import time: self [us] | cumulative | imported package\n"
+        "import time:       120 |        120 |   _io\n"
+        "import time:      4000 |    900000 |           torch\n"
+        "import time:        12 |         12 |     torch._C.foo\n"
+    )
+    assert imported_packages(sample) == {"_io", "torch"}
 
 
 def _edge_with_hash_store(tmp_path: Path) -> EdgeStore:

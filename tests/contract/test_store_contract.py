@@ -388,6 +388,17 @@ def test_text_filters_find_the_paths_to_grep(store: Store) -> None:
     # Words are whole words, in any case, all in one chunk.
     assert store.chunk_paths_matching([], ["rotate"]) == ["install.md", "keys/rotate.md"]
     assert store.chunk_paths_matching([], ["rotate"], under="keys") == ["keys/rotate.md"]
+    # Several folders, or some documents: the filter a scoped token's grep runs in the engine.
+    _commit(store, "ops/run.md", 1, ["rotate nightly\n"])
+    assert store.chunk_paths_matching([], ["rotate"], under=("keys", "ops")) == [
+        "keys/rotate.md",
+        "ops/run.md",
+    ]
+    assert store.chunk_paths_matching([], ["rotate"], under=("ops",)) == ["ops/run.md"]
+    assert store.chunk_paths_matching([], ["rotate"], under=("nothing",)) == []
+    assert store.chunk_paths_matching([], ["rotate"], paths=["install.md"]) == ["install.md"]
+    assert store.chunk_paths_matching([], ["rotate"], "keys", ["install.md"]) == []
+    store.delete_documents(["ops/run.md"])
     assert store.chunk_paths_matching([], ["rot"]) == []
     assert store.chunk_paths_matching(["deploy"], ["rotate"]) == []
     assert store.chunk_paths_matching(["deploy"], ["then"]) == ["keys/rotate.md"]

@@ -6,6 +6,7 @@ import queue
 import re
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +20,10 @@ from tests.helpers import SEMFS
 from tests.helpers.mounting import stop_process
 
 STARTUP_SECONDS = 60
+_LIMITED = (
+    "import os, resource, sys; n = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)); os.execv(sys.argv[2], sys.argv[2:])"
+)
 STARTED = re.compile(r"serving .* at (\S+); (?:new )?token in (/\S+) \(")
 
 
@@ -41,11 +46,16 @@ class HttpServer:
 
 
 @contextmanager
-def http_server(*args: str, bind: str = "127.0.0.1") -> Iterator[HttpServer]:
-    """``semfs mcp --http BIND:PORT ARGS`` until the block ends (stopped even on failure)."""
+def http_server(
+    *args: str, bind: str = "127.0.0.1", open_files: int | None = None
+) -> Iterator[HttpServer]:
+    """``semfs mcp --http BIND:PORT ARGS`` until the block ends (stopped even on failure);
+    ``open_files``: its RLIMIT_NOFILE."""
     port = free_port()
+    # The limit is set by a small exec wrapper, not preexec_fn (unsafe beside threads).
+    limited = [sys.executable, "-c", _LIMITED, str(open_files)] if open_files is not None else []
     proc = subprocess.Popen(
-        [SEMFS, "mcp", "--http", f"{bind}:{port}", *args],
+        [*limited, SEMFS, "mcp", "--http", f"{bind}:{port}", *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

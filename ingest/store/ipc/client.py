@@ -220,9 +220,22 @@ class RemoteStore(Store):
         return self._call("query", Vector(dense), sparse, mode, limit, under=under)
 
     def chunk_paths_matching(
-        self, substrings: Sequence[str], words: Sequence[str], under: str | None = None
+        self,
+        substrings: Sequence[str],
+        words: Sequence[str],
+        under: str | Sequence[str] | None = None,
+        paths: Sequence[str] | None = None,
     ) -> list[str]:
-        return list(self._call("chunk_paths_matching", list(substrings), list(words), under))
+        folders = under if isinstance(under, str | None) else list(under)
+        return list(
+            self._call(
+                "chunk_paths_matching",
+                list(substrings),
+                list(words),
+                folders,
+                None if paths is None else list(paths),
+            )
+        )
 
     def split_line_paths(self, under: str | None = None) -> list[str]:
         # Computed by the daemon: sending every chunk's line span over the socket costs more.
