@@ -144,7 +144,7 @@ def test_search_beside_a_mount_embeds_with_its_warm_model(tmp_path: Path) -> Non
     with mounted(tmp_path / "mnt", "--store", str(store)):
         env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
         r = subprocess.run(
-            [SEMFS, "search", "custom domain", "--store", str(store), "--json"],
+            [SEMFS, "search", "custom domain", "--store", str(store), "-k", "10", "--json"],
             capture_output=True,
             text=True,
             timeout=300,
