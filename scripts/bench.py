@@ -60,6 +60,7 @@ from benchmarks.harness import (
     cleanup_daemons,
     logger,
     mounted,
+    require_linux,
     run,
     timed,
     tree_bytes,
@@ -348,6 +349,7 @@ def _public_args(args: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
+    require_linux("bench")
     started = time.perf_counter()
     meta: dict[str, Any] = {
         "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),

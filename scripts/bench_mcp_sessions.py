@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import httpx
+from benchmarks.harness import require_linux
 
 INIT = {
     "jsonrpc": "2.0",
@@ -50,6 +51,7 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=5.0, help="--session-timeout to run with")
     ap.add_argument("--no-timeout", action="store_true", help="a server without the option")
     args = ap.parse_args()
+    require_linux("bench_mcp_sessions")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -53,6 +53,7 @@ from benchmarks.harness import (
     median,
     mounted,
     percentile,
+    require_linux,
     vm_hwm_mb,
 )
 from benchmarks.report import render_scale_plot
@@ -216,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         "separated. At 1M chunks a cold pass over the mount alone takes ~10 min on 2 cores.",
     )
     a = p.parse_args(argv)
+    require_linux("bench_scale")
     a.workdir.mkdir(parents=True, exist_ok=True)
     previous: list[dict[str, Any]] = []
     with contextlib.suppress(OSError, ValueError):

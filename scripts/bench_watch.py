@@ -42,6 +42,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness import require_linux
+
 from semfs.ingest.syncstate import SyncState, load_state, state_file
 
 REPO = Path(__file__).resolve().parents[1]
@@ -275,6 +277,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--no-model", action="store_true", help="Skip the real-model measurements.")
     p.add_argument("--workdir", type=Path, help="Scratch folder parent [system temp].")
     args = p.parse_args(argv)
+    require_linux("bench_watch")
     if not args.no_model and args.cache is None:
         p.error("--cache DIR is needed (a folder outside the repository), or --no-model")
     res = run_section(

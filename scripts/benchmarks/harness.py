@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from semfs.fusefs.mount.unmount import force_unmount, process_alive
+from semfs.ingest import platform
 
 REPO = Path(__file__).resolve().parents[2]
 logger = logging.getLogger("bench")
@@ -49,6 +50,16 @@ QUOTED = (
 
 class CannotMeasure(Exception):
     """A measurement that cannot run on this checkout yet; the message says why."""
+
+
+def require_linux(script: str) -> None:
+    """Stop in one line where the figures cannot be taken: the benchmarks read peak memory, CPU
+    time and the page cache through Linux's /proc (semfs itself runs on macOS too)."""
+    if not platform.is_linux():
+        raise SystemExit(
+            f"{script}: the benchmarks measure through Linux's /proc (peak memory, CPU time, "
+            "page cache): run them on Linux"
+        )
 
 
 def timed(fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[float, T]:
