@@ -97,3 +97,14 @@ class PathError(SemfsError):
 
 class TokenError(SemfsError):
     """A token file cannot be used, or a token command was given something it cannot use."""
+
+
+# What engine messages say when a shard's files hold bytes it cannot decode: damage that only
+# a rebuild from the source folder replaces, not a store that is merely unavailable.
+_UNDECODABLE = ("decode", "decompress", "corrupt", "checksum", "deserializ")
+
+
+def undecodable(exc: BaseException) -> bool:
+    """Whether an engine error says the store's files hold bytes it cannot decode."""
+    text = str(exc).lower()
+    return any(word in text for word in _UNDECODABLE)

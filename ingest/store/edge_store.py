@@ -38,6 +38,7 @@ from semfs.ingest.errors import (
     StoreLockedError,
     StoreNotFoundError,
     StoreUnavailableError,
+    undecodable,
 )
 from semfs.ingest.store import (
     QueryService,
@@ -102,14 +103,6 @@ def segment_kb(dimension: int) -> int:
 _RESCORED = qe.SearchParams(
     quantization=qe.QuantizationSearchParams(rescore=True, oversampling=RESCORE_OVERSAMPLING)
 )
-# What engine messages say when a shard's files hold bytes it cannot decode: damage that only
-# a rebuild from the source folder replaces, not a store that is merely unavailable.
-_UNDECODABLE = ("decode", "decompress", "corrupt", "checksum", "deserializ")
-
-
-def _undecodable(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return any(word in text for word in _UNDECODABLE)
 
 
 def collection_dir(store_dir: Path, collection: str) -> Path:
@@ -411,7 +404,7 @@ class EdgeStore(core.QdrantStore):
         except BaseException as exc:
             # One handler: pyo3's PanicException is a BaseException, and a handler's raise is
             # not caught by the handlers after it.
-            if type(exc).__name__ == "PanicException" or _undecodable(exc):
+            if type(exc).__name__ == "PanicException" or undecodable(exc):
                 raise StoreDamagedError(
                     f"store {self.dir} is damaged: the engine cannot open it "
                     f"({' '.join(str(exc).split())}); it must be rebuilt: `semfs check --rebuild "

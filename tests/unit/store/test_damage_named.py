@@ -93,3 +93,24 @@ def test_a_zeroed_payload_tracker_is_one_line_naming_the_damage(
         assert "is damaged: its meta point has no readable payload" in out.stderr
         assert "semfs check --rebuild SOURCE" in out.stderr
     _rebuilt(sample_copy, store)
+
+
+def test_undecodable_payloads_are_one_damage_line_with_the_way_out(tmp_path: Path) -> None:
+    """Issue 29: random bytes at the start of the payload page made status, search and
+    ingest print `Exception: Service runtime error: Failed to decode value` and no way out."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(5):
+        (src / f"d{i}.md").write_text(f"# Doc {i}\n\nthe quick brown fox number {i}\n")
+    store = tmp_path / "store"
+    page = _store(src, store) / "payload_storage" / "page_0.dat"
+    with open(page, "r+b") as f:
+        f.write(random.Random(1).randbytes(8192))
+    (store / "docs" / "manifest.json.gz").unlink()  # else status answers from it, unharmed
+    for args in (("status",), ("search", "fox"), ("ingest", str(src))):
+        out = _run(*args, "--store", str(store))
+        assert out.returncode == 1, out
+        assert out.stderr.count("\n") == 1, out.stderr
+        assert out.stderr.startswith("Error: the store is damaged: "), out.stderr
+        assert "semfs check --rebuild SOURCE" in out.stderr
+    _rebuilt(src, store)
