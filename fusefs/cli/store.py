@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import sys
 import threading
@@ -163,6 +164,18 @@ def ingest_cmd(
                 skip_memo=memo_file(store_path, url, collection),
                 retry_skipped=retry_skipped,
             )
+        except KeyboardInterrupt:
+            if progress is not None:
+                progress.close()
+                progress = None
+            # Each document commits whole (its chunks, then its record): what was in stays.
+            click.echo(
+                "Interrupted: the documents ingested so far are kept, the one in progress "
+                "is not; run the same command again to resume (what is in is not embedded "
+                "again).",
+                err=True,
+            )
+            sys.exit(130)
         finally:
             if progress is not None:
                 progress.close()
@@ -491,7 +504,8 @@ def search(
 
     Prints what a mount's `.search/QUERY/00-results.md` holds: a ranked list, then the
     numbered lines that answer, under their headings. `--paths` prints the paths only, one
-    a line, as `grep -l` would. --under DIR searches only the documents inside DIR, a
+    a line, as `grep -l` would: absolute paths in the source folder (a converted document's
+    original), usable from any folder. --under DIR searches only the documents inside DIR, a
     folder of the collection (as a mount shows it); a DIR that is not one is an error.
 
     \b
@@ -505,7 +519,8 @@ def search(
 
     scope = normalize_under(under)
     with opened(store_path, url, api_key, collection) as store:
-        found = store.read_meta() is not None
+        meta = store.read_meta()
+        found = meta is not None
         if found:
             if scope is not None:
                 _check_folder(store, scope, collection)
@@ -518,12 +533,26 @@ def search(
         click.echo(json.dumps([h.to_json() for h in hits], indent=2, ensure_ascii=False))
         return
     if paths_only:
+        source = meta.source if meta is not None else None
         for h in hits:
-            click.echo(h.path)
+            click.echo(_source_path(source, h.path))
         return
     settings = f"{mode} · k {k}" + (f" · min {min_score:g}" if min_score is not None else "")
     settings += (" · more" if more else "") + (f" · in {scope}/" if scope else " · in all")
     click.echo(render(" ".join(query.split()), hits, settings), nl=False)
+
+
+def _source_path(source: str | None, path: str) -> str:
+    """``path`` (a document of the collection) as a path usable from any folder: the file
+    in the source folder it mirrors, the original for a text view (``report.pdf.md`` ->
+    ``SOURCE/report.pdf``); as it is when the store does not record its source."""
+    from semfs.ingest import formats
+
+    if not source:
+        return path
+    if path.endswith(formats.VIEW_SUFFIX) and formats.view_path(path[: -len(formats.VIEW_SUFFIX)]):
+        path = path[: -len(formats.VIEW_SUFFIX)]
+    return os.path.join(source, path)
 
 
 def _check_folder(store: Store, folder: str, collection: str) -> None:

@@ -154,7 +154,14 @@ def unmount(
             break
         errors.append((proc.stderr or proc.stdout).strip() or f"{command[0]} failed")
     else:
-        raise MountError(f"cannot unmount {mnt}: {errors[-1] if errors else 'no unmount tool'}")
+        why = errors[-1] if errors else "no unmount tool"
+        if not lazy and "busy" in why.lower():
+            # Something has a file or its working folder there: say who, and what detaches now.
+            why += (
+                f" (a process has a file or folder open there: `fuser -vm {mnt}` lists it; "
+                f"`semfs umount --lazy {mnt}` detaches it now)"
+            )
+        raise MountError(f"cannot unmount {mnt}: {why}")
     if pid is None:
         return None
     # A lazy detach returns at once and the daemon serves open files until they close:

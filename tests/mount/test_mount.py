@@ -420,6 +420,10 @@ def test_lazy_umount_says_the_daemon_still_serves(sample_copy: Path, tmp_path: P
     ingest_hash(sample_copy, store)
     with mounted(tmp_path / "mnt", "--store", str(store)) as m:
         with open(m.path / "index.mdx", "rb") as held:
+            # A plain umount of the busy mount fails, and says what would detach it.
+            busy = semfs("umount", str(m.path), check=False)
+            assert busy.returncode == 1 and "busy" in busy.stderr, busy.stderr
+            assert f"semfs umount --lazy {m.path}" in busy.stderr and os.path.ismount(m.path)
             # With no limit of its own a lazy umount would wait for ever here (the daemon
             # stays while the file is open): it must return, saying why the daemon lives on.
             note: list[str | None] = []

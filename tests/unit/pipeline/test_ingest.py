@@ -264,6 +264,35 @@ def test_cli_errors_are_one_line(tmp_path: Path, store_dir: Path) -> None:
         holder.close()
 
 
+def test_search_paths_work_from_any_folder(tmp_path: Path) -> None:
+    """The --help example `semfs search ... --paths | xargs grep` from another folder."""
+    src = tmp_path / "src"
+    write(src, "guides/retries.md", "# Retries\n\nWebhook retries back off for an hour.\n")
+    write(src, "other.md", "# Other\n\nNothing here.\n")
+    store = tmp_path / "store"
+    subprocess.run(
+        [SEMFS, "ingest", str(src), "--model", "hash", "--store", str(store)],
+        check=True,
+        capture_output=True,
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    search = [SEMFS, "search", "webhook retries", "--mode", "keyword", "--paths", "-k", "1"]
+    out = subprocess.run(
+        [*search, "--store", str(store)], cwd=elsewhere, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == f"{src.resolve()}/guides/retries.md\n"
+    grep = subprocess.run(
+        ["xargs", "-d", "\n", "grep", "-n", "back off"],
+        input=out.stdout,
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+    )
+    assert grep.returncode == 0 and grep.stdout.startswith("3:Webhook retries back off")
+
+
 def test_skips_still_exit_zero(tmp_path: Path) -> None:
     src = tmp_path / "src"
     write(src, "ok.md", "fine\n")
