@@ -188,19 +188,36 @@ def token_create(
 
 @token_group.command(name="list")
 @store_options
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list (no secrets in it).")
 @handle_errors
 def token_list(
-    store_path: Path | None, url: str | None, api_key: str | None, collection: str
+    store_path: Path | None, url: str | None, api_key: str | None, collection: str, as_json: bool
 ) -> None:
-    """List the scoped tokens: name, when made, and the folders each sees.
+    """List the scoped tokens: name, when made, read or write, and the folders each sees.
 
     \b
     Example:
         semfs token list -c docs
+        semfs token list --json
     """
+    import json
+
     from semfs.fusefs.agent.tokens import ScopedTokens, token_folder
 
     tokens = ScopedTokens(token_folder(store_path, url, collection)).list()
+    if as_json:
+        # Named fields only: whatever else a token's entry holds (its hash) stays in its file.
+        shown = [
+            {
+                "name": t["name"],
+                "created": t["created"],
+                "write": bool(t["write"]),
+                "under": list(t["under"]),
+            }
+            for t in tokens
+        ]
+        click.echo(json.dumps(shown, indent=2))
+        return
     if not tokens:
         click.echo("no scoped tokens (the owner token in mcp.token sees everything)", err=True)
     for t in tokens:

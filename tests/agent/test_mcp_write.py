@@ -6,6 +6,7 @@ bytes are checked in that folder, the search through the same server.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,12 @@ def test_http_write_needs_a_writable_server_or_a_write_token(tmp_path: Path, sou
     writer = semfs("token", "create", "agent", "--under", "notes", "--write", *store).stdout.strip()
     reader = semfs("token", "create", "ci", "--under", "notes", *store).stdout.strip()
     assert "\twrite\tnotes" in semfs("token", "list", *store).stdout
+    listed = json.loads(semfs("token", "list", "--json", *store).stdout)
+    assert sorted((t["name"], t["write"], t["under"]) for t in listed) == [
+        ("agent", True, ["notes"]),
+        ("ci", False, ["notes"]),
+    ]
+    assert all(set(t) == {"name", "created", "write", "under"} for t in listed)  # no secret
 
     def calls(url: str, token: str, *writes: dict[str, Any]) -> list[Any]:
         async def session() -> list[Any]:
