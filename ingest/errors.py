@@ -108,3 +108,19 @@ def undecodable(exc: BaseException) -> bool:
     """Whether an engine error says the store's files hold bytes it cannot decode."""
     text = str(exc).lower()
     return any(word in text for word in _UNDECODABLE)
+
+
+# The one line of an engine failure met mid-command (a panic, points it cannot decode).
+_DAMAGED = (
+    "the store is damaged: the engine cannot read it ({what}); `semfs check` names the "
+    "damaged documents, `semfs check --rebuild SOURCE` sets the shard aside and ingests "
+    "SOURCE afresh"
+)
+
+
+def engine_damage(exc: BaseException) -> str | None:
+    """The damage line for ``exc`` when it is the engine's panic or an undecodable point,
+    else None: every front end (the CLI, the mount's start) says it the same way."""
+    if type(exc).__name__ == "PanicException" or undecodable(exc):
+        return _DAMAGED.format(what=" ".join(str(exc).split()))
+    return None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from semfs.fusefs.cli.options import CATALOG, MIN_SCORE, MODE, SOURCE, STORE, K, Param
-from semfs.ingest.errors import SemfsError, undecodable
+from semfs.ingest.errors import SemfsError, engine_damage
 from semfs.ingest.store import Store
 from semfs.ingest.store.backends import open_store
 
@@ -69,23 +69,16 @@ def translate_errors(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any
         ctx = click.get_current_context(silent=True)
         if ctx is not None and ctx.find_root().meta.get("semfs.verbose", 0) > 0:
             raise
-        if undecodable(exc):  # the engine met bytes it cannot decode: damage, with the way out
-            raise click.ClickException(one_line(_DAMAGED.format(what=exc))) from exc
+        damage = engine_damage(exc)  # undecodable points: damage, with the way out
+        if damage is not None:
+            raise click.ClickException(one_line(damage)) from exc
         raise click.ClickException(
             one_line(f"{type(exc).__name__}: {exc} (run with -v for details)")
         ) from exc
     except BaseException as exc:
         if type(exc).__name__ != "PanicException":  # Qdrant Edge's Rust panics (pyo3)
             raise
-        raise click.ClickException(one_line(_DAMAGED.format(what=exc))) from exc
-
-
-# The one damage line of an engine failure met mid-command (a panic, undecodable points).
-_DAMAGED = (
-    "the store is damaged: the engine cannot read it ({what}); `semfs check` names the "
-    "damaged documents, `semfs check --rebuild SOURCE` sets the shard aside and ingests "
-    "SOURCE afresh"
-)
+        raise click.ClickException(one_line(engine_damage(exc) or str(exc))) from exc
 
 
 def _stdout_gone() -> bool:

@@ -25,7 +25,7 @@ from semfs.fusefs.mount.bindings import can_invalidate, library_path
 from semfs.fusefs.mount.daemon import MountConfig, MountDaemon, fuse_options
 from semfs.fusefs.mount.unmount import is_stale
 from semfs.ingest import platform
-from semfs.ingest.errors import MountError, SemfsError
+from semfs.ingest.errors import MountError, SemfsError, engine_damage
 from semfs.ingest.sources import check_source
 from semfs.ingest.store import default_store_path
 
@@ -140,7 +140,11 @@ def _child(cfg: MountConfig, write_fd: int) -> int:
         daemon.run()
         return 0
     except BaseException as exc:
-        message = str(exc) if isinstance(exc, SemfsError) else f"{type(exc).__name__}: {exc}"
+        damage = engine_damage(exc)  # a damaged store says so, and how out, in one line
+        if isinstance(exc, SemfsError):
+            message = str(exc)
+        else:
+            message = damage or f"{type(exc).__name__}: {exc}"
         # The parent prints the message; the log (when it is a file) keeps it too.
         level = logging.ERROR if cfg.log_file is not None else logging.DEBUG
         logger.log(level, "%s", message, exc_info=logger.isEnabledFor(logging.DEBUG))

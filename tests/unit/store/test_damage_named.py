@@ -4,9 +4,12 @@ store must be rebuilt, in one line, and `semfs check --rebuild SOURCE` brings it
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from tests.helpers import SEMFS
 from tests.helpers.mounting import semfs
@@ -95,9 +98,8 @@ def test_a_zeroed_payload_tracker_is_one_line_naming_the_damage(
     _rebuilt(sample_copy, store)
 
 
-def test_undecodable_payloads_are_one_damage_line_with_the_way_out(tmp_path: Path) -> None:
-    """Issue 29: random bytes at the start of the payload page made status, search and
-    ingest print `Exception: Service runtime error: Failed to decode value` and no way out."""
+def _undecodable_store(tmp_path: Path) -> tuple[Path, Path]:
+    """A store whose payload page starts with random bytes (no manifest to answer from)."""
     src = tmp_path / "src"
     src.mkdir()
     for i in range(5):
@@ -107,10 +109,28 @@ def test_undecodable_payloads_are_one_damage_line_with_the_way_out(tmp_path: Pat
     with open(page, "r+b") as f:
         f.write(random.Random(1).randbytes(8192))
     (store / "docs" / "manifest.json.gz").unlink()  # else status answers from it, unharmed
+    return src, store
+
+
+def _one_damage_line(out: subprocess.CompletedProcess[str]) -> None:
+    assert out.returncode == 1, out
+    assert out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith("Error: the store is damaged: "), out.stderr
+    assert "semfs check --rebuild SOURCE" in out.stderr
+
+
+def test_undecodable_payloads_are_one_damage_line_with_the_way_out(tmp_path: Path) -> None:
+    """Issue 29: random bytes at the start of the payload page made status, search and
+    ingest print `Exception: Service runtime error: Failed to decode value` and no way out."""
+    src, store = _undecodable_store(tmp_path)
     for args in (("status",), ("search", "fox"), ("ingest", str(src))):
-        out = _run(*args, "--store", str(store))
-        assert out.returncode == 1, out
-        assert out.stderr.count("\n") == 1, out.stderr
-        assert out.stderr.startswith("Error: the store is damaged: "), out.stderr
-        assert "semfs check --rebuild SOURCE" in out.stderr
+        _one_damage_line(_run(*args, "--store", str(store)))
     _rebuilt(src, store)
+
+
+@pytest.mark.mount
+def test_a_mount_of_undecodable_payloads_fails_with_the_damage_line(tmp_path: Path) -> None:
+    _src, store = _undecodable_store(tmp_path)
+    (tmp_path / "mnt").mkdir()
+    _one_damage_line(semfs("mount", str(tmp_path / "mnt"), "--store", str(store), check=False))
+    assert not os.path.ismount(tmp_path / "mnt")
