@@ -186,6 +186,7 @@ def ingest(
     held: Callable[[str], bool] | None = None,
     skip_memo: Path | None = None,
     retry_skipped: bool = False,
+    dry_run: bool = False,
 ) -> IngestReport:
     """Make ``store`` mirror ``source``; return what changed. Bad files are skipped, not fatal.
 
@@ -215,6 +216,9 @@ def ingest(
     ``skip_memo``: the file where converted files skipped for their bytes are remembered
     (:mod:`semfs.ingest.skipmemo`); one unchanged since is skipped again without being
     extracted, unless ``retry_skipped``. None: nothing is remembered.
+
+    ``dry_run``: read and compare only, and return the report of what a run would add,
+    update, delete, store as it is and skip; nothing is written (no model is loaded).
     """
     started = time.perf_counter()
     report = IngestReport()
@@ -289,8 +293,9 @@ def ingest(
             (report.updated if old is not None else report.added).append(doc.path)
             if doc.unsearched:
                 report.unsearched.append(Skipped(doc.path, doc.unsearched))
-    memo.update(None if paths is None else scope, report.skipped)
-    memo.save()
+    if not dry_run:
+        memo.update(None if paths is None else scope, report.skipped)
+        memo.save()
     before = set(seen)
     report.skipped = [_keep_old(s, existing, seen, keep_failed) for s in report.skipped]
     report.kept = sorted(seen - before)
@@ -299,6 +304,9 @@ def ingest(
     put_dirs, gone_dirs = _directory_changes(
         store, dirs, report.skipped, None if paths is None else scope
     )
+    if dry_run:
+        report.seconds = time.perf_counter() - started
+        return report
 
     meta = store.read_meta()
     unchanged = not (changed or report.deleted or touched or put_dirs or gone_dirs)

@@ -79,6 +79,12 @@ if TYPE_CHECKING:
     help="Extract again the converted files skipped for their contents (a zip bomb, text over "
     "--max-size, ...), which are otherwise not tried again while unchanged.",
 )
+@click.option(
+    "-n",
+    "--dry-run",
+    is_flag=True,
+    help="Say what a run would add, update, delete and skip; write nothing, load no model.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
 @handle_errors
 def ingest_cmd(
@@ -97,6 +103,7 @@ def ingest_cmd(
     verify: bool,
     replace: bool,
     retry_skipped: bool,
+    dry_run: bool,
     as_json: bool,
 ) -> None:
     """Make a collection mirror SOURCE: add new files, re-embed changed ones, drop deleted ones.
@@ -124,9 +131,16 @@ def ingest_cmd(
         semfs ingest ./docs --include '*.md' --include '*.mdx' --exclude 'drafts/'
         semfs ingest ./docs --url http://localhost:6333 --collection acme
         semfs ingest ./docs --watch
+        semfs ingest ./docs --dry-run
     """
     from semfs.ingest.pipeline import ingest
 
+    if dry_run:
+        if watch:
+            raise click.UsageError("--dry-run and --watch do not go together")
+        _dry_run(source, store_path, url, api_key, collection, model, include, exclude,
+                 max_bytes, follow_symlinks, replace, as_json)  # fmt: skip
+        return
     if watch:
         from semfs.ingest.sources import SourceOptions
 
@@ -273,6 +287,51 @@ def _follow(
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def _dry_run(
+    source: Path,
+    store_path: Path | None,
+    url: str | None,
+    api_key: str | None,
+    collection: str,
+    model: str | None,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    max_bytes: int,
+    follow_symlinks: bool,
+    replace: bool,
+    as_json: bool,
+) -> None:
+    """``semfs ingest --dry-run``: the run's report, with nothing written."""
+    from semfs.ingest.pipeline import ingest
+
+    with opened(store_path, url, api_key, collection) as store:
+        report = ingest(
+            source,
+            store,
+            model=model,
+            include=include,
+            exclude=exclude,
+            max_bytes=max_bytes,
+            follow_symlinks=follow_symlinks,
+            replace_source=replace,
+            dry_run=True,
+        )
+    if as_json:
+        click.echo(json.dumps({**report.to_json(), "dry_run": True}, indent=2))
+        return
+    click.echo(
+        f"Dry run of {source} into collection {collection!r}: would add {len(report.added)}, "
+        f"update {len(report.updated)}, delete {len(report.deleted)}, skip "
+        f"{len(report.skipped)} ({len(report.unchanged)} unchanged); nothing written"
+    )
+    for what, paths in (("add", report.added), ("update", report.updated),
+                        ("delete", report.deleted)):  # fmt: skip
+        for path in paths:
+            click.echo(f"  {what} {path!r}" if "\n" in path else f"  {what} {path}")
+    for s in report.skipped:
+        click.echo(f"  skip {s.path}: {s.reason}")
 
 
 # Files stored as they are listed by name after an ingest: a docs folder has hundreds of images.

@@ -293,6 +293,30 @@ def test_search_paths_work_from_any_folder(tmp_path: Path) -> None:
     assert grep.returncode == 0 and grep.stdout.startswith("3:Webhook retries back off")
 
 
+def test_dry_run_says_what_a_run_would_do_and_writes_nothing(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    write(src, "a.md", "# A\n")
+    write(src, "b.md", "# B\n")
+    store = tmp_path / "store"
+    args = ["--store", str(store), "--model", "hash"]
+    first = subprocess.run([SEMFS, "ingest", str(src), *args, "--dry-run"], capture_output=True)
+    assert first.returncode == 0 and not store.exists()
+    subprocess.run([SEMFS, "ingest", str(src), *args], check=True, capture_output=True)
+    write(src, "a.md", "# A, changed\n")
+    (src / "b.md").unlink()
+    write(src, "c.md", "# C\n")
+    out = subprocess.run(
+        [SEMFS, "ingest", str(src), *args, "--dry-run", "--json"], capture_output=True, text=True
+    )
+    report = json.loads(out.stdout)
+    assert report["dry_run"] and report["added_paths"] == ["c.md"]
+    assert report["updated_paths"] == ["a.md"] and report["deleted_paths"] == ["b.md"]
+    with open_store(store) as opened:
+        assert sorted(d.path for d in opened.list_documents()) == ["a.md", "b.md"]
+        a = opened.get_document("a.md")
+        assert a is not None and a.size == len("# A\n")
+
+
 def test_skips_still_exit_zero(tmp_path: Path) -> None:
     src = tmp_path / "src"
     write(src, "ok.md", "fine\n")
