@@ -33,8 +33,10 @@ ESSENTIAL = {
     "sed",
     "setpriv",
     "sh",
+    "sleep",
     "tail",
     "tar",
+    "true",
     "wc",
     "xargs",
 }
