@@ -471,7 +471,7 @@ def test_slow_clients_neither_lock_out_a_normal_request_nor_flood_the_log(
     with http_server("--store", str(sample_store), open_files=256) as server:
         try:
             for _ in range(300):  # more than the server may hold open
-                conn = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+                conn = socket.create_connection(("127.0.0.1", server.port), timeout=30)
                 conn.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and no more
                 slow.append(conn)
             # A normal client still gets in and is answered.
