@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.ingesting import chunk_texts
 
-from semfs.ingest.embedding.embedder import PACKAGED_MODEL, load_embedder
+from semfs.ingest.embedding.embedder import PACKAGED_MODEL, load_embedder, load_torch_embedder
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 
@@ -39,7 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     embedders = {
-        b: load_embedder(PACKAGED_MODEL if b == "torch" else f"{PACKAGED_MODEL}@{b}", threads=1)
+        b: load_torch_embedder(PACKAGED_MODEL, threads=1)
+        if b == "torch"
+        else load_embedder(f"{PACKAGED_MODEL}@{b}", threads=1)
         for b in BACKENDS
     }
     texts = chunk_texts(args.corpus, embedders["torch"])

@@ -226,11 +226,11 @@ def questions_of(name: str) -> list[str]:
 def section_rankings(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
-    from semfs.ingest.embedding.embedder import PACKAGED_MODEL, load_embedder, query_backend
+    from semfs.ingest.embedding.embedder import PACKAGED_MODEL, load_torch_embedder, query_backend
     from semfs.ingest.search import Searcher
     from semfs.ingest.store.backends import open_store
 
-    torch = load_embedder(PACKAGED_MODEL)
+    torch = load_torch_embedder(PACKAGED_MODEL)
     out: dict[str, Any] = {"load_before": load()}
     for spec in args.rank_store:
         name, _, path = spec.partition("=")

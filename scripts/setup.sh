@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Install semfs into ./.venv on Debian/Ubuntu: FUSE from apt, the CPU build of torch, then the
-# project. On macOS: FUSE-T (or an installed macFUSE) and the tools from Homebrew, never apt
-# (that branch has not been run on a Mac: CI runs Linux).
+# Install semfs into ./.venv on Debian/Ubuntu: FUSE from apt, PyTorch (CPU-only where there is no
+# NVIDIA GPU), then the project. On macOS: FUSE-T (or an installed macFUSE) and the tools from
+# Homebrew, never apt (that branch has not been run on a Mac: CI runs Linux).
 # Usage: scripts/setup.sh [EXTRA]   (EXTRA: test, bench or test,bench)
-# Env: SEMFS_TORCH_SPEC (default torch==2.13.0), SEMFS_TORCH_INDEX (a pip index URL serving
-# CPU-only torch wheels; without it pip takes torch from your default index).
+# Env: SEMFS_TORCH_SPEC (default torch==2.13.0), SEMFS_TORCH_INDEX (the pip index of CPU-only
+# torch wheels; default PyTorch's own, https://download.pytorch.org/whl/cpu).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extra="${1:-}"
@@ -87,15 +87,46 @@ fi  # Darwin / Linux
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 pip=(.venv/bin/python -m pip install -q --disable-pip-version-check)
-# sentence-transformers would pull a multi-GB CUDA torch if none is present: install the CPU one first.
-if ! .venv/bin/python -c 'import torch' 2>/dev/null; then
-  echo "setup: installing ${SEMFS_TORCH_SPEC:-torch==2.13.0} (CPU)" >&2
-  if [ -n "${SEMFS_TORCH_INDEX:-}" ]; then
-    "${pip[@]}" --index-url "$SEMFS_TORCH_INDEX" "${SEMFS_TORCH_SPEC:-torch==2.13.0}"
+# sentence-transformers needs torch, and PyPI's Linux x86_64 torch is a CUDA build (~3 GB with
+# its nvidia-* packages): install torch first, from PyTorch's CPU-only index unless the machine
+# has an NVIDIA GPU. Where that index cannot be reached, the default index's build it is, and
+# the line after the install says which build that was and its size.
+torch_spec="${SEMFS_TORCH_SPEC:-torch==2.13.0}"
+cpu_index="${SEMFS_TORCH_INDEX:-https://download.pytorch.org/whl/cpu}"
+if ! .venv/bin/python -c 'import importlib.util as u; exit(u.find_spec("torch") is None)'; then
+  if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+    echo "setup: an NVIDIA GPU is here: installing $torch_spec from the default index" >&2
+    "${pip[@]}" "$torch_spec"
+  elif .venv/bin/python - "$cpu_index" <<'PY'
+import os, ssl, sys, urllib.request
+context = ssl.create_default_context(cafile=os.environ.get("PIP_CERT") or None)
+try:  # the index page of torch: a second at most when the host answers
+    urllib.request.urlopen(sys.argv[1].rstrip("/") + "/torch/", timeout=15, context=context)
+except Exception as exc:
+    print(f"setup: PyTorch's CPU-only index {sys.argv[1]} cannot be reached ({exc})", file=sys.stderr)
+    sys.exit(1)
+PY
+  then
+    echo "setup: installing $torch_spec from PyTorch's CPU-only index $cpu_index" >&2
+    "${pip[@]}" --index-url "$cpu_index" "$torch_spec"
   else
-    "${pip[@]}" "${SEMFS_TORCH_SPEC:-torch==2.13.0}"
+    echo "setup: installing $torch_spec from the default index instead" >&2
+    "${pip[@]}" "$torch_spec"
   fi
 fi
+# What is installed, read off the files (importing torch takes seconds): "(CPU)" only if it is.
+.venv/bin/python - <<'PY' >&2
+import importlib.metadata as md, re
+torch = md.distribution("torch")
+version = (torch.locate_file("torch/version.py")).read_text()
+cuda = re.search(r"^cuda\b[^=]*=\s*'([^']+)'", version, re.M)
+heavy = [d for d in md.distributions() if re.match(r"(torch|triton|nvidia-|cuda-)", d.metadata["Name"].lower())]
+mb = sum(f.size or 0 for d in heavy for f in d.files or ()) / 1e6
+build = f"a CUDA {cuda.group(1)} build" if cuda else "the CPU-only build"
+others = sorted(d.metadata["Name"] for d in heavy if d.metadata["Name"].lower() != "torch")
+print(f"setup: torch {torch.version} is {build}: {mb:,.0f} MB installed"
+      + (f" with {len(others)} CUDA packages ({', '.join(others[:3])}, ...)" if others else ""))
+PY
 echo "setup: installing semfs${extra:+[$extra]}" >&2
 log=$(mktemp)
 if ! "${pip[@]}" -e ".${extra:+[$extra]}" >"$log" 2>&1; then
@@ -103,4 +134,4 @@ if ! "${pip[@]}" -e ".${extra:+[$extra]}" >"$log" 2>&1; then
 fi
 rm -f "$log"
 .venv/bin/semfs --version >/dev/null
-echo "setup: done; run .venv/bin/semfs, or: source .venv/bin/activate" >&2
+echo "setup: done, .venv is $(du -sm .venv | cut -f1) MB; run .venv/bin/semfs, or: source .venv/bin/activate" >&2

@@ -103,7 +103,8 @@ SOURCE = (
         "model",
         ("-m", "--model"),
         help="sentence-transformers model name or path [default: the store's, "
-        "else all-MiniLM-L6-v2, the packaged model, on torch in fp32]. "
+        "else all-MiniLM-L6-v2, the packaged model, in fp32: torch exports it to ONNX "
+        "Runtime once, which runs it from then on]. "
         "@onnx-int8 (all-MiniLM-L6-v2@onnx-int8) runs it int8 on ONNX Runtime: starts "
         "and answers queries faster, in less memory; @onnx: fp32. "
         "'hash' is a fast non-semantic stand-in for tests.",

@@ -58,6 +58,7 @@ def _collection_info(store: Store, meta: StoreMeta, collection: str) -> dict[str
         "bytes": sum(d.size for d in docs),
         "model": meta.model,
         "queries": _queries_backend(store, meta.model),
+        "model_cache": _model_cache(meta.model),
         "dimension": meta.dimension,
         "generation": meta.generation,
         "interrupted": meta.dirty,
@@ -67,10 +68,18 @@ def _collection_info(store: Store, meta: StoreMeta, collection: str) -> dict[str
     }
 
 
+def _model_cache(model: str) -> str | None:
+    """Where the model's ONNX exports are kept (one folder per user, whatever the store)."""
+    from semfs.ingest.embedding.embedder import HASH_MODEL
+    from semfs.ingest.embedding.onnx import model_cache_dir
+
+    return None if model.partition(":")[0] == HASH_MODEL else str(model_cache_dir())
+
+
 def _queries_backend(store: Store, model: str) -> str:
     """What embeds this store's search queries (`semfs status`), loading nothing: the owner's
     model over its socket, ONNX Runtime, or torch and why."""
-    from semfs.ingest.embedding.embedder import QueryEmbedder, load_query_embedder, query_backend
+    from semfs.ingest.embedding.embedder import Fp32Embedder, load_query_embedder, query_backend
     from semfs.ingest.embedding.owner import owner_embedder
 
     served = owner_embedder(store, model, lambda: None)
@@ -78,7 +87,7 @@ def _queries_backend(store: Store, model: str) -> str:
         return served.query_backend
     embedder = load_query_embedder(model)
     backend = query_backend(embedder)
-    if isinstance(embedder, QueryEmbedder) and embedder.why_torch:
+    if isinstance(embedder, Fp32Embedder) and embedder.why_torch:
         return f"{backend} ({embedder.why_torch}; the next `semfs ingest` that embeds fixes it)"
     return backend
 
@@ -86,7 +95,15 @@ def _queries_backend(store: Store, model: str) -> str:
 def status_lines(info: dict[str, Any], raw_bytes: bool) -> Iterator[tuple[str, str]]:
     """`semfs status` for a person: sizes in KiB/MiB (bytes with --bytes), yes/no, local
     times. A key this function does not know is shown as it is (after the known ones)."""
-    shown = {"watch", "bytes", "dimension", "ingest_seconds", "disk_bytes", "mount_log"}
+    shown = {
+        "watch",
+        "bytes",
+        "dimension",
+        "ingest_seconds",
+        "disk_bytes",
+        "mount_log",
+        "model_cache",
+    }
     order = ["collection", "backend", "location", "source", "documents", "chunks"]
     for key in order:
         if info.get(key) is None:
@@ -101,6 +118,8 @@ def status_lines(info: dict[str, Any], raw_bytes: bool) -> Iterator[tuple[str, s
         yield "model", f"{info['model']} (dimension {info.get('dimension')})"
     if info.get("queries") is not None:
         yield "queries", str(info["queries"])  # what embeds them: ONNX Runtime, torch, the owner
+    if info.get("model_cache") is not None:
+        yield "model cache", str(info["model_cache"])
     if "ingested_at" in info:
         last = display.when(info["ingested_at"])
         if info.get("ingest_seconds") is not None:

