@@ -50,7 +50,8 @@ def _collection_info(store: Store, meta: StoreMeta, collection: str) -> dict[str
     require_counts(store, len(docs), chunks)  # a store that lost points says so
     return {
         "backend": store.backend,
-        "location": store.location,
+        "location": store.address,  # a path or URL; who relays the calls is served_by
+        "served_by": store.served_by(),
         "collection": collection,
         "source": meta.source,
         "documents": len(docs),
@@ -103,12 +104,15 @@ def status_lines(info: dict[str, Any], raw_bytes: bool) -> Iterator[tuple[str, s
         "disk_bytes",
         "mount_log",
         "model_cache",
+        "served_by",
     }
     order = ["collection", "backend", "location", "source", "documents", "chunks"]
     for key in order:
         if info.get(key) is None:
             continue
         value = info[key]
+        if key == "location" and info.get("served_by") is not None:
+            value = f"{value} (through the process that owns it, pid {info['served_by']})"
         if key == "documents" and info.get("bytes") is not None:
             value = f"{value} ({shown_size(info['bytes'], raw_bytes)})"
         yield key, str(value)

@@ -118,6 +118,13 @@ class Store(ABC):
     def location(self) -> str:
         """Where the store is, for messages: a directory or a URL plus collection."""
 
+    @property
+    def address(self) -> str:
+        """Where the store is, as data rather than prose (what `semfs status --json` prints):
+        a directory, or a URL plus collection. A proxy answers its owner's folder, where
+        :attr:`location` adds, for people, which process relays the calls."""
+        return self.location
+
     @abstractmethod
     def exists(self) -> bool:
         """Whether the collection has been created."""
@@ -331,6 +338,10 @@ class DelegatingStore(Store):
     @property
     def location(self) -> str:
         return self.inner.location
+
+    @property
+    def address(self) -> str:
+        return self.inner.address
 
     def exists(self) -> bool:
         return self.inner.exists()

@@ -125,6 +125,10 @@ class RemoteStore(Store):
         owner = _OWNER_LABELS.get(owner_kind(self.owner_command), "mounted daemon")
         return f"{self.coll_dir} (through the {owner}, pid {self.daemon_pid})"
 
+    @property
+    def address(self) -> str:
+        return str(self.coll_dir)
+
     def served_by(self) -> int | None:
         return self.daemon_pid
 
