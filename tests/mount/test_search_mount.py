@@ -266,7 +266,9 @@ def test_reingest_changes_the_results(tmp_path: Path, sample_copy: Path) -> None
         assert ranked_paths(m.path, query) == ["customize/fonts.mdx"]
 
 
-def test_cli_search_and_the_directory_rank_alike(tmp_path: Path, hash_store: Path) -> None:
+def test_cli_search_and_the_directory_rank_alike(
+    tmp_path: Path, hash_store: Path, sample_copy: Path
+) -> None:
     question = "custom domain for the documentation"
     expected = {}
     texts = {}
@@ -275,8 +277,10 @@ def test_cli_search_and_the_directory_rank_alike(tmp_path: Path, hash_store: Pat
             args = ["search", question, "--store", str(hash_store), "--mode", mode]
             args += ["--under", under] if under else []
             expected[mode, under] = [h["path"] for h in json.loads(semfs(*args, "--json").stdout)]
-            # --paths is grep -l: the paths alone, best first; the text is the results file.
-            assert semfs(*args, "--paths").stdout.splitlines() == expected[mode, under]
+            # --paths is grep -l: the paths alone, best first, as files of the source folder
+            # (usable from any folder); the text is the results file.
+            source = [str(sample_copy / p) for p in expected[mode, under]]
+            assert semfs(*args, "--paths").stdout.splitlines() == source
             texts[mode, under] = semfs(*args).stdout
     with mounted(tmp_path / "mnt", "--store", str(hash_store)) as m:
         for (mode, under), paths in expected.items():
