@@ -52,6 +52,8 @@ def _collection_info(store: Store, meta: StoreMeta, collection: str) -> dict[str
         "backend": store.backend,
         "location": store.address,  # a path or URL; who relays the calls is served_by
         "served_by": store.served_by(),
+        # For people: the location with the process that relays the calls, when one does.
+        "through": store.location if store.served_by() is not None else None,
         "collection": collection,
         "source": meta.source,
         "documents": len(docs),
@@ -105,14 +107,15 @@ def status_lines(info: dict[str, Any], raw_bytes: bool) -> Iterator[tuple[str, s
         "mount_log",
         "model_cache",
         "served_by",
+        "through",
     }
     order = ["collection", "backend", "location", "source", "documents", "chunks"]
     for key in order:
         if info.get(key) is None:
             continue
         value = info[key]
-        if key == "location" and info.get("served_by") is not None:
-            value = f"{value} (through the process that owns it, pid {info['served_by']})"
+        if key == "location" and info.get("through"):
+            value = info["through"]
         if key == "documents" and info.get("bytes") is not None:
             value = f"{value} ({shown_size(info['bytes'], raw_bytes)})"
         yield key, str(value)

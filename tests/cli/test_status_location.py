@@ -34,5 +34,6 @@ def test_status_json_location_is_a_path_beside_an_owner(sample_copy: Path, tmp_p
     # The same folder either way; who relays the calls is its own field...
     assert served["location"] == alone["location"]
     assert served["served_by"] == os.getpid()
+    assert f"pid {os.getpid()}" in str(served["through"])
     # ...and a person still reads it on the location line.
     assert f"pid {os.getpid()}" in text
