@@ -20,6 +20,10 @@ store at ``WORK/mnt``; ``stop`` unmounts it. Agents come from whatever agent the
 running the benchmark has: start one per session with its ``prompt.md`` (``WORK/sessions.tsv``
 lists them).
 
+Arms may join one work folder at different times, with the same collection, store, questions
+and mode (``setup --arms grep`` while the store is built, then ``setup --arms mount,mcp``);
+an arm is never set up twice there.
+
 ``score`` reads the logs and prints, per arm: commands, bytes read, right pages (the
 question's ``expected_path`` or an alternate named in the agent's answer) and quoted answers
 (its ``answer`` line in the agent's), per question and in total, the tuned and held-out
@@ -320,8 +324,13 @@ def setup(args: argparse.Namespace) -> None:
         raise SystemExit(f"agent_bench: unknown arms {sorted(bad)} (known: {', '.join(ARMS)})")
     if not collection.is_dir():
         raise SystemExit(f"agent_bench: {collection} is not a folder")
-    if (work / "sessions").exists():
-        raise SystemExit(f"agent_bench: {work}/sessions exists: score it, or remove it first")
+    if done := [arm for arm in arms if (work / "sessions" / arm).exists()]:
+        raise SystemExit(
+            f"agent_bench: {work}/sessions already has {', '.join(done)}: score it, or remove it"
+        )
+    # More arms may join a work folder later (grep's sessions can run while the store is
+    # built): the same collection, store, questions and mode, or score would mix runs.
+    earlier = load_config(work) if (work / "bench.json").exists() else None
     work.mkdir(parents=True, exist_ok=True)
     bin_dir = work / "bin"
     bin_dir.mkdir(exist_ok=True)
@@ -341,6 +350,16 @@ def setup(args: argparse.Namespace) -> None:
         "mnt": str(work / "mnt"),
         "mount_options": shlex.split(args.mount_options or ""),
     }
+    if earlier is not None:
+        for key in ("collection", "store", "questions", "mode"):
+            if earlier.get(key) != config[key]:
+                raise SystemExit(
+                    f"agent_bench: {work} was set up with another {key} "
+                    f"({earlier.get(key)}): use another --work"
+                )
+        for key in ("created", "collection_digest"):
+            config[key] = earlier[key]
+        config["arms"] = [*earlier["arms"], *arms]
     (work / "bench.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
     py, me = shlex.quote(sys.executable), shlex.quote(str(SCRIPT))
     write_exec(
@@ -363,7 +382,13 @@ def setup(args: argparse.Namespace) -> None:
         if "mcp" in arms:
             arm_info["mcp"] = mcp_description(config)
         groups = [[q] for q in questions] if args.mode == "single" else [questions]
-        rows = ["arm\tsession\tquestions\tprompt\trun"]
+        listed = work / "sessions.tsv"
+        rows = (
+            listed.read_text(encoding="utf-8").splitlines()
+            if earlier is not None and listed.exists()
+            else ["arm\tsession\tquestions\tprompt\trun"]
+        )
+        first = len(rows)
         for arm in arms:
             for group in groups:
                 name = group[0].qid if args.mode == "single" else "all"
@@ -385,7 +410,7 @@ def setup(args: argparse.Namespace) -> None:
     except BaseException:  # leave no mount behind a failed setup
         unmount(args.semfs, Path(config["mnt"]))
         raise
-    print(f"agent_bench: {len(rows) - 1} sessions under {work / 'sessions'}; listed in "
+    print(f"agent_bench: {len(rows) - first} sessions under {work / 'sessions'}; listed in "
           f"{work / 'sessions.tsv'}")  # fmt: skip
     print("Give each agent its prompt.md; then: "
           f"{Path(sys.executable).name} {SCRIPT.name} score --work {work}")  # fmt: skip
@@ -757,7 +782,8 @@ def markdown(data: dict[str, Any], warnings: list[str]) -> str:
         shared = " (shared session)" if q["shared"] else ""
         cells[(q["id"], q["arm"])] = f"{q['commands']} cmds, {q['bytes']:,} B, {mark}{shared}"
         meta[q["id"]] = (q["kind"], q["split"])
-    for qid in sorted(meta):
+    # q2 before q10: ids in the question file's order (numeric where they are).
+    for qid in sorted(meta, key=lambda q: (len(q), q)):
         row = [cells.get((qid, arm), "") for arm in arms]
         lines.append(f"| {qid} | {meta[qid][0]} | {meta[qid][1]} | " + " | ".join(row) + " |")
     lines += [f"\nWarning: {w}" for w in warnings]

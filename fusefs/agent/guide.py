@@ -32,7 +32,11 @@ find work). Search it first, then read (a map first if it is new to you):
 2. The file lists the best documents, one a line: rank, path, match 0-1 (strong >= 0.5,
    fair >= 0.2, else weak) and title; then the lines that best answer, each numbered as
    in the file ("41: ..."), under [its section]. Often the answer is there: stop.
-3. To see more around a line, widen by line numbers: sed -n '35,60p' DOCS/PATH.
+3. To check or widen an answer, read a few lines by number, never the whole page:
+     sed -n '38,46p' DOCS/PATH        (the lines around a hit's line)
+     grep -n '^#' DOCS/PATH           (the page's outline: its headings)
+     grep -n 'WORD' DOCS/PATH | head  (where the page says WORD)
+   @more shows more lines of the same hits (about 3 KB): ten lines read are less.
    The entries 01-NAME, 02-NAME, ... in the folder link to the whole documents.
    Pages like one you found: ls "DOCS/.similar/PATH/" (a folder like a question's).
    A PDF, Word, PowerPoint, HTML or EPUB file is read as its text view beside it

@@ -100,8 +100,9 @@ How to work:
 2. Use grep(pattern) when you know the exact text (a function name, an error message, a
    setting): it returns every matching line as path:line:text, like grep -rn. Literal by
    default; regex=true for an extended regular expression; ignore_case=true for -i.
-3. read(path, start_line, end_line) to read the lines around a hit: results are
-   line-numbered; a long file comes in parts and says how to continue. A PDF, Word,
+3. read(path, start_line, end_line) to read the lines around a hit, ten or so, never the
+   whole document: results are line-numbered; a long file comes in parts and says how to
+   continue. grep(pattern="^#", regex=true, path=PATH) is a page's outline. A PDF, Word,
    PowerPoint, HTML or EPUB file is read as its text view (report.pdf.md, whose hits name
    the page or slide); read(path, pages="3-5") reads its pages, slides or chapters.
 4. list(path) shows a directory with sizes; recursive=true or pattern="*.md" to find files.

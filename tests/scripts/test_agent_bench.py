@@ -222,6 +222,31 @@ def test_setup_fake_agent_and_score(tmp_path: Path) -> None:
         assert totals["questions"] == 3 and totals["commands"] == 1
         assert totals["right"] == 1 and totals["quoted"] == 1
 
+        # Arms join a work folder later (grep can run while the store is built), never twice,
+        # and only for the same questions.
+        again = subprocess.run(
+            [sys.executable, str(SCRIPT), "setup", *setup, "--work", str(many), "--arms", "grep",
+             "--mode", "many"],
+            capture_output=True, text=True, timeout=TIMEOUT, check=False,
+        )  # fmt: skip
+        assert again.returncode != 0 and "already has grep" in again.stderr
+        other = tmp_path / "other.tsv"
+        other.write_text(questions.read_text())
+        moved = [*setup[:-1], str(other)]
+        refused = subprocess.run(
+            [sys.executable, str(SCRIPT), "setup", *moved, "--work", str(many), "--arms", "mcp",
+             "--mode", "many"],
+            capture_output=True, text=True, timeout=TIMEOUT, check=False,
+        )  # fmt: skip
+        assert refused.returncode != 0 and "another questions" in refused.stderr
+        bench("setup", *setup, "--work", str(many), "--arms", "mcp", "--mode", "many")
+        assert json.loads((many / "bench.json").read_text())["arms"] == ["grep", "mcp"]
+        listed = (many / "sessions.tsv").read_text().splitlines()
+        assert [row.split("\t")[0] for row in listed] == ["arm", "grep", "mcp"]
+        bench("score", "--work", str(many), "--json", str(tmp_path / "many.json"))
+        arms = json.loads((tmp_path / "many.json").read_text())["arms"]
+        assert arms["grep"]["all"]["commands"] == 1 and arms["mcp"]["all"]["commands"] == 0
+
         bench("stop", "--work", str(work))
         assert not os.path.ismount(mnt)
     finally:
