@@ -741,9 +741,14 @@ def report(results: list[Result], structured_shown: bool = False) -> dict[str, A
 def markdown(data: dict[str, Any], warnings: list[str]) -> str:
     lines = ["| arm | questions | part | commands | KB read | right pages | answer quoted |",
              "|---|---:|---|---:|---:|---:|---:|"]  # fmt: skip
+    # One session for many questions counts its commands and bytes on its first question:
+    # only the totals say anything then, not the parts (tuned, held-out, formats).
+    many = any(q["shared"] for q in data["questions"])
+    split = ("all",) if many else ("all", "tuned", HELD_OUT)
     for arm, parts in data["arms"].items():
-        rows = [(part, parts[part]) for part in ("all", "tuned", HELD_OUT)]
-        rows += [(f"answer in {f}", t) for f, t in parts["by_format"].items()]
+        rows = [(part, parts[part]) for part in split]
+        if not many:
+            rows += [(f"answer in {f}", t) for f, t in parts["by_format"].items()]
         for part, t in rows:
             if not t["questions"]:
                 continue
@@ -754,7 +759,7 @@ def markdown(data: dict[str, Any], warnings: list[str]) -> str:
             )
     arms = list(data["arms"])
     ratios = []
-    for part in ("all", "tuned", HELD_OUT):
+    for part in split:
         base = data["arms"].get("grep", {}).get(part)
         if not base or not base["bytes"] or not base["commands"]:
             continue

@@ -217,7 +217,9 @@ def test_setup_fake_agent_and_score(tmp_path: Path) -> None:
         Agent(many).shell("grep", "all", "ls deploy")
         Agent(many).answer("grep", "all", "--id", "q02", "customize/fonts.mdx",
                            "The default font varies by theme.")  # fmt: skip
-        bench("score", "--work", str(many), "--json", str(tmp_path / "many.json"))
+        table = bench("score", "--work", str(many), "--json", str(tmp_path / "many.json")).stdout
+        # All counted on the session's first question: only the totals are shown.
+        assert "| grep | 3 | all | 1 |" in table and "| grep | 2 | tuned |" not in table
         totals = json.loads((tmp_path / "many.json").read_text())["arms"]["grep"]["all"]
         assert totals["questions"] == 3 and totals["commands"] == 1
         assert totals["right"] == 1 and totals["quoted"] == 1
