@@ -43,8 +43,8 @@ QUESTIONS = [
 ]  # fmt: skip
 
 
-def bench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
+def script(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, str(SCRIPT), *args],
         capture_output=True,
         text=True,
@@ -52,6 +52,17 @@ def bench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[st
         cwd=cwd,
         check=False,
     )
+
+
+def refused(*args: str) -> str:
+    """The one-line error of a run of the script that must fail."""
+    proc = script(*args)
+    assert proc.returncode != 0, proc.stdout
+    return proc.stderr
+
+
+def bench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    proc = script(*args, cwd=cwd)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
 
@@ -226,21 +237,14 @@ def test_setup_fake_agent_and_score(tmp_path: Path) -> None:
 
         # Arms join a work folder later (grep can run while the store is built), never twice,
         # and only for the same questions.
-        again = subprocess.run(
-            [sys.executable, str(SCRIPT), "setup", *setup, "--work", str(many), "--arms", "grep",
-             "--mode", "many"],
-            capture_output=True, text=True, timeout=TIMEOUT, check=False,
-        )  # fmt: skip
-        assert again.returncode != 0 and "already has grep" in again.stderr
+        again = refused("setup", *setup, "--work", str(many), "--arms", "grep", "--mode", "many")
+        assert "already has grep" in again
         other = tmp_path / "other.tsv"
         other.write_text(questions.read_text())
         moved = [*setup[:-1], str(other)]
-        refused = subprocess.run(
-            [sys.executable, str(SCRIPT), "setup", *moved, "--work", str(many), "--arms", "mcp",
-             "--mode", "many"],
-            capture_output=True, text=True, timeout=TIMEOUT, check=False,
-        )  # fmt: skip
-        assert refused.returncode != 0 and "another questions" in refused.stderr
+        assert "another questions" in refused(
+            "setup", *moved, "--work", str(many), "--arms", "mcp", "--mode", "many"
+        )
         bench("setup", *setup, "--work", str(many), "--arms", "mcp", "--mode", "many")
         assert json.loads((many / "bench.json").read_text())["arms"] == ["grep", "mcp"]
         listed = (many / "sessions.tsv").read_text().splitlines()
