@@ -32,15 +32,16 @@ Imports no click, no FUSE binding and nothing of ``semfs.fusefs``: every front e
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from semfs.ingest.errors import StoreOwnedError
-from semfs.ingest.store import DEFAULT_COLLECTION, Store
+from semfs.ingest.store import DEFAULT_COLLECTION, QueryService, Store
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.owner import StoreOwner
 
@@ -105,9 +106,7 @@ class StoreHost:
         of the store; default the store), and ``searcher()`` (made on first need) runs their
         searches and embeds their queries. Raises SemfsError when it cannot serve."""
         if self.owner is not None:
-            from semfs.ingest.search import query_service
-
-            queries = query_service(searcher) if searcher is not None else None
+            queries = _deferred_queries(searcher) if searcher is not None else None
             self.owner.serve(on_change=on_change, served=served, queries=queries)
 
     def warm(self, searcher: Callable[[], Searcher], delay: float = 0.0) -> None:
@@ -159,3 +158,27 @@ def _warm_up(make: Callable[[], Searcher], delay: float) -> None:
         )
         return
     logger.info("embedding model %s ready in %.1f s", name, time.monotonic() - started)
+
+
+def _deferred_queries(searcher: Callable[[], Searcher]) -> QueryService:
+    """:func:`semfs.ingest.search.query_service` for ``searcher``, with the search package
+    imported at the first query, not here: a mount serves before it answers its first listing,
+    and that import (the ranking, the excerpts, the engine's search calls) was a third of the
+    daemon's start."""
+
+    @functools.cache
+    def service() -> QueryService:
+        from semfs.ingest.search import query_service
+
+        return query_service(searcher)
+
+    def search(options: dict[str, Any]) -> list[dict[str, Any]]:
+        served = service().search
+        assert served is not None  # query_service always gives one
+        return served(options)
+
+    return QueryService(
+        embed=lambda text: service().embed(text),
+        backend=lambda: service().backend(),
+        search=search,
+    )

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import io
 import re
-import zipfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where a zip is opened: a mount's start needs no zipfile (lzma, bz2)
+    import zipfile
 
 # What a text view's name adds to its original's: report.pdf -> report.pdf.md.
 VIEW_SUFFIX = ".md"
@@ -116,6 +119,8 @@ def literal(text: str) -> str:
 def open_zip(data: bytes, what: str) -> zipfile.ZipFile | Unsupported:
     """``data`` as a zip archive, or why not: not a zip, or one that would inflate past
     :data:`ZIP_MAX_BYTES` or hold over :data:`ZIP_MAX_MEMBERS` members (a zip bomb)."""
+    import zipfile
+
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, ValueError, OSError) as exc:
@@ -147,6 +152,8 @@ def _inflates_past_declared(data: bytes, infos: list[zipfile.ZipInfo]) -> str | 
     """Why a member of ``data`` cannot be read within its declared size, or None. Each is
     inflated in steps of :data:`_INFLATE_STEP` bytes, so at most its declared size plus
     one step is ever made (and freed at once)."""
+    import zipfile
+
     view = memoryview(data)
     for info in infos:
         start = info.header_offset

@@ -36,7 +36,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import sys
-import uuid
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -67,14 +66,13 @@ INDEXED_INTEGERS = ("gen",)
 # first stores were made; a store without it answers the same filters, only slower.
 INDEXED_TEXT = ("text",)
 
-_NAMESPACE = uuid.UUID("6f1d3a52-9a53-4c5e-8f0e-5e6d2b1c9a10")
-
-
-_NAMESPACE_BYTES = _NAMESPACE.bytes
+# The ids' uuid5 namespace, 6f1d3a52-9a53-4c5e-8f0e-5e6d2b1c9a10, as bytes: ``uuid`` itself is
+# not imported (it imports ``platform``), a mount's start pays each module it imports.
+_NAMESPACE_BYTES = bytes.fromhex("6f1d3a529a534c5e8f0e5e6d2b1c9a10")
 
 
 def _uuid5(name: str) -> str:
-    """``str(uuid.uuid5(_NAMESPACE, name))``, without building a UUID object.
+    """``str(uuid.uuid5(NAMESPACE, name))``, without building a UUID object.
 
     A cold read computes one id per chunk it fetches; uuid.UUID's integer round trips cost
     several times the SHA-1 itself.
@@ -92,7 +90,7 @@ def meta_id() -> str:
 
 def manifest_id(part: int) -> str:
     """Part ``part`` of the tree manifest, on a backend that keeps it in points."""
-    return str(uuid.uuid5(_NAMESPACE, f"manifest\0{part}"))
+    return _uuid5(f"manifest\0{part}")
 
 
 def doc_id(path: str) -> str:

@@ -4,6 +4,8 @@ to, and closing stops the service before the store. Real Edge stores and sockets
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,3 +41,22 @@ def test_one_owner_serves_and_the_next_goes_through_its_socket(tmp_path: Path) -
         owner.close()  # idempotent
     with StoreHost.open(store) as again:  # the store is free once closed
         assert again.owned
+
+
+def test_serving_imports_no_search_engine_until_a_query_comes(tmp_path: Path) -> None:
+    """A mount serves before its first listing answers: the search package (ranking,
+    excerpts) is imported at the first query from another process, not by serve()."""
+    store = tmp_path / "store"
+    ingest_hash(SAMPLE_CORPUS, store)
+    code = (
+        "import sys\n"
+        "from semfs.ingest.host import StoreHost\n"
+        f"host = StoreHost.open({str(store)!r})\n"
+        "host.serve(searcher=lambda: None)\n"
+        "print('semfs.ingest.search' in sys.modules)\n"
+        "host.close()\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    assert out.split() == ["False"]

@@ -21,7 +21,6 @@ from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge_store import EdgeStore
 from semfs.ingest.store.ipc.client import RemoteStore
 from semfs.ingest.store.schema import (
-    _NAMESPACE,
     BLOB_PART,
     ChunkPoint,
     ChunkRecord,
@@ -31,6 +30,7 @@ from semfs.ingest.store.schema import (
     chunk_id,
     dir_id,
     doc_id,
+    manifest_id,
     meta_id,
 )
 from semfs.ingest.store.server_store import ServerStore
@@ -332,13 +332,18 @@ def test_missing_collection_is_a_clear_error(tmp_path: Path) -> None:
     s.close()
 
 
+# The ids' namespace since the first store: stores on disk address their points by these ids.
+_NAMESPACE = uuid.UUID("6f1d3a52-9a53-4c5e-8f0e-5e6d2b1c9a10")
+
+
 def test_point_ids_stay_the_uuid5_of_their_keys() -> None:
-    # Stores on disk address their points by these ids: a faster formula must give the same.
+    # A faster formula (no uuid objects, no uuid import) must give the same ids.
     for path in ("a.md", "guide/é ü/b c.md", "x" * 300):
         assert doc_id(path) == str(uuid.uuid5(_NAMESPACE, "doc\0" + path))
         assert dir_id(path) == str(uuid.uuid5(_NAMESPACE, "dir\0" + path))
         assert chunk_id(path, 7, 12) == str(uuid.uuid5(_NAMESPACE, f"chunk\0{path}\0{7}\0{12}"))
     assert meta_id() == str(uuid.uuid5(_NAMESPACE, "meta"))
+    assert manifest_id(3) == str(uuid.uuid5(_NAMESPACE, "manifest\0" + "3"))
 
 
 def test_blobs_are_stored_in_parts_and_deleted_like_chunks(store: Store) -> None:
