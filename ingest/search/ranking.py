@@ -37,6 +37,7 @@ _DATE = re.compile(
     r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2},? \d{4}\b",
     re.I,
 )
+_YEAR = re.compile(r"\d{4}")
 
 
 def is_dated_entry(rec: ChunkRecord) -> bool:
@@ -46,7 +47,10 @@ def is_dated_entry(rec: ChunkRecord) -> bool:
     heads = rec.heading.split(" > ")[1:]  # the first level is the page's own title
     if any(_VERSION.search(h) or _DATE.search(h) for h in heads):
         return True
-    return len(_DATE.findall(rec.text)) >= 2
+    # Two dates hold two runs of four digits (their years). Counting those first rules out
+    # most chunks at a fraction of the date pattern's cost (its alternation is tried at every
+    # character): a search tests ~50 chunks, and this was a tenth of its time at 100k chunks.
+    return len(_YEAR.findall(rec.text)) >= 2 and len(_DATE.findall(rec.text)) >= 2
 
 
 def asks_about_changes(query: str) -> bool:

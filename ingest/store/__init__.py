@@ -16,6 +16,7 @@ written against :mod:`semfs.ingest.store.schema`.
 from __future__ import annotations
 
 import math
+import operator
 import os
 import re
 from abc import ABC, abstractmethod
@@ -82,8 +83,10 @@ def similarity(query: Sequence[float], vectors: object, name: str) -> float | No
     vec = vectors.get(name) if isinstance(vectors, dict) else None
     if not query or not isinstance(vec, list) or len(vec) != len(query):
         return None
-    dot = sum(x * float(y) for x, y in zip(query, vec, strict=True))
-    norm = math.sqrt(sum(x * x for x in query) * sum(float(y) * float(y) for y in vec))
+    # map(operator.mul): the products in C, several times faster than a generator; a search
+    # computes this for each of its ~50 candidate chunks.
+    dot = sum(map(operator.mul, query, vec))
+    norm = math.sqrt(sum(map(operator.mul, query, query)) * sum(map(operator.mul, vec, vec)))
     return dot / norm if norm else 0.0
 
 

@@ -54,6 +54,9 @@ def test_dated_entries_are_recognised_by_name_heading_or_dates() -> None:
     assert not is_dated_entry(_record("guides/webhooks.md", "Since 2026-05-01 retries back off."))
     assert not is_dated_entry(_record("py.md", "x", "Python 3.11 > Install"))
     assert not is_dated_entry(_record("guides/history.md", "Memory history API."))
+    # Dates in words count too; four-digit numbers that are no dates do not.
+    assert is_dated_entry(_record("news.md", "Jan 5, 2024: A.\nMarch 3, 2025: B."))
+    assert not is_dated_entry(_record("ports.md", "Port 8080, then 8443; 2048-bit keys; 1234."))
 
 
 def test_a_query_about_versions_or_logs_keeps_dated_entries() -> None:
