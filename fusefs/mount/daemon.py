@@ -235,7 +235,7 @@ class MountDaemon:
             # the shard is as its last clean close left it (else it has been dropped), so its
             # own count stands in for the shard's, which would wait for the shard to load.
             manifest = refresher.manifest
-            chunks = None if manifest is None else sum(d.chunks for d in manifest.documents)
+            chunks = None if manifest is None else manifest.chunk_count  # no records made
             require_counts(store, tree.files, chunks)
             # The store's model (or --watch's, for a new collection); loads nothing yet.
             searcher = _OnDemandSearcher(store, embedder)

@@ -72,6 +72,8 @@ class TreeRefresher:
 
         From the store's manifest when it has a current one (one read, see
         :mod:`semfs.ingest.store.manifest`; :attr:`manifest` keeps it), else by listing the records.
+        A tree from the manifest makes its records as it shows them (:meth:`Tree.from_manifest`);
+        the first check that lists the store compares against all of them.
         """
         manifest = self.store.read_manifest()
         if manifest is None:
@@ -79,10 +81,9 @@ class TreeRefresher:
             assert self.tree is not None
             return self.tree
         self.manifest = manifest
-        records, folders = list(manifest.documents), list(manifest.directories)
         with self._lock:
-            tree = Tree.build(records, self.inodes, self.owner, folders, self.views)
-            self._records, self._folders, self.tree = records, folders, tree
+            tree = Tree.from_manifest(manifest, self.inodes, self.owner, self.views)
+            self._records, self._folders, self.tree = None, list(manifest.directories), tree
             self._seen = _meta_key(manifest.meta)
         if self.publish is not None:
             self.publish(tree)
@@ -105,6 +106,8 @@ class TreeRefresher:
                 records = [r for r in records if r.path not in hidden]
             folders = sorted(self.store.list_directories(), key=lambda r: r.path)
             self._seen = key
+            if self._records is None and self.manifest is not None and self.tree is not None:
+                self._records = list(self.manifest.documents)  # what the first tree shows
             if records == self._records and folders == self._folders:
                 return False
             tree = Tree.build(records, self.inodes, self.owner, folders, self.views)

@@ -11,6 +11,11 @@ mix.
 
 Inode numbers come from an :class:`InodeMap` that outlives the trees: a path keeps its
 number across refreshes for the life of the mount.
+
+A mount's first tree comes from the store's manifest (:meth:`Tree.from_manifest`), indexed
+on its sorted path column: a folder's entries are found by bisection when it is first looked
+up or listed, and a document's record is made when its file is, so the first ``ls`` of a
+100k-document mount does not wait for 100k records, a dict of them and an inode entry each.
 """
 
 from __future__ import annotations
@@ -20,12 +25,17 @@ import logging
 import stat
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord
+
+if TYPE_CHECKING:
+    from semfs.ingest.store.manifest import Manifest
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +88,9 @@ class InodeMap:
         self._inos: dict[tuple[str, str], int] = {(DIR, ""): ROOT_INO}
         self._next = ROOT_INO + 1
         self._lock = threading.Lock()
+        # Blocks numbered without an entry per path (see reserve): (first number, sorted
+        # files, sorted folders). Each holds lists a tree holds anyway, never copies.
+        self._blocks: list[tuple[int, Sequence[str], Sequence[str]]] = []
 
     def get(self, kind: str, path: str) -> int:
         key = (kind, path)
@@ -85,7 +98,8 @@ class InodeMap:
         if ino is not None:
             return ino
         with self._lock:
-            ino = self._inos.setdefault(key, self._next)
+            reserved = self._reserved(kind, path)
+            ino = self._inos.setdefault(key, self._next if reserved is None else reserved)
             if ino == self._next:
                 self._next += 1
             return ino
@@ -96,12 +110,43 @@ class InodeMap:
             inos, at = self._inos, self._next
             for key in keys:
                 if key not in inos:
+                    reserved = self._reserved(*key)
+                    if reserved is not None:
+                        inos[key] = reserved
+                        continue
                     inos[key] = at
                     at += 1
             self._next = at
 
+    def reserve(self, files: Sequence[str], folders: Sequence[str]) -> None:
+        """Number ``files`` then ``folders`` (each sorted, no repeats) as one block, each path
+        by its position: an entry is made when a number is first asked for, so a tree made
+        lazily numbers its nodes the same whatever order they are looked up in."""
+        with self._lock:
+            self._blocks.append((self._next, files, folders))
+            self._next += len(files) + len(folders)
+
+    def _reserved(self, kind: str, path: str) -> int | None:
+        for first, files, folders in self._blocks:
+            if kind == FILE:
+                at = _position(files, path)
+            elif kind == DIR:
+                at = _position(folders, path)
+                at = None if at is None else len(files) + at
+            else:
+                return None
+            if at is not None:
+                return first + at
+        return None
+
     def __len__(self) -> int:
         return len(self._inos)
+
+
+def _position(items: Sequence[str], item: str) -> int | None:
+    """Where ``item`` is in the sorted ``items``, or None."""
+    at = bisect_left(items, item)
+    return at if at < len(items) and items[at] == item else None
 
 
 def _ns(seconds: float) -> int:
@@ -144,8 +189,10 @@ class Tree:
         owner: Ownership,
         newest: Mapping[str, float],
         recorded: Mapping[str, DirectoryRecord],
-        guarded: frozenset[str] = frozenset(),
+        guarded: frozenset[str] | Callable[[], frozenset[str]] = frozenset(),
         originals: Mapping[str, str] | None = None,
+        total_bytes: int | None = None,
+        blobs: frozenset[str] = frozenset(),
     ) -> None:
         self._docs = docs
         self._dirs = dirs  # folder -> its children's paths
@@ -154,12 +201,21 @@ class Tree:
         self._recorded = recorded  # folder -> its record, when it has one
         self._nodes: dict[str, Node] = {}
         self.files = len(docs)
-        self.total_bytes = sum(r.size for r in docs.values())
+        if total_bytes is None:
+            total_bytes = sum(r.size for r in docs.values())
+        self.total_bytes = total_bytes
         self.owner = owner
-        # Directories with something below them that other users may not read.
-        self._guarded = guarded
+        # Directories with something below them that other users may not read (or what
+        # finds them, run on first use).
+        self._guarded_of = guarded
         # Hidden text view -> its original (views=False): what a search hit points to.
         self._originals: Mapping[str, str] = originals or {}
+        self._blobs = blobs  # the originals' records (their bytes are blob parts)
+
+    @functools.cached_property
+    def _guarded(self) -> frozenset[str]:
+        guarded = self._guarded_of
+        return guarded if isinstance(guarded, frozenset) else guarded()
 
     def shown(self, path: str) -> str:
         """Where this tree shows the document ``path`` (a store path): itself, or for a text
@@ -194,7 +250,11 @@ class Tree:
 
     def _folder(self, path: str) -> Node:
         ino = self._inodes.get(DIR, path)
-        subdirs = sum(1 for c in self._dirs[path] if c in self._dirs)
+        dirs = self._dirs
+        if isinstance(dirs, _SortedFolders):  # its files are found when it is listed
+            subdirs = len(dirs.subfolders(path))
+        else:
+            subdirs = sum(1 for c in dirs[path] if c in dirs)
         folder = self._recorded.get(path)
         if folder is not None:
             attrs = node_attrs(
@@ -208,7 +268,7 @@ class Tree:
         else:
             mtime = self._newest.get(path, self.owner.mounted_at)
             attrs = _dir_attrs(ino, subdirs, mtime, self.owner)
-        return Node(DIR, path, ino, attrs, children=_Children(self, self._dirs[path]))
+        return Node(DIR, path, ino, attrs, children=_Children(self, path))
 
     def __len__(self) -> int:
         return len(self._docs) + len(self._dirs)
@@ -220,8 +280,8 @@ class Tree:
         once. One step per document and folder above it."""
         originals = set(self._originals.values())  # shown without their views
         direct: dict[str, int] = {}
-        for path, rec in self._docs.items():
-            if rec.blob and path not in originals:
+        for path in self._docs:
+            if path in self._blobs and path not in originals:
                 continue  # its view is shown and counted
             parent = path.rpartition("/")[0]
             direct[parent] = direct.get(parent, 0) + 1
@@ -260,7 +320,8 @@ class Tree:
         A text view's original is shown beside it; ``views=False`` hides the views.
         """
         hidden: dict[str, str] = {}
-        docs = _usable(_with_originals(records, views, hidden))
+        blobs: set[str] = set()
+        docs = _usable(_with_originals(records, views, hidden, blobs))
         dirs: dict[str, list[str]] = {"": []}
         # Each folder's newest document mtime: per direct parent first (one step a document),
         # then up each folder's ancestors (one step a folder, not one per document and depth).
@@ -296,20 +357,64 @@ class Tree:
                 dirs[path.rpartition("/")[0]].append(path)
         inodes.assign([(FILE, p) for p in docs] + [(DIR, p) for p in folder_order])
         guarded = _guarded(docs, recorded)
-        return cls(docs, dirs, inodes, owner, newest, recorded, guarded, hidden)
+        blobs_shown = frozenset(blobs)
+        return cls(docs, dirs, inodes, owner, newest, recorded, guarded, hidden, None, blobs_shown)
+
+    @classmethod
+    def from_manifest(
+        cls, manifest: Manifest, inodes: InodeMap, owner: Ownership, views: bool = True
+    ) -> Tree:
+        """The tree :meth:`build` makes of the manifest's records and folders, the same node
+        for node, but indexed on the manifest's sorted path column: no record, dict entry or
+        inode entry per document until its file or folder is looked up or listed. Numbers
+        come from one block reserved in ``inodes`` (by position, so they do not depend on
+        the order of lookups either). A manifest with anything the index does not cover (a
+        text view's original, an unusable or clashing path) is built by :meth:`build`."""
+        columns = manifest.columns
+        folders = None if columns is None else _plain_folders(columns)
+        if columns is None or folders is None:
+            return cls.build(manifest.documents, inodes, owner, manifest.directories, views)
+        paths = columns.paths
+        recorded: dict[str, DirectoryRecord] = {}
+        for rec_dir in manifest.directories:
+            path = rec_dir.path
+            if path and (not valid_path(path) or _position(paths, path) is not None):
+                return cls.build(manifest.documents, inodes, owner, manifest.directories, views)
+            recorded[path] = rec_dir
+            _add_with_ancestors(folders, path)
+        in_order = sorted(folders)
+        inodes.reserve(paths, in_order)
+        modes = columns.column("mode")
+
+        def guarded() -> frozenset[str]:
+            private = [paths[i] for i, m in enumerate(modes) if m is not None and not m & 0o004]
+            return _guarded_folders(private, recorded)
+
+        return cls(
+            _SortedDocs(paths, manifest.document),
+            _SortedFolders(paths, in_order, folders),
+            inodes,
+            owner,
+            _NewestBelow(paths, columns.column("mtime")),
+            recorded,
+            guarded,
+            total_bytes=sum(columns.column("size")),
+        )
 
 
 def _with_originals(
-    records: Iterable[DocumentRecord], views: bool, hidden: dict[str, str]
+    records: Iterable[DocumentRecord], views: bool, hidden: dict[str, str], blobs: set[str]
 ) -> Iterator[DocumentRecord]:
     """``records`` and the record of each text view's original; without ``views`` the
-    originals only (``hidden`` gets view -> original for each view left out)."""
+    originals only (``hidden`` gets view -> original for each view left out, ``blobs`` the
+    originals' paths)."""
     for rec in records:
         if rec.original is None:
             yield rec
             continue
         original = rec.original_record()
         if original is not None:
+            blobs.add(original.path)
             yield original
         if rec.as_is:  # a file stored as it is: itself, no view
             continue
@@ -322,11 +427,11 @@ def _with_originals(
 class _Children(Mapping[str, Node]):
     """A folder's entries by name, sorted, made on first use (see :class:`Tree`)."""
 
-    __slots__ = ("_made", "_paths", "_tree")
+    __slots__ = ("_made", "_path", "_tree")
 
-    def __init__(self, tree: Tree, paths: list[str]) -> None:
+    def __init__(self, tree: Tree, path: str) -> None:
         self._tree: Tree | None = tree
-        self._paths = paths
+        self._path = path  # the folder's
         self._made: Mapping[str, Node] | None = None
 
     def _entries(self) -> Mapping[str, Node]:
@@ -334,7 +439,7 @@ class _Children(Mapping[str, Node]):
         if made is None:
             tree = self._tree
             assert tree is not None
-            nodes = (tree._existing(p) for p in self._paths)
+            nodes = (tree._existing(p) for p in tree._dirs[self._path])
             made = MappingProxyType(dict(sorted((n.name, n) for n in nodes)))
             self._made, self._tree = made, None  # the tree is only needed until then
         return made
@@ -346,7 +451,8 @@ class _Children(Mapping[str, Node]):
         return iter(self._entries())
 
     def __len__(self) -> int:
-        return len(self._paths)
+        tree = self._tree
+        return len(self._entries() if tree is None else tree._dirs[self._path])
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries()
@@ -360,9 +466,15 @@ def _guarded(
 ) -> frozenset[str]:
     """The folders with a file below them that is not o+r, or a folder that is not o+rx
     (themselves included): what :meth:`Tree.readable_by_all` answers, without the nodes."""
-    hidden = [
-        p.rpartition("/")[0] for p, r in docs.items() if r.mode is not None and not r.mode & 0o004
-    ]
+    private = [p for p, r in docs.items() if r.mode is not None and not r.mode & 0o004]
+    return _guarded_folders(private, recorded)
+
+
+def _guarded_folders(
+    private: Iterable[str], recorded: Mapping[str, DirectoryRecord]
+) -> frozenset[str]:
+    """What :func:`_guarded` answers, given the paths of the files that are not o+r."""
+    hidden = [p.rpartition("/")[0] for p in private]
     hidden += [p for p, f in recorded.items() if f.mode & 0o005 != 0o005]
     guarded: set[str] = set()
     for start in hidden:
@@ -446,3 +558,147 @@ def node_attrs(
         "st_atime": mtime_ns,
     }
     return MappingProxyType(attrs)
+
+
+# -- the index of a manifest's sorted path column (Tree.from_manifest) -----------------------
+
+
+def _plain_folders(columns: Any) -> set[str] | None:
+    """The folders of a manifest's documents (their ancestors included), when its sorted path
+    column is all a tree shows, one file per path: no text view's original to add, every path
+    usable, strictly increasing, none also a folder. Else None: :meth:`Tree.build` decides.
+    A few passes in C over the paths, and one set comprehension."""
+    paths: list[str] = columns.paths
+    originals = columns.column("original")
+    if originals.count(None) != len(originals):
+        return None
+    if not all(map(str.__lt__, paths, islice(paths, 1, None))):
+        return None
+    # valid_path for every path at once: each one framed "/…/", joined by NULs (which no
+    # usable path holds: a NUL inside one makes the count differ).
+    framed = "/" + "/\0/".join(paths) + "/"
+    if paths and (
+        framed.count("\0") != len(paths) - 1
+        or "//" in framed
+        or "/./" in framed
+        or "/../" in framed
+    ):
+        return None
+    folders = {path.rpartition("/")[0] for path in paths}
+    for start in list(folders):
+        _add_with_ancestors(folders, start)
+    folders.add("")
+    if not folders.isdisjoint(paths):
+        return None  # a directory wins over a file of its name: build() logs which
+    return folders
+
+
+def _add_with_ancestors(folders: set[str], path: str) -> None:
+    folders.add(path)
+    while path:
+        path = path.rpartition("/")[0]
+        if path in folders:
+            break  # its ancestors are in already, or will be when it is walked
+        folders.add(path)
+
+
+def _range(items: Sequence[str], folder: str) -> tuple[int, int]:
+    """Where the sorted ``items`` below ``folder`` are: those starting ``folder/`` sort
+    between ``folder/`` and ``folder0`` ('0' follows '/'); for the root, all of them."""
+    if not folder:
+        return 0, len(items)
+    return bisect_left(items, folder + "/"), bisect_left(items, folder + "0")
+
+
+def _direct(items: Sequence[str], folder: str) -> list[str]:
+    """The sorted ``items`` directly in ``folder``: one step each, and one bisection past
+    each subfolder's items (a root of 1,000 folders of 100 files: 1,000 steps, not 100k)."""
+    lo, hi = _range(items, folder)
+    cut = len(folder) + 1 if folder else 0
+    out = []
+    while lo < hi:
+        item = items[lo]
+        slash = item.find("/", cut)
+        if slash >= 0:
+            lo = bisect_left(items, item[:slash] + "0", lo + 1, hi)
+        else:
+            if item:  # the root itself, among the folders
+                out.append(item)
+            lo += 1
+    return out
+
+
+class _SortedDocs(Mapping[str, DocumentRecord]):
+    """Path -> record over a sorted path column, the record made when asked for."""
+
+    __slots__ = ("_paths", "_record")
+
+    def __init__(self, paths: Sequence[str], record: Callable[[int], DocumentRecord]) -> None:
+        self._paths = paths
+        self._record = record
+
+    def __getitem__(self, path: str) -> DocumentRecord:
+        at = _position(self._paths, path)
+        if at is None:
+            raise KeyError(path)
+        return self._record(at)
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and _position(self._paths, path) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+class _SortedFolders(Mapping[str, list[str]]):
+    """Folder -> its entries' paths (files, then folders), found when asked for."""
+
+    __slots__ = ("_folders", "_in_order", "_paths")
+
+    def __init__(self, paths: Sequence[str], in_order: list[str], folders: set[str]) -> None:
+        self._paths = paths
+        self._in_order = in_order  # sorted
+        self._folders = folders
+
+    def __getitem__(self, folder: str) -> list[str]:
+        if folder not in self._folders:
+            raise KeyError(folder)
+        return _direct(self._paths, folder) + self.subfolders(folder)
+
+    def subfolders(self, folder: str) -> list[str]:
+        return _direct(self._in_order, folder)
+
+    def __contains__(self, folder: object) -> bool:
+        return folder in self._folders
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._in_order)
+
+    def __len__(self) -> int:
+        return len(self._in_order)
+
+
+class _NewestBelow(Mapping[str, float]):
+    """Folder -> the newest mtime of the documents at and below it (one max over the slice
+    of the mtime column below it, in C); a folder with none is not in it."""
+
+    __slots__ = ("_mtimes", "_paths")
+
+    def __init__(self, paths: Sequence[str], mtimes: Sequence[float]) -> None:
+        self._paths = paths
+        self._mtimes = mtimes
+
+    def __getitem__(self, folder: str) -> float:
+        lo, hi = _range(self._paths, folder)
+        if lo >= hi:
+            raise KeyError(folder)
+        return max(self._mtimes[lo:hi])
+
+    def __iter__(self) -> Iterator[str]:
+        raise NotImplementedError("a folder's newest mtime is asked for, never listed")
+
+    def __len__(self) -> int:
+        raise NotImplementedError("a folder's newest mtime is asked for, never counted")

@@ -39,9 +39,9 @@ import zlib
 from array import array
 from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from itertools import accumulate, repeat
-from typing import Any
+from typing import Any, cast
 
 from semfs.ingest.store.schema import DOC_LOCAL_FIELDS, DirectoryRecord, DocumentRecord, StoreMeta
 
@@ -68,13 +68,56 @@ class OtherVersion(ValueError):
     upgrade, not damage; the next ingest (or mount) writes a current one."""
 
 
-@dataclass(frozen=True)
 class Manifest:
-    """The committed documents and folders of one store generation, documents with offsets."""
+    """The committed documents and folders of one store generation, documents with offsets.
 
-    meta: StoreMeta
-    documents: tuple[DocumentRecord, ...]
-    directories: tuple[DirectoryRecord, ...] = ()
+    A decoded manifest keeps its documents as columns (:class:`DocumentColumns`): a mount's
+    first tree needs the paths and a few numbers, not a Python record per document, which at
+    100k documents took most of the decode. :attr:`documents` makes every record, once, on
+    first use; :meth:`document` makes one.
+    """
+
+    def __init__(
+        self,
+        meta: StoreMeta,
+        documents: Sequence[DocumentRecord] | DocumentColumns,
+        directories: Sequence[DirectoryRecord] = (),
+    ) -> None:
+        self.meta = meta
+        self.directories: tuple[DirectoryRecord, ...] = tuple(directories)
+        if isinstance(documents, DocumentColumns):
+            self.columns: DocumentColumns | None = documents
+            self._documents: tuple[DocumentRecord, ...] | None = None
+        else:
+            self.columns, self._documents = None, tuple(documents)
+
+    @property
+    def documents(self) -> tuple[DocumentRecord, ...]:
+        made = self._documents
+        if made is None:
+            assert self.columns is not None
+            made = self._documents = self.columns.records()
+        return made
+
+    def document(self, index: int) -> DocumentRecord:
+        """The record of the ``index``-th document (by path), made now unless made already."""
+        if self._documents is not None or self.columns is None:
+            return self.documents[index]
+        return self.columns.record(index)
+
+    @property
+    def paths(self) -> Sequence[str]:
+        """The documents' paths, sorted (as :meth:`of` sorts them)."""
+        if self.columns is not None:
+            return self.columns.paths
+        return [d.path for d in self.documents]
+
+    @property
+    def chunk_count(self) -> int:
+        """The chunks of every document (a sum over one column, no records made)."""
+        if self.columns is not None:
+            return int(sum(self.columns.column("chunks")))
+        return sum(d.chunks for d in self.documents)
 
     @property
     def generation(self) -> int:
@@ -102,11 +145,11 @@ class Manifest:
             body = json.loads(gzip.decompress(data))
             if body.get("format") != FORMAT:
                 raise OtherVersion(f"manifest format {body.get('format')!r}, not {FORMAT}")
-            docs = _rows(DocumentRecord, body["documents"], DOC_COLUMNS)
+            docs = DocumentColumns(body["documents"])
             dirs = _rows(DirectoryRecord, body["directories"], DIR_COLUMNS)
-            # Positional and unconverted (this runs once per record on a mount's way up):
-            # JSON already gives these types. Spot-check one record of each kind.
-            if docs and not _looks_like(docs[0]):
+            # Positional and unconverted (a record is made per document a mount shows): JSON
+            # already gives these types. Spot-check one record of each kind.
+            if len(docs) and not _looks_like(docs.record(0)):
                 raise ValueError("manifest document columns have the wrong types")
             if dirs and not (isinstance(dirs[0].path, str) and isinstance(dirs[0].mode, int)):
                 raise ValueError("manifest folder columns have the wrong types")
@@ -200,24 +243,6 @@ def _pack_scalars(values: list[Any]) -> Any:
     }
 
 
-def _unpack_scalars(column: Any) -> list[Any]:
-    if isinstance(column, list):
-        return column
-    typecode = column["type"]
-    if typecode not in _SCALAR_TYPES:
-        raise ValueError(f"manifest column type {typecode!r}")
-    packed = array(typecode)
-    packed.frombytes(base64.b64decode(column["data"], validate=True))
-    if sys.byteorder == "big":
-        packed.byteswap()
-    values: list[Any] = packed.tolist()
-    if typecode == "B":
-        values = [v == 1 for v in values]
-    for i in column["nulls"]:
-        values[i] = None
-    return values
-
-
 def _pack(arrays: list[Sequence[int] | None]) -> dict[str, Any]:
     """Integer arrays as one little-endian blob (base64; uint32 when every value fits, else
     uint64) and each one's length (-1: None): 100k offsets decode in a few ms, where a JSON
@@ -237,23 +262,162 @@ def _pack(arrays: list[Sequence[int] | None]) -> dict[str, Any]:
     }
 
 
-def _unpack(packed: dict[str, Any]) -> list[array[int] | None]:
+class DocumentColumns:
+    """A manifest's document columns, decoded and checked whole but kept as columns: packed
+    numbers stay arrays (no Python object per value), and a record is made per document
+    asked for (:meth:`record`), or all at once (:meth:`records`). Read-only, so thread-safe.
+
+    Everything :meth:`Manifest.from_bytes` refuses is refused here, at construction: a
+    record made later never meets a column it cannot read.
+    """
+
+    def __init__(self, columns: Any) -> None:
+        if not isinstance(columns, dict) or tuple(columns) != DOC_COLUMNS:
+            raise OtherVersion(f"manifest columns {list(columns)} are not {list(DOC_COLUMNS)}")
+        self._getters: list[Any] = []
+        self._lists: dict[str, list[Any]] = {}
+        self._arrays: dict[str, Any] = {}
+        sizes = set()
+        for name in DOC_COLUMNS:
+            if name in _ARRAYS:
+                self._flat, self._lengths, self._ends = _unpack_flat(columns[name])
+                sizes.add(len(self._lengths))
+                self._getters.append(self._offsets)
+                continue
+            packed = _scalar_array(columns[name])
+            if packed is None:  # a JSON list (strings, mixed types)
+                values = columns[name]
+                if not isinstance(values, list):
+                    raise ValueError(f"manifest column {name!r} is not a list")
+                self._lists[name] = values
+                sizes.add(len(values))
+                self._getters.append(values.__getitem__)
+                continue
+            typecode, data, nulls = packed
+            sizes.add(len(data))
+            if typecode == "B" or nulls:
+                values = _with_nulls(typecode, data, nulls)
+                self._lists[name] = values
+                self._getters.append(values.__getitem__)
+            else:  # ints or floats, none missing: the array itself (an int or float per item)
+                self._arrays[name] = data
+                self._getters.append(data.__getitem__)
+        if len(sizes) > 1:
+            raise ValueError("manifest columns differ in length")
+        self._count = sizes.pop() if sizes else 0
+        if "path" not in self._lists:
+            raise ValueError("manifest paths are not a list")
+        self.paths: list[str] = self._lists["path"]
+
+    def __len__(self) -> int:
+        return self._count
+
+    def column(self, name: str) -> Sequence[Any]:
+        """One column, in path order: an array for numbers none of which is missing."""
+        got = self._arrays.get(name)
+        if got is not None:
+            return cast("Sequence[Any]", got)
+        if name in self._lists:
+            return self._lists[name]
+        return [self.record(i).offsets for i in range(self._count)]  # offsets: not asked for
+
+    def _offsets(self, index: int) -> array[int] | None:
+        if self._lengths[index] < 0:
+            return None
+        end = self._ends[index]
+        # An array('Q') per record, as DocumentRecord.from_payload makes (the whole column
+        # converted at once is one Python int per offset: 1M at 100k documents).
+        return array("Q", self._flat[end - self._lengths[index] : end])
+
+    def record(self, index: int) -> DocumentRecord:
+        rec = object.__new__(DocumentRecord)
+        # Its __dict__ whole, as _rows does: no setattr per field of a frozen dataclass.
+        values = [get(index) for get in self._getters]
+        object.__setattr__(rec, "__dict__", dict(zip(DOC_COLUMNS, values, strict=True)))
+        return rec
+
+    def records(self) -> tuple[DocumentRecord, ...]:
+        """Every record, in path order (made in C, as _rows makes them)."""
+        data = [
+            list(map(self._offsets, range(self._count)))
+            if n in _ARRAYS
+            else self._lists[n]
+            if n in self._lists
+            else self._arrays[n].tolist()
+            for n in DOC_COLUMNS
+        ]
+        return _records(DocumentRecord, DOC_COLUMNS, data)
+
+
+def _scalar_array(column: Any) -> tuple[str, array[Any], list[int]] | None:
+    """A packed number column as (typecode, its array, the positions of its Nones), checked;
+    None for a JSON list."""
+    if isinstance(column, list):
+        return None
+    typecode = column["type"]
+    if typecode not in _SCALAR_TYPES:
+        raise ValueError(f"manifest column type {typecode!r}")
+    packed = array(typecode)
+    packed.frombytes(base64.b64decode(column["data"], validate=True))
+    if sys.byteorder == "big":
+        packed.byteswap()
+    nulls = column["nulls"]
+    if not isinstance(nulls, list) or (nulls and (min(nulls) < 0 or max(nulls) >= len(packed))):
+        raise ValueError("manifest column has Nones beyond its end")
+    return typecode, packed, nulls
+
+
+def _with_nulls(typecode: str, packed: array[Any], nulls: list[int]) -> list[Any]:
+    values: list[Any] = packed.tolist()
+    if typecode == "B":
+        values = list(map((1).__eq__, values))
+    for i in nulls:
+        values[i] = None
+    return values
+
+
+def _unpack_scalars(column: Any) -> list[Any]:
+    packed = _scalar_array(column)
+    if packed is None:
+        return cast("list[Any]", column)
+    return _with_nulls(*packed)
+
+
+def _unpack_flat(packed: dict[str, Any]) -> tuple[array[int], list[int], list[int]]:
+    """A packed offsets column as (all offsets, each document's count (-1: None), where each
+    document's offsets end), checked to add up."""
     if packed["type"] not in _PACKED_TYPES:
         raise ValueError(f"manifest array type {packed['type']!r}")
     flat = array(packed["type"])
     flat.frombytes(base64.b64decode(packed["data"], validate=True))
     if sys.byteorder == "big":
         flat.byteswap()
-    flat = array("Q", flat)  # what DocumentRecord.from_payload makes
     lengths = packed["lengths"]
-    ends = list(accumulate(n if n > 0 else 0 for n in lengths))
-    if (ends[-1] if ends else 0) != len(flat):
+    if not isinstance(lengths, list):
+        raise ValueError("manifest offsets lengths are not a list")
+    ends = list(accumulate(map(max, lengths, repeat(0))))
+    if (ends[-1] if ends else 0) != len(flat) or (lengths and min(lengths) < -1):
         raise ValueError("manifest offsets do not add up")
+    return flat, lengths, ends
+
+
+def _unpack(packed: dict[str, Any]) -> list[array[int] | None]:
+    flat, lengths, ends = _unpack_flat(packed)
+    flat = array("Q", flat)  # what DocumentRecord.from_payload makes
     # One slice per document, made in C (a Python loop here was a third of the decode).
     out: list[array[int] | None] = list(map(flat.__getitem__, map(slice, [0, *ends], ends)))
     for i in [i for i, n in enumerate(lengths) if n < 0]:
         out[i] = None
     return out
+
+
+def _records(cls: Any, names: tuple[str, ...], data: list[list[Any]]) -> tuple[Any, ...]:
+    # Each record gets its __dict__ whole: the frozen dataclass's __init__ (a setattr per
+    # field) would double the cost. All in C (maps, no Python loop): half the time of a loop.
+    dicts = map(dict, map(zip, repeat(names), zip(*data, strict=True)))
+    records = list(map(object.__new__, repeat(cls, len(data[0]) if data else 0)))
+    deque(map(object.__setattr__, records, repeat("__dict__"), dicts), maxlen=0)
+    return tuple(records)
 
 
 def _rows(cls: Any, columns: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:
@@ -263,13 +427,7 @@ def _rows(cls: Any, columns: dict[str, Any], names: tuple[str, ...]) -> tuple[An
     data = [_unpack(columns[n]) if n in _ARRAYS else _unpack_scalars(columns[n]) for n in names]
     if len({len(c) for c in data}) > 1:
         raise ValueError("manifest columns differ in length")
-    # Each record gets its __dict__ whole: the frozen dataclass's __init__ (a setattr per
-    # field) would double the cost, which a mount pays once per document. All in C (maps,
-    # no Python loop): half the time of a loop over the rows.
-    dicts = map(dict, map(zip, repeat(names), zip(*data, strict=True)))
-    records = list(map(object.__new__, repeat(cls, len(data[0]) if data else 0)))
-    deque(map(object.__setattr__, records, repeat("__dict__"), dicts), maxlen=0)
-    return tuple(records)
+    return _records(cls, names, data)
 
 
 def _looks_like(doc: DocumentRecord) -> bool:

@@ -71,6 +71,24 @@ def test_round_trip_keeps_every_field() -> None:
     assert not again.matches(dataclasses.replace(META, dirty=True))
 
 
+def test_a_decoded_manifest_makes_each_record_when_asked() -> None:
+    """Its documents stay columns (a mount's first tree needs no record per document); one
+    record, or all of them, are the same as the round trip's, field for field and type."""
+    docs = [*DOCS, dataclasses.replace(DOCS[0], path="z/c.md", offsets=None, mtime_ns=None)]
+    again = Manifest.from_bytes(Manifest.of(META, docs, DIRS).to_bytes())
+    assert again.columns is not None and again._documents is None
+    assert list(again.paths) == ["a \udcff\n.md", "z/b.md", "z/c.md"]
+    assert again.chunk_count == sum(d.chunks for d in docs)
+    one_by_one = [again.document(i) for i in range(len(docs))]
+    assert again._documents is None, "document(i) makes that record alone"
+    want = sorted(docs, key=lambda d: d.path)
+    for made in (one_by_one, again.documents):
+        assert [_fields(d) for d in made] == [_fields(d) for d in want]
+        types = [{k: type(v) for k, v in _fields(d).items()} for d in made]
+        assert types == [{k: type(v) for k, v in _fields(d).items()} for d in want]
+        assert all(d.offsets is None or d.offsets.typecode == "Q" for d in made)
+
+
 def _body(**change: Any) -> bytes:
     body = json.loads(gzip.decompress(Manifest.of(META, DOCS, DIRS).to_bytes()))
     body.update(change)
