@@ -24,6 +24,14 @@ logger = logging.getLogger(__name__)
 DEFAULT_INTERVAL = 1.0
 
 
+def _warm(tree: Tree | None) -> None:
+    try:
+        if tree is not None:
+            tree.warm()
+    except ValueError as exc:  # a column that cannot be decoded: each file's lookup says so
+        logger.warning("cannot read the manifest's records: %s", exc)
+
+
 def _meta_key(meta: StoreMeta | None) -> tuple[int, bool] | None:
     return None if meta is None else (meta.generation, meta.dirty)
 
@@ -143,11 +151,18 @@ class TreeRefresher:
             self._thread.join(self.interval + 5.0)
 
     def _run(self) -> None:
+        warm = True
         while True:
             self._wake.wait(self.interval)
             self._wake.clear()
             if self._stop.is_set():
                 return
+            if warm:
+                # A tree from the manifest made its first listings without its records; make
+                # the rest now, a poll after the mount came up (not in the first ls's way),
+                # so that a find or grep does not make them file by file.
+                warm = False
+                _warm(self.tree)
             force, self._force = self._force, False
             try:
                 self.check(force=force)

@@ -3,10 +3,14 @@
 A mount builds its tree from the document and folder records. Scrolling them costs one
 request per 1,024 records and, on the embedded store, waits for the engine to load the shard
 (seconds at 100k chunks). The manifest holds the same records (documents with their chunk
-offsets) as one gzipped columnar JSON document that a backend stores wherever it can read it
-in one request. Its number columns (sizes, times, modes, ...) and the chunk offsets are
-packed binary arrays inside it, decoded in C: at 10k documents a JSON list of numbers per
-column took most of the decode.
+offsets) as columns, in one blob that a backend stores wherever it can read it in one
+request. Its number columns (sizes, times, modes, ...) and the chunk offsets are packed
+binary arrays, decoded in C: at 10k documents a JSON list of numbers per column took most of
+the decode. Each document column is a compressed JSON section of its own, after a compressed
+header (the meta, the folders, where each section is, a checksum of them all), so a mount
+decodes the paths and the few columns its first tree needs, and the rest (the digests and
+offsets are most of the bytes: ~0.13 s of a 0.2 s decode at 100k documents) when it first
+shows a file.
 
 Rules a reader may rely on:
 
@@ -21,9 +25,12 @@ Rules a reader may rely on:
   from the dataclasses themselves: a field added to the schema is carried without an edit
   here, and a manifest whose columns are not this code's fields is refused (the reader
   scrolls), so no field is ever silently dropped or defaulted.
-* :meth:`Manifest.from_bytes` raises ValueError on anything it cannot fully decode: a torn or
-  foreign file is never half-used. :meth:`Manifest.decode` never raises at all: whatever the
-  decoder meets (a zlib error, nesting too deep for json, ...) means "list the records".
+* :meth:`Manifest.from_bytes` raises ValueError on a torn or damaged blob (the checksum covers
+  every section) and on anything in the header or the columns it decodes that it cannot
+  fully decode; a column decoded later that cannot be (a writer's bug: its bytes were checked)
+  raises ValueError for every record, so no record is made from part of a column.
+  :meth:`Manifest.decode` never raises at all: whatever the decoder meets (a zlib error,
+  nesting too deep for json, ...) means "list the records".
 """
 
 from __future__ import annotations
@@ -31,23 +38,35 @@ from __future__ import annotations
 import base64
 import contextlib
 import gc
-import gzip
 import json
 import logging
+import struct
 import sys
+import threading
 import zlib
 from array import array
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields
-from itertools import accumulate, repeat
+from itertools import accumulate, chain, islice, repeat
 from typing import Any, cast
 
 from semfs.ingest.store.schema import DOC_LOCAL_FIELDS, DirectoryRecord, DocumentRecord, StoreMeta
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 4
+FORMAT = 5
+# What a manifest blob starts with, then the length of its header ("<Q"). Format 4 and
+# earlier were one gzip stream: read as another version.
+MAGIC = b"SEMFSMAN"
+_HEADER_LENGTH = struct.Struct("<Q")
+_GZIP_MAGIC = b"\x1f\x8b"
+# The document columns decoded with the header: what a mount's first tree and its count check
+# read. The others wait for the first record.
+EAGER_COLUMNS = ("path", "original", "chunks", "size")
+# Records made together, neighbours by path: one made alone costs twice as much (~4 µs), and
+# listing a folder makes them all.
+RECORD_BLOCK = 256
 # gzip level 6: the path and digest columns compress ~3x; higher levels cost more than they save.
 COMPRESS_LEVEL = 6
 # A record's unstored fields (DOC_LOCAL_FIELDS) keep their class default when decoded.
@@ -61,6 +80,21 @@ _PACKED_TYPES = ("I", "Q")
 # A scalar column packed whole: "q" ints (int64), "d" floats, "B" bools (one byte each).
 _SCALAR_TYPES = ("q", "d", "B")
 _INT64 = range(-(1 << 63), 1 << 63)
+
+
+# What a decoder meets in bytes it cannot read, besides ValueError.
+_DAMAGE = (
+    OSError,
+    EOFError,
+    zlib.error,  # flipped bytes inside a deflate stream: not an OSError
+    KeyError,
+    IndexError,
+    TypeError,
+    AttributeError,
+    RecursionError,  # a nesting json cannot follow
+    OverflowError,
+    struct.error,
+)
 
 
 class OtherVersion(ValueError):
@@ -129,42 +163,44 @@ class Manifest:
 
     def to_bytes(self) -> bytes:
         # Columns, not objects: the field names are not repeated 100k times.
-        body = {
-            "format": FORMAT,
-            "meta": self.meta.to_payload(),
-            "documents": _columns(self.documents, DOC_COLUMNS),
-            "directories": _columns(self.directories, DIR_COLUMNS),
-        }
-        # ensure_ascii (the default) keeps lone surrogates (undecodable file names) intact.
-        text = json.dumps(body, separators=(",", ":"))
-        return gzip.compress(text.encode("ascii"), COMPRESS_LEVEL, mtime=0)
+        return assemble(
+            {
+                "format": FORMAT,
+                "meta": self.meta.to_payload(),
+                "documents": _columns(self.documents, DOC_COLUMNS),
+                "directories": _columns(self.directories, DIR_COLUMNS),
+            }
+        )
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Manifest:
         try:
-            body = json.loads(gzip.decompress(data))
-            if body.get("format") != FORMAT:
-                raise OtherVersion(f"manifest format {body.get('format')!r}, not {FORMAT}")
-            docs = DocumentColumns(body["documents"])
-            dirs = _rows(DirectoryRecord, body["directories"], DIR_COLUMNS)
+            header, sections = _header(data)
+            where = header["documents"]["sections"]
+            if not isinstance(where, dict) or tuple(where) != DOC_COLUMNS:
+                raise OtherVersion(f"manifest columns {list(where)} are not {list(DOC_COLUMNS)}")
+            for at, size in where.values():
+                if not (isinstance(at, int) and isinstance(size, int)) or at < 0 or size < 0:
+                    raise ValueError("manifest sections out of place")
+                if at + size > len(sections):
+                    raise ValueError("manifest sections beyond its end")
+            count = header["documents"]["count"]
+            if not isinstance(count, int) or count < 0:
+                raise ValueError("manifest document count is not a count")
+
+            def raw(name: str) -> Any:
+                at, size = where[name]
+                return json.loads(zlib.decompress(sections[at : at + size]))
+
+            docs = DocumentColumns(count, raw)
+            dirs = _rows(DirectoryRecord, header["directories"], DIR_COLUMNS)
             # Positional and unconverted (a record is made per document a mount shows): JSON
-            # already gives these types. Spot-check one record of each kind.
-            if len(docs) and not _looks_like(docs.record(0)):
-                raise ValueError("manifest document columns have the wrong types")
+            # already gives these types. Spot-check a folder record (the documents' first
+            # record is checked when the columns it needs are decoded).
             if dirs and not (isinstance(dirs[0].path, str) and isinstance(dirs[0].mode, int)):
                 raise ValueError("manifest folder columns have the wrong types")
-            return cls(StoreMeta.from_payload(body["meta"]), docs, dirs)
-        except (
-            OSError,
-            EOFError,
-            zlib.error,  # flipped bytes inside the deflate stream: not an OSError
-            KeyError,
-            IndexError,
-            TypeError,
-            AttributeError,
-            RecursionError,  # a nesting json cannot follow
-            OverflowError,
-        ) as exc:
+            return cls(StoreMeta.from_payload(header["meta"]), docs, dirs)
+        except _DAMAGE as exc:
             raise ValueError(f"unreadable manifest: {exc}") from exc
 
     @classmethod
@@ -210,6 +246,60 @@ def collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def assemble(body: dict[str, Any]) -> bytes:
+    """The blob of a manifest ``body`` (format, meta, documents and directories, each a dict
+    of columns): a compressed header, then one compressed section per document column."""
+    documents = body["documents"]
+    where, sections, at = {}, [], 0
+    for name, column in documents.items():
+        section = zlib.compress(_json(column), COMPRESS_LEVEL)
+        where[name] = [at, len(section)]
+        sections.append(section)
+        at += len(section)
+    rest = b"".join(sections)
+    count = len(documents["path"]) if isinstance(documents.get("path"), list) else 0
+    header = {k: v for k, v in body.items() if k != "documents"}
+    header["documents"] = {"count": count, "sections": where}
+    header["crc32"] = zlib.crc32(rest)
+    head = zlib.compress(_json(header), COMPRESS_LEVEL)
+    return MAGIC + _HEADER_LENGTH.pack(len(head)) + head + rest
+
+
+def disassemble(data: bytes) -> dict[str, Any]:
+    """The body :func:`assemble` made ``data`` of, every section decoded (for tests, tools)."""
+    header, sections = _header(data)
+    where = header.pop("documents")["sections"]
+    header.pop("crc32")
+    docs = {n: json.loads(zlib.decompress(sections[a : a + z])) for n, (a, z) in where.items()}
+    return {**header, "documents": docs}
+
+
+def _json(value: Any) -> bytes:
+    # ensure_ascii (the default) keeps lone surrogates (undecodable file names) intact.
+    return json.dumps(value, separators=(",", ":")).encode("ascii")
+
+
+def _header(data: bytes) -> tuple[dict[str, Any], memoryview]:
+    """A blob's header, checked to be this format's, and its sections, checked whole."""
+    if data[: len(_GZIP_MAGIC)] == _GZIP_MAGIC:
+        raise OtherVersion(f"manifest of format 4 or older (one gzip stream), not {FORMAT}")
+    if data[: len(MAGIC)] != MAGIC:
+        raise ValueError("not a manifest")
+    (length,) = _HEADER_LENGTH.unpack_from(data, len(MAGIC))
+    start = len(MAGIC) + _HEADER_LENGTH.size
+    if start + length > len(data):
+        raise ValueError("manifest header beyond its end")
+    header = json.loads(zlib.decompress(data[start : start + length]))
+    if not isinstance(header, dict):
+        raise ValueError("manifest header is not an object")
+    if header.get("format") != FORMAT:
+        raise OtherVersion(f"manifest format {header.get('format')!r}, not {FORMAT}")
+    sections = memoryview(data)[start + length :]
+    if zlib.crc32(sections) != header["crc32"]:
+        raise ValueError("manifest sections do not match their checksum (torn or damaged)")
+    return header, sections
 
 
 def _columns(records: Sequence[Any], names: tuple[str, ...]) -> dict[str, Any]:
@@ -263,63 +353,96 @@ def _pack(arrays: list[Sequence[int] | None]) -> dict[str, Any]:
 
 
 class DocumentColumns:
-    """A manifest's document columns, decoded and checked whole but kept as columns: packed
-    numbers stay arrays (no Python object per value), and a record is made per document
-    asked for (:meth:`record`), or all at once (:meth:`records`). Read-only, so thread-safe.
+    """A manifest's document columns, kept as columns: packed numbers stay arrays (no Python
+    object per value), and records are made when asked for (:meth:`record`), ``RECORD_BLOCK``
+    neighbours at a time (a folder's files are neighbours by path; made together they cost
+    what the whole decode's did each), or all at once (:meth:`records`). Thread-safe. The
+    records made are kept: at most one per document, what a decoded manifest held before.
 
-    Everything :meth:`Manifest.from_bytes` refuses is refused here, at construction: a
-    record made later never meets a column it cannot read.
+    ``raw(name)`` gives one column as its JSON value: the columns in ``EAGER_COLUMNS`` are
+    decoded and checked now, the others when the first record is made (their bytes were
+    checked whole already: see :meth:`Manifest.from_bytes`). A column that cannot be decoded
+    raises ValueError, then and on every later record: no record is made from part of it.
     """
 
-    def __init__(self, columns: Any) -> None:
-        if not isinstance(columns, dict) or tuple(columns) != DOC_COLUMNS:
-            raise OtherVersion(f"manifest columns {list(columns)} are not {list(DOC_COLUMNS)}")
-        self._getters: list[Any] = []
+    def __init__(self, count: int, raw: Callable[[str], Any]) -> None:
+        self._count = count
+        self._raw: Callable[[str], Any] | None = raw
+        self._lock = threading.Lock()
+        self._getters: dict[str, Callable[[int], Any]] = {}
         self._lists: dict[str, list[Any]] = {}
         self._arrays: dict[str, Any] = {}
-        sizes = set()
-        for name in DOC_COLUMNS:
-            if name in _ARRAYS:
-                self._flat, self._lengths, self._ends = _unpack_flat(columns[name])
-                sizes.add(len(self._lengths))
-                self._getters.append(self._offsets)
-                continue
-            packed = _scalar_array(columns[name])
-            if packed is None:  # a JSON list (strings, mixed types)
-                values = columns[name]
-                if not isinstance(values, list):
-                    raise ValueError(f"manifest column {name!r} is not a list")
-                self._lists[name] = values
-                sizes.add(len(values))
-                self._getters.append(values.__getitem__)
-                continue
-            typecode, data, nulls = packed
-            sizes.add(len(data))
-            if typecode == "B" or nulls:
-                values = _with_nulls(typecode, data, nulls)
-                self._lists[name] = values
-                self._getters.append(values.__getitem__)
-            else:  # ints or floats, none missing: the array itself (an int or float per item)
-                self._arrays[name] = data
-                self._getters.append(data.__getitem__)
-        if len(sizes) > 1:
-            raise ValueError("manifest columns differ in length")
-        self._count = sizes.pop() if sizes else 0
-        if "path" not in self._lists:
-            raise ValueError("manifest paths are not a list")
+        self._ordered: list[Callable[[int], Any]] | None = None  # every getter, in field order
+        self._error: ValueError | None = None
+        self._blocks: dict[int, tuple[DocumentRecord, ...]] = {}  # by index // RECORD_BLOCK
+        for name in EAGER_COLUMNS:
+            self._decode(name)
         self.paths: list[str] = self._lists["path"]
+        if not all(isinstance(p, str) for p in islice(self.paths, 1)):
+            raise ValueError("manifest paths are not strings")
 
     def __len__(self) -> int:
         return self._count
 
     def column(self, name: str) -> Sequence[Any]:
         """One column, in path order: an array for numbers none of which is missing."""
+        if name in _ARRAYS:
+            return [self.record(i).offsets for i in range(self._count)]
+        if name not in self._getters:
+            self._all()
         got = self._arrays.get(name)
-        if got is not None:
-            return cast("Sequence[Any]", got)
-        if name in self._lists:
-            return self._lists[name]
-        return [self.record(i).offsets for i in range(self._count)]  # offsets: not asked for
+        return cast("Sequence[Any]", got) if got is not None else self._lists[name]
+
+    def _decode(self, name: str) -> None:
+        assert self._raw is not None
+        column = self._raw(name)
+        getter: Callable[[int], Any]
+        if name in _ARRAYS:
+            self._flat, self._lengths, self._ends = _unpack_flat(column)
+            size, getter = len(self._lengths), self._offsets
+        else:
+            packed = _scalar_array(column)
+            if packed is None:  # a JSON list (strings, mixed types)
+                if not isinstance(column, list):
+                    raise ValueError(f"manifest column {name!r} is not a list")
+                self._lists[name] = values = column
+                size, getter = len(values), values.__getitem__
+            else:
+                typecode, data, nulls = packed
+                if typecode == "B" or nulls:
+                    self._lists[name] = values = _with_nulls(typecode, data, nulls)
+                    size, getter = len(values), values.__getitem__
+                else:  # ints or floats, none missing: the array itself
+                    self._arrays[name] = data
+                    size, getter = len(data), data.__getitem__
+        if size != self._count:
+            raise ValueError("manifest columns differ in length")
+        self._getters[name] = getter
+
+    def _all(self) -> list[Callable[[int], Any]]:
+        """Every column's getter, decoding the columns not decoded yet (once, under a lock)."""
+        ordered = self._ordered
+        if ordered is not None:
+            return ordered
+        with self._lock:
+            if self._error is None and self._ordered is None:
+                try:
+                    for name in DOC_COLUMNS:
+                        if name not in self._getters:
+                            self._decode(name)
+                    ordered = [self._getters[n] for n in DOC_COLUMNS]
+                    if self._count and not _looks_like(_made(ordered, 0)):
+                        raise ValueError("manifest document columns have the wrong types")
+                except _DAMAGE as exc:
+                    self._error = ValueError(f"unreadable manifest column: {exc}")
+                except ValueError as exc:
+                    self._error = exc
+                else:
+                    self._ordered, self._raw = ordered, None  # the bytes are not needed now
+            if self._error is not None:
+                raise self._error
+            assert self._ordered is not None
+            return self._ordered
 
     def _offsets(self, index: int) -> array[int] | None:
         if self._lengths[index] < 0:
@@ -329,24 +452,53 @@ class DocumentColumns:
         # converted at once is one Python int per offset: 1M at 100k documents).
         return array("Q", self._flat[end - self._lengths[index] : end])
 
+    def _offsets_between(self, start: int, end: int) -> list[array[int] | None]:
+        # One array('Q') per record (as DocumentRecord.from_payload makes), made in C.
+        lengths, ends = self._lengths[start:end], self._ends[start:end]
+        starts = [e - max(n, 0) for e, n in zip(ends, lengths, strict=True)]
+        parts = map(self._flat.__getitem__, map(slice, starts, ends))
+        out: list[array[int] | None] = list(map(array, repeat("Q"), parts))
+        for i in [i for i, n in enumerate(lengths) if n < 0]:
+            out[i] = None
+        return out
+
     def record(self, index: int) -> DocumentRecord:
-        rec = object.__new__(DocumentRecord)
-        # Its __dict__ whole, as _rows does: no setattr per field of a frozen dataclass.
-        values = [get(index) for get in self._getters]
-        object.__setattr__(rec, "__dict__", dict(zip(DOC_COLUMNS, values, strict=True)))
-        return rec
+        if not 0 <= index < self._count:
+            raise IndexError(index)
+        number, at = divmod(index, RECORD_BLOCK)
+        block = self._blocks.get(number)
+        return (block if block is not None else self._block(number))[at]
 
     def records(self) -> tuple[DocumentRecord, ...]:
-        """Every record, in path order (made in C, as _rows makes them)."""
+        """Every record, in path order: the ones made already, and the others now."""
+        blocks = range(-(-self._count // RECORD_BLOCK))
+        return tuple(chain.from_iterable(self._blocks.get(n) or self._block(n) for n in blocks))
+
+    def _block(self, number: int) -> tuple[DocumentRecord, ...]:
+        self._all()
+        start = number * RECORD_BLOCK
+        made = self._between(start, min(start + RECORD_BLOCK, self._count))
+        with self._lock:  # one record per document, whoever made its block first
+            return self._blocks.setdefault(number, made)
+
+    def _between(self, start: int, end: int) -> tuple[DocumentRecord, ...]:
         data = [
-            list(map(self._offsets, range(self._count)))
+            self._offsets_between(start, end)
             if n in _ARRAYS
-            else self._lists[n]
+            else self._lists[n][start:end]
             if n in self._lists
-            else self._arrays[n].tolist()
+            else self._arrays[n][start:end].tolist()
             for n in DOC_COLUMNS
         ]
         return _records(DocumentRecord, DOC_COLUMNS, data)
+
+
+def _made(getters: list[Callable[[int], Any]], index: int) -> DocumentRecord:
+    rec = object.__new__(DocumentRecord)
+    # Its __dict__ whole, as _rows does: no setattr per field of a frozen dataclass.
+    values = [get(index) for get in getters]
+    object.__setattr__(rec, "__dict__", dict(zip(DOC_COLUMNS, values, strict=True)))
+    return rec
 
 
 def _scalar_array(column: Any) -> tuple[str, array[Any], list[int]] | None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-import json
 import logging
 import os
 import random
+import struct
+import zlib
 from array import array
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,15 @@ from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
 from semfs.ingest.store import Store, shardprobe
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge_store import MANIFEST_NAME, EdgeStore
-from semfs.ingest.store.manifest import DIR_COLUMNS, DOC_COLUMNS, Manifest
+from semfs.ingest.store.manifest import (
+    DIR_COLUMNS,
+    DOC_COLUMNS,
+    MAGIC,
+    Manifest,
+    OtherVersion,
+    assemble,
+    disassemble,
+)
 from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord, StoreMeta
 from semfs.ingest.store.server_store import ServerStore
 from tests.helpers.mounting import ingest_hash, semfs
@@ -90,37 +99,46 @@ def test_a_decoded_manifest_makes_each_record_when_asked() -> None:
 
 
 def _body(**change: Any) -> bytes:
-    body = json.loads(gzip.decompress(Manifest.of(META, DOCS, DIRS).to_bytes()))
+    body = disassemble(Manifest.of(META, DOCS, DIRS).to_bytes())
     body.update(change)
-    return gzip.compress(json.dumps(body).encode())
+    return assemble(body)
 
 
 def _offsets_lengths(lengths: list[int]) -> bytes:
-    body = json.loads(gzip.decompress(Manifest.of(META, DOCS, DIRS).to_bytes()))
+    body = disassemble(Manifest.of(META, DOCS, DIRS).to_bytes())
     body["documents"]["offsets"]["lengths"] = lengths
-    return gzip.compress(json.dumps(body).encode())
+    return assemble(body)
 
 
 def _column(name: str, **change: Any) -> bytes:
-    body = json.loads(gzip.decompress(Manifest.of(META, DOCS, DIRS).to_bytes()))
+    body = disassemble(Manifest.of(META, DOCS, DIRS).to_bytes())
     body["documents"][name].update(change)
-    return gzip.compress(json.dumps(body).encode())
+    return assemble(body)
 
 
 def _without_column(name: str) -> bytes:
-    body = json.loads(gzip.decompress(Manifest.of(META, DOCS, DIRS).to_bytes()))
+    body = disassemble(Manifest.of(META, DOCS, DIRS).to_bytes())
     del body["documents"][name]
-    return gzip.compress(json.dumps(body).encode())
+    return assemble(body)
+
+
+def _framed(header: bytes) -> bytes:
+    """A blob of this format around a header's (uncompressed) bytes, with no sections."""
+    head = zlib.compress(header)
+    return MAGIC + struct.pack("<Q", len(head)) + head
 
 
 @pytest.mark.parametrize(
     "data",
     [
         b"",
-        b"not gzip",
+        b"not a manifest",
         gzip.compress(b"[1, 2]"),
         gzip.compress(b'{"format": 99}'),
+        _framed(b"[1, 2]"),
+        _framed(b'{"format": 99}'),
         _body(format=1),  # the format before folders were carried
+        _body(format=4),  # the format before columns were sections of their own
         _without_column("mode"),  # another version's fields: never defaulted
         _body(directories={"path": ["a"]}),
         _offsets_lengths([0, 1]),  # offsets that do not add up
@@ -128,13 +146,25 @@ def _without_column(name: str) -> bytes:
         _column("size", type="x"),  # a packed column of an unknown type
         _column("mode", nulls=[5]),  # a None beyond the column
         _column("mtime", data="AAAA"),  # bytes that are no whole number of floats
+        _column("split_lines", data="AA"),  # a column decoded with the records: same
         _body(documents={**{c: [] for c in DOC_COLUMNS}, "path": ["a"]}),  # ragged
         Manifest.of(META, DOCS, DIRS).to_bytes()[:-8],  # torn
+        Manifest.of(META, DOCS, DIRS).to_bytes()[:-8] + b"\0" * 8,  # damaged: the checksum
     ],
 )
-def test_anything_else_is_refused_whole(data: bytes) -> None:
+def test_anything_else_is_refused_before_a_record_is_made(data: bytes) -> None:
+    """Refused by from_bytes, or (a column decoded with the first record) by every record,
+    never half-used."""
     with pytest.raises(ValueError):
-        Manifest.from_bytes(data)
+        manifest = Manifest.from_bytes(data)
+        manifest.document(0)
+    with pytest.raises(ValueError):
+        Manifest.from_bytes(data).documents  # noqa: B018 (making them is the test)
+
+
+def test_a_format_4_manifest_is_another_version() -> None:
+    with pytest.raises(OtherVersion):
+        Manifest.from_bytes(gzip.compress(b'{"format": 4}'))
 
 
 # --- the same tree from the manifest as from the records ---------------------------------------
@@ -367,7 +397,7 @@ def test_flipped_bytes_never_escape_decode(caplog: pytest.LogCaptureFixture) -> 
         got = Manifest.decode(_flipped(good, rng), "fuzz")
         if got is None:
             refused += 1
-        else:  # a flip the gzip and JSON checks cannot see (in a string) decodes whole
+        else:  # a flip the checks cannot see (in the magic's length bytes) decodes whole
             assert len(got.documents) == len(DOCS)
     assert refused > 2500
 
@@ -375,12 +405,13 @@ def test_flipped_bytes_never_escape_decode(caplog: pytest.LogCaptureFixture) -> 
 @pytest.mark.parametrize(
     "data",
     [
-        # bytes with a gzip header and a broken deflate stream (zlib.error)
-        gzip.compress(b"x" * 100)[:10] + b"\xff" * 30,
-        gzip.compress(b"[" * 100_000),  # nesting deeper than json follows (RecursionError)
-        gzip.compress(b'{"format": 4, "meta": 1e999}'),
+        # a header whose deflate stream is broken (zlib.error)
+        MAGIC + struct.pack("<Q", 30) + b"\xff" * 30,
+        _framed(b"[" * 100_000),  # nesting deeper than json follows (RecursionError)
+        _framed(b'{"format": 5, "meta": 1e999, "crc32": 0, "documents": {}}'),
+        MAGIC + b"\x01",  # no room for the header's length (struct.error)
     ],
-    ids=["zlib-error", "too-deep", "infinite"],
+    ids=["zlib-error", "too-deep", "infinite", "short"],
 )
 def test_what_the_decoder_raises_is_refused_as_damage(data: bytes) -> None:
     with pytest.raises(ValueError):
@@ -398,7 +429,7 @@ def test_a_store_with_a_damaged_manifest_answers_every_command(tmp_path: Path) -
     manifests = list(store.rglob(MANIFEST_NAME))
     assert len(manifests) == 1
     data = bytearray(manifests[0].read_bytes())
-    data[20:40] = b"\xff" * 20  # inside the deflate stream: zlib.error
+    data[20:40] = b"\xff" * 20  # inside the header's deflate stream: zlib.error
     manifests[0].write_bytes(bytes(data))
     with pytest.raises(ValueError):
         Manifest.from_bytes(bytes(data))
