@@ -26,6 +26,8 @@ from semfs.ingest.store.schema import StoreMeta
 
 logger = logging.getLogger(__name__)
 
+# The name is format 4's (one gzip stream), kept so that an upgrade replaces that file rather
+# than leaving it beside the new one; the bytes are format 5's (semfs.ingest.store.manifest).
 MANIFEST_NAME = "manifest.json.gz"
 
 
