@@ -60,6 +60,7 @@ from semfs.ingest.store.schema import (
     StoreMeta,
 )
 from semfs.ingest.store.shardlock import ShardLock, locked, read_owner
+from semfs.ingest.store.tree_records import TreeRecords
 from semfs.ingest.store.warming import ReadPathWarmer
 
 logger = logging.getLogger(__name__)
@@ -89,10 +90,12 @@ _INT8 = qe.ScalarQuantizationConfig(type=qe.ScalarType.Int8, memory=qe.Memory.Ca
 # none. Without rescoring the order changed on 5 of 5.
 RESCORE_OVERSAMPLING = 4.0
 # Chunks in one segment at most: compact() merges small segments only up to this. An ingest
-# compacts every pipeline.COMPACT_EVERY_CHUNKS so its RAM stays bounded; without a bound the
-# merges rewrote every sealed segment into one again and again (more work per chunk as the
-# collection grows, and the merged segment's points in memory while it is built).
-SEGMENT_CHUNKS = 100_000
+# seals its appendable segment every pipeline.COMPACT_EVERY_CHUNKS so its RAM stays bounded,
+# and this is the same size, so a sealed segment is never merged again: with a cap of twice
+# it, the optimizer joined two sealed segments into one (13.5 s at the end of a 300k-chunk
+# ingest, all of it rewriting what was already on disk), and without a cap it rewrote every
+# sealed segment into one again and again. Small segments (a re-ingest's) still merge.
+SEGMENT_CHUNKS = 50_000
 
 
 def segment_kb(dimension: int) -> int:
@@ -145,6 +148,31 @@ def _point(p: core.Point) -> qe.Point:
     if p.sparse is not None:
         vectors[SPARSE] = qe.SparseVector(p.sparse.indices, p.sparse.values)
     return qe.Point(p.id, vectors, p.payload)
+
+
+def stored_float(x: float) -> float:
+    """The float Edge hands back for ``x`` in a payload. It keeps a payload as JSON and parses
+    a number the fast way (serde_json without ``float_roundtrip``): the shortest decimal's
+    digits as one integer, made a float, then scaled by a power of ten (1e308 at a time
+    below 1e-308). Two roundings: about one mtime in six comes back a unit in the last
+    place off. Checked against the engine by tests/unit/store/test_tree_records.py."""
+    text = repr(x)
+    negative = text.startswith("-")
+    mantissa, _, exp = text.lstrip("-").partition("e")
+    whole, _, frac = mantissa.partition(".")
+    f = float(int(whole + frac))
+    e = int(exp or 0) - len(frac)
+    while e < -308 and f != 0.0:
+        f /= 1e308
+        e += 308
+    if f != 0.0:
+        f = f * float(f"1e{e}") if e >= 0 else f / float(f"1e{-e}")
+    return -f if negative else f
+
+
+def stored_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` as Edge hands it back (record payloads are flat: floats are top-level)."""
+    return {k: stored_float(v) if isinstance(v, float) else v for k, v in payload.items()}
 
 
 def _payload(fields: list[str] | None) -> qe.PayloadSelector | bool:
@@ -306,6 +334,10 @@ class EdgeStore(core.QdrantStore):
         self.ownership = ShardLock(store_dir, self.dir)
         self.space = SpaceGuard(self.shard_dir, str(self.dir))
         self.manifest = ManifestFile(self.dir)
+        # The records this process writes, from the first write of a session on (see
+        # _drop_manifest): the manifest at its end is built without a scroll.
+        self.tree = TreeRecords(stored_payload)
+        self._session_lock = threading.Lock()
         # The manifest read at open, while the shard waits to load: it answers read_meta and
         # read_manifest until then (no write can happen before the shard loads).
         self._early: Manifest | None = None
@@ -377,7 +409,15 @@ class EdgeStore(core.QdrantStore):
         return engine.shard
 
     def _drop_manifest(self) -> None:
-        self.manifest.drop()
+        # Edge locks the shard, so every write is this process's: the current manifest, read
+        # before the first write drops it, plus the writes make the next one exact. Under a
+        # lock: no other write may drop it between the read and the start.
+        with self._session_lock:
+            if not self.tree.known and self.manifest.may_exist and self._ready() is not None:
+                current = self.read_manifest()  # the file, checked against the shard's meta
+                if current is not None:
+                    self.tree.start(current.documents, current.directories)
+            self.manifest.drop()
 
     def read_manifest(self) -> Manifest | None:
         early = self._early
@@ -389,7 +429,9 @@ class EdgeStore(core.QdrantStore):
         return manifest if manifest is not None and manifest.matches(self.read_meta()) else None
 
     def _keep_manifest(self, meta: StoreMeta) -> None:
-        self.manifest.write(meta, lambda: self._manifest_bytes(meta))
+        if self.manifest.write(meta, lambda: self._manifest_bytes(meta)):
+            # The file starts the next session: a mount's daemon does not hold the records.
+            self.tree.forget()
 
     @property
     def location(self) -> str:
@@ -440,6 +482,7 @@ class EdgeStore(core.QdrantStore):
                 raise StoreUnavailableError(f"cannot create store {self.dir}: {exc}") from exc
             _index(shard)
             self._shard = shard
+            self.tree.start((), ())  # a new shard holds no records
             self.ownership.write_owner()
             privacy.make_private(self.dir)  # in case anything was created before the umask
 
@@ -488,6 +531,7 @@ class EdgeStore(core.QdrantStore):
 
     def close(self) -> None:
         self.warmer.stop()  # a warm-up in flight stops at its next file
+        self.tree.forget()
         with self._load_lock:  # never under a load in flight; a pending one is not needed
             self._load_pending = False
         with self._lock:

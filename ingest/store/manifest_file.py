@@ -57,6 +57,11 @@ class ManifestFile:
         manifest = Manifest.decode(data, str(self.path))
         return None if manifest is None or manifest.meta.dirty else manifest
 
+    @property
+    def may_exist(self) -> bool:
+        """False once this process has deleted the file (until it writes one)."""
+        return self._on_disk
+
     def drop(self) -> None:
         """Before every write: no manifest may describe records this write changes."""
         with self._lock:
@@ -74,20 +79,22 @@ class ManifestFile:
                 fsync_dir(self.coll_dir)
             self._on_disk = False
 
-    def write(self, meta: StoreMeta, build: Callable[[], bytes]) -> None:
+    def write(self, meta: StoreMeta, build: Callable[[], bytes]) -> bool:
         """Replace the file with ``build()``, the manifest of ``meta`` (a clean meta), unless
-        the file on disk is that one already or a write started meanwhile."""
+        the file on disk is that one already or a write started meanwhile. True when the
+        file on disk is now the manifest of ``meta``."""
         with self._lock:
             if self.on_disk_meta == meta:
-                return  # the file on disk is current
+                return True  # the file on disk is current
             writes = self._writes
         data = build()
         with self._lock:
             if self._writes != writes:
-                return  # something was written meanwhile: this one could be stale
+                return False  # something was written meanwhile: this one could be stale
             try:
                 replace_file(self.path, data)
             except OSError as exc:  # the mount falls back to listing the records
                 logger.warning("cannot write %s: %s", self.path, exc)
-                return
+                return False
             self._on_disk, self.on_disk_meta = True, meta
+            return True

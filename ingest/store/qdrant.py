@@ -52,6 +52,7 @@ from semfs.ingest.store.schema import (
     doc_id,
     meta_id,
 )
+from semfs.ingest.store.tree_records import TreeRecords
 
 SCROLL_PAGE = 1024
 _LINE_FIELDS = ["path", "gen", "index", "start_line", "end_line"]
@@ -211,6 +212,9 @@ class QdrantStore(Store):
 
     # The embedded store's guard against filling the disk; a server checks its own.
     space: SpaceGuard | None = None
+    # The records as this process wrote them (semfs.ingest.store.tree_records): a backend
+    # whose writes all go through it starts them; else they stay unknown and a manifest scrolls.
+    tree: TreeRecords
 
     @abstractmethod
     def _open_engine(self) -> Engine | None:
@@ -277,9 +281,15 @@ class QdrantStore(Store):
         self._keep_manifest(meta)
 
     def _manifest_bytes(self, meta: StoreMeta) -> bytes:
-        """A manifest of every committed document (whole records) and folder, as stored."""
+        """A manifest of every committed document (whole records) and folder, as stored:
+        from the records kept as this process wrote them when known, else from a scroll."""
+        kept = self.tree.snapshot()
+        manifest = self._scrolled_manifest(meta) if kept is None else Manifest.of(meta, *kept)
+        return manifest.to_bytes()
+
+    def _scrolled_manifest(self, meta: StoreMeta) -> Manifest:
         docs = [DocumentRecord.from_payload(p) for p in self._scroll(self.engine, _DOCS, None)]
-        return Manifest.of(meta, docs, self.list_directories()).to_bytes()
+        return Manifest.of(meta, docs, self.list_directories())
 
     def list_documents(self) -> list[DocumentRecord]:
         engine = self._open_engine()
@@ -298,13 +308,17 @@ class QdrantStore(Store):
 
     def put_document(self, record: DocumentRecord) -> None:
         self._drop_manifest()
-        self.engine.upsert([Point(doc_id(record.path), record.to_payload())])
+        with self.tree.change():
+            self.engine.upsert([Point(doc_id(record.path), record.to_payload())])
+            self.tree.put_documents([record])
 
     def delete_documents(self, paths: Sequence[str]) -> None:
         if not paths:
             return
         self._drop_manifest()
-        self.engine.delete([doc_id(p) for p in paths])
+        with self.tree.change():
+            self.engine.delete([doc_id(p) for p in paths])
+            self.tree.delete_documents(paths)
         for path in paths:
             self.delete_stale_chunks(path, None)
 
@@ -317,12 +331,16 @@ class QdrantStore(Store):
     def put_directories(self, records: Sequence[DirectoryRecord]) -> None:
         if records:
             self._drop_manifest()
-            self.engine.upsert([Point(dir_id(r.path), r.to_payload()) for r in records])
+            with self.tree.change():
+                self.engine.upsert([Point(dir_id(r.path), r.to_payload()) for r in records])
+                self.tree.put_directories(records)
 
     def delete_directories(self, paths: Sequence[str]) -> None:
         if paths:
             self._drop_manifest()
-            self.engine.delete([dir_id(p) for p in paths])
+            with self.tree.change():
+                self.engine.delete([dir_id(p) for p in paths])
+                self.tree.delete_directories(paths)
 
     def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None:
         if not points:

@@ -42,6 +42,7 @@ from semfs.ingest.store.schema import (
     manifest_id,
     meta_id,
 )
+from semfs.ingest.store.tree_records import TreeRecords
 
 logger = logging.getLogger(__name__)
 
@@ -195,6 +196,8 @@ class ServerStore(core.QdrantStore):
         self.url = url
         self.client = client if client is not None else _client(url, api_key, timeout)
         self._engine = ClientEngine(self.client, collection)
+        # Never started: other clients may write the collection too, so a manifest scrolls.
+        self.tree = TreeRecords()
         with _reaching(url):
             self._exists = self.client.collection_exists(collection)
         self._manifest_dropped = False

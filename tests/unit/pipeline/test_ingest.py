@@ -21,6 +21,7 @@ from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import DelegatingStore, Store
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge_store import EdgeStore
+from semfs.ingest.store.schema import DocumentRecord
 from tests.helpers import SEMFS
 
 
@@ -381,3 +382,46 @@ def test_a_long_ingest_compacts_as_it_goes_and_reads_whole(
         assert store.compactions >= report.chunks_embedded // 8
         for rel, text in texts.items():
             assert stored_text(inner, rel) == text
+
+
+class _StaleDeleteCounter(DelegatingStore):
+    """Counts a committed document's deletes of its older chunks (not a killed run's
+    clean-up, which keeps no generation), passing every call on."""
+
+    stale_deletes = 0
+
+    def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
+        self.stale_deletes += keep_gen is not None
+        self.inner.delete_stale_chunks(path, keep_gen)
+
+
+def test_a_store_without_records_skips_the_deletes_of_older_chunks(
+    tmp_path: Path, store_dir: Path
+) -> None:
+    """Nothing is older than a first run's chunks, also after a killed first run (its chunks
+    without a record are cleaned first); a run over a store with records deletes as before."""
+    src = tmp_path / "src"
+    _make_corpus(src, 5, "one")
+    with open_store(store_dir) as inner:
+        with pytest.raises(RuntimeError):
+            ingest(src, _DiesAtFirstCommit(inner), model="hash", batch_size=1)
+        assert inner.chunk_versions() and not inner.list_documents()
+    with open_store(store_dir) as inner:
+        store = _StaleDeleteCounter(inner)
+        report = ingest(src, store, model="hash")
+        assert len(report.added) == 5 and store.stale_deletes == 0
+        assert inner.chunk_versions() == {(d.path, d.gen) for d in inner.list_documents()}
+    texts = _make_corpus(src, 5, "two")
+    with open_store(store_dir) as inner:
+        store = _StaleDeleteCounter(inner)
+        report = ingest(src, store, model="hash")
+        assert len(report.updated) == 5 and store.stale_deletes >= 5
+        assert inner.chunk_versions() == {(d.path, d.gen) for d in inner.list_documents()}
+        assert all(stored_text(inner, rel) == text for rel, text in texts.items())
+
+
+class _DiesAtFirstCommit(DelegatingStore):
+    """A run killed after writing chunks, before committing any document."""
+
+    def put_document(self, record: DocumentRecord) -> None:
+        raise RuntimeError("killed")
