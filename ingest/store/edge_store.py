@@ -21,6 +21,7 @@ Edge locks its WAL, so one process owns a shard at a time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -415,8 +416,9 @@ class EdgeStore(core.QdrantStore):
         with self._session_lock:
             if not self.tree.known and self.manifest.may_exist and self._ready() is not None:
                 current = self.read_manifest()  # the file, checked against the shard's meta
-                if current is not None:
-                    self.tree.start(current.documents, current.directories)
+                with contextlib.suppress(ValueError):  # a column it cannot decode: scroll
+                    if current is not None:
+                        self.tree.start(current.documents, current.directories)
             self.manifest.drop()
 
     def read_manifest(self) -> Manifest | None:

@@ -139,3 +139,34 @@ def test_a_segment_is_sealed_at_the_size_segments_merge_to() -> None:
     # Sealed segments under the merge cap would be rewritten into one again at every
     # compaction: 13.5 s at the end of a 300k-chunk ingest (BENCHMARKS.md section 19).
     assert edge_store.SEGMENT_CHUNKS == pipeline.COMPACT_EVERY_CHUNKS
+
+
+def test_a_manifest_whose_records_cannot_be_made_means_a_scroll(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A manifest's document columns are decoded when first needed; one that cannot be is no
+    start for the records (and no failed write): the next manifest is scrolled."""
+    store = EdgeStore(tmp_path, "docs")
+    store.create(256)
+    store.write_meta(StoreMeta("hash:256", 256, generation=1, dirty=True))
+    store.put_document(DocumentRecord("a.md", 0, 1.5, "sha", 0, 1, array("Q")))
+    store.write_meta(StoreMeta("hash:256", 256, generation=1))
+    store.write_manifest(1)
+    store.close()
+
+    def undecodable(self: Manifest) -> None:
+        raise ValueError("a column that cannot be decoded")
+
+    again = EdgeStore(tmp_path, "docs")
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(Manifest, "documents", property(undecodable))
+            again.write_meta(StoreMeta("hash:256", 256, generation=2, dirty=True))
+        assert not again.tree.known
+        again.put_document(DocumentRecord("b.md", 0, 1.5, "sha", 0, 2, array("Q")))
+        again.write_meta(StoreMeta("hash:256", 256, generation=2))
+        again.write_manifest(2)
+        manifest = again.read_manifest()
+        assert manifest is not None and list(manifest.paths) == ["a.md", "b.md"]
+    finally:
+        again.close()
