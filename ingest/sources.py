@@ -14,10 +14,10 @@ from pathlib import Path
 from semfs.ingest import formats, platform
 from semfs.ingest.embedding.embedder import DEFAULT_BATCH_SIZE
 from semfs.ingest.errors import SourceError
+from semfs.ingest.limits import DEFAULT_MAX_BYTES
 from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS", ".jj", ".pijul"})
-DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 # Why a file named as no document (an image, a stylesheet) is stored as it is, not searched.
 NOT_A_DOCUMENT = "not a document"
 

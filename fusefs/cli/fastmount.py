@@ -18,9 +18,12 @@ import stat
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from semfs.fusefs.cli.options import MOUNT
+
+if TYPE_CHECKING:
+    from semfs.ingest.sources import SourceOptions
 
 # Every parameter of the click `mount` command, at its default (what a parse starts from).
 DEFAULTS: Mapping[str, Any] = {param.name: param.initial for param in MOUNT}
@@ -104,7 +107,6 @@ def run_mount(params: Mapping[str, Any], verbose: int) -> None:
     from semfs.fusefs.mount.logfile import configure_logging, default_log_file
     from semfs.fusefs.mount.start import mount
     from semfs.fusefs.view.searchdir import SearchOptions, check_folder_name
-    from semfs.ingest.sources import SourceOptions
 
     p = dict(params)
     search = SearchOptions(mode=p["mode"], k=p["k"], min_score=p["min_score"])  # before forking
@@ -129,18 +131,28 @@ def run_mount(params: Mapping[str, Any], verbose: int) -> None:
             watch=p["watch"],
             views=not p["no_views"],
             writable=p["writable"],
-            source=SourceOptions(
-                p["model"],
-                p["include"],
-                p["exclude"],
-                p["batch_size"],
-                p["max_bytes"],
-                p["follow_symlinks"],
-            ),
+            source=_source_options(p),
         )
     )
     if not p["foreground"]:
         _leave_to_the_daemon()
+
+
+def _source_options(p: Mapping[str, Any]) -> SourceOptions | None:
+    """How --watch reads its folder; None without --watch (nothing is read, and the reading
+    machinery is not imported: a mount's start pays each module)."""
+    if p["watch"] is None:
+        return None
+    from semfs.ingest.sources import SourceOptions
+
+    return SourceOptions(
+        p["model"],
+        p["include"],
+        p["exclude"],
+        p["batch_size"],
+        p["max_bytes"],
+        p["follow_symlinks"],
+    )
 
 
 def _leave_to_the_daemon() -> NoReturn:

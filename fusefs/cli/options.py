@@ -16,7 +16,7 @@ from typing import Any
 
 from semfs.fusefs.view.searchdir import DEFAULT_NAME
 from semfs.ingest.embedding.embedder import DEFAULT_BATCH_SIZE
-from semfs.ingest.sources import DEFAULT_MAX_BYTES
+from semfs.ingest.limits import DEFAULT_MAX_BYTES
 from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, MAX_K, MODES, default_store_path
 
 

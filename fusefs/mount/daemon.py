@@ -42,7 +42,6 @@ from semfs.fusefs.view.tree import InodeMap, Ownership
 from semfs.ingest import platform
 from semfs.ingest.errors import MountError, StoreOwnedError
 from semfs.ingest.host import StoreHost
-from semfs.ingest.sources import SourceOptions
 from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, Store
 from semfs.ingest.store.catalog import mount_source
 from semfs.ingest.store.check import require_counts
@@ -52,6 +51,7 @@ if TYPE_CHECKING:  # imported where used: the first listing needs neither (see M
     from semfs.fusefs.mount.writes import WritableOperations
     from semfs.ingest.embedding.embedder import Embedder
     from semfs.ingest.search import Hit, Searcher
+    from semfs.ingest.sources import SourceOptions
     from semfs.ingest.watch import SourceWatcher
 
 logger = logging.getLogger(__name__)
@@ -81,7 +81,9 @@ class MountConfig:
     search: SearchOptions = field(default_factory=SearchOptions)  # defaults for queries
     watch: Path | None = None  # a source folder the daemon follows (--watch)
     views: bool = True  # text views beside converted documents (--no-views: originals only)
-    source: SourceOptions = field(default_factory=SourceOptions)  # how it is read
+    # How --watch reads its folder; None: `semfs ingest`'s defaults. A plain mount makes none,
+    # so its start imports no reading machinery (sources, the formats, zipfile).
+    source: SourceOptions | None = None
     writable: bool = False  # writes pass through to ``watch`` (--writable)
 
 
@@ -181,11 +183,16 @@ class MountDaemon:
         return SourceWatcher(
             self.cfg.watch,
             store,
-            self.cfg.source,
+            self._source(),
             embedder=embedder,
             state_file=state_file(self.cfg.store_path, self.cfg.url, self.cfg.collection),
             on_batch=lambda _report, _state: refresher.wake(),
         )
+
+    def _source(self) -> SourceOptions:
+        from semfs.ingest.sources import SourceOptions
+
+        return self.cfg.source or SourceOptions()
 
     def _operations(self, *args: Any, **kwargs: Any) -> SemfsOperations:
         """The callbacks: read-only, or passing writes to the source (--writable)."""
@@ -212,7 +219,7 @@ class MountDaemon:
                 from semfs.ingest.origin import claim_source
                 from semfs.ingest.pipeline import resolve_model
 
-                model = resolve_model(store, self.cfg.source.model)  # another model: fail now
+                model = resolve_model(store, self._source().model)  # another model: fail now
                 # Another folder than the collection's: fail now, not once per batch.
                 claim_source(store.read_meta(), self.cfg.watch, self.cfg.collection)
                 documents = load_embedder(model)

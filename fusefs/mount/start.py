@@ -26,7 +26,6 @@ from semfs.fusefs.mount.daemon import MountConfig, MountDaemon, fuse_options
 from semfs.fusefs.mount.unmount import is_stale
 from semfs.ingest import platform
 from semfs.ingest.errors import MountError, SemfsError, engine_damage
-from semfs.ingest.sources import check_source
 from semfs.ingest.store import default_store_path
 
 logger = logging.getLogger(__name__)
@@ -116,6 +115,8 @@ def mount(cfg: MountConfig) -> None:
     for line in platform.limits(options, library_path(), can_invalidate()):
         logger.warning("%s", line)  # what this system's mount cannot do, one line each
     if cfg.watch is not None:
+        from semfs.ingest.sources import check_source  # a plain mount reads no folder
+
         check_source(cfg.watch)
     if cfg.foreground:
         MountDaemon(cfg).run()

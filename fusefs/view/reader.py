@@ -18,7 +18,6 @@ from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from typing import Any, Generic, TypeVar
 
-from semfs.ingest import formats
 from semfs.ingest.store import Store
 from semfs.ingest.store.schema import DocumentRecord
 
@@ -164,7 +163,10 @@ class DocumentReader:
         """The newest committed record of ``path`` (with offsets), from the store. For an
         original (``blob``), the one its text view's record makes: it has no record itself."""
         if blob:
-            view = self.store.get_document(path + formats.VIEW_SUFFIX)
+            # Here, not at the top: a mount's start imports no format (zipfile, lzma).
+            from semfs.ingest.formats import VIEW_SUFFIX
+
+            view = self.store.get_document(path + VIEW_SUFFIX)
             if view is None or view.original != path:
                 view = self.store.get_document(path)  # a file stored as it is: its own record
             rec = view.original_record() if view is not None else None

@@ -794,13 +794,14 @@ def test_mount_arguments_the_fast_start_is_unsure_of_go_to_click(
 
 
 def test_the_mount_start_does_not_import_click() -> None:
-    """What a plain `semfs mount` imports before it forks (the console script's own path)."""
+    """What a plain `semfs mount` imports before it forks (the console script's own path);
+    the daemon imports the engine when it opens the store."""
     code = (
         "import sys\n"
         "from semfs.fusefs import cli\nfrom semfs.fusefs.cli import fastmount\n"
         "assert fastmount.parse(['/mnt/x'], {}) is not None\n"
         "import semfs.fusefs.mount.logfile, semfs.fusefs.mount.start\n"
-        "ours = ('click', 'semfs', 'qdrant_edge')\n"
+        "ours = ('click', 'semfs', 'qdrant_edge', 'zipfile', 'uuid')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ours))\n"
     )
     out = subprocess.run(
@@ -817,6 +818,9 @@ def test_the_mount_start_does_not_import_click() -> None:
     assert (
         not {"click", "semfs.fusefs.cli.group", "semfs.fusefs.cli.common", "qdrant_edge"} & loaded
     )
+    # Nor what only a search or a followed folder needs: each module is paid at every start.
+    reading = {"semfs.ingest.sources", "semfs.ingest.formats", "zipfile", "uuid"}
+    assert not (reading | {"semfs.ingest.search"}) & loaded
 
 
 @pytest.mark.mount
