@@ -35,7 +35,7 @@ def state_file(store_path: Path | None, url: str | None, collection: str) -> Pat
     if url:
         host = _UNSAFE.sub("_", url.split("://", 1)[-1]).strip("_") or "server"
         return default_store_path() / "servers" / host / collection / STATE_NAME
-    # The embedded collection's own folder (edge_store.collection_dir; not imported: slow).
+    # The embedded collection's own folder (edge.store.collection_dir; not imported: slow).
     return (store_path or default_store_path()) / collection / STATE_NAME
 
 

@@ -217,6 +217,28 @@ def test_the_store_layer_imports_nothing_of_the_pipeline() -> None:
     assert {m: d for m, d in leaks.items() if d} == {}
 
 
+EDGE_PACKAGE = "semfs.ingest.store.edge"
+# The one module outside the embedded engine's folder that imports it: the backends table.
+EDGE_DOOR = "semfs.ingest.store.backends"
+
+
+def _edge_reached_from_outside(root: Path = REPO) -> list[str]:
+    return [
+        f"{module} imports {dep}"
+        for path in _files(root)
+        for module in [_module_name(path, root)]
+        if not _under(module, EDGE_PACKAGE) and module != EDGE_DOOR
+        for dep in sorted(_all_imports(path, root))
+        if _under(dep, EDGE_PACKAGE)
+    ]
+
+
+def test_only_the_backends_table_reaches_the_embedded_engine() -> None:
+    # store/edge/ is one backend's own: everything else picks a backend through BACKENDS, so a
+    # second backend is added beside it, not threaded through its callers.
+    assert _edge_reached_from_outside() == []
+
+
 def test_search_reads_the_store_and_never_writes_through_the_pipeline() -> None:
     forbidden = ("pipeline", "sources", "chunking", "watch", "syncstate", "cli", "formats")
     leaks = {
@@ -485,6 +507,23 @@ def test_the_error_rule_fails_on_a_planted_violation(tmp_path: Path, planted: st
     root = _copy_with(tmp_path, "fusefs/view/tree.py", "\n\n" + planted)
     found = set(_errors_defined_elsewhere(root)) - set(_errors_defined_elsewhere())
     assert found == {"semfs.fusefs.view.tree.LostError"}
+
+
+@pytest.mark.parametrize(
+    ("relative", "line"),
+    [
+        ("ingest/pipeline.py", "from semfs.ingest.store.edge.store import EdgeStore"),
+        ("ingest/store/qdrant.py", "from semfs.ingest.store.edge import shardlock"),
+        ("fusefs/cli/maintenance.py", "import semfs.ingest.store.edge.catalog"),
+    ],
+)
+def test_the_edge_rule_fails_on_a_planted_violation(
+    tmp_path: Path, relative: str, line: str
+) -> None:
+    root = _copy_with(tmp_path, relative, _PLANTED.format(line=line))
+    found = set(_edge_reached_from_outside(root)) - set(_edge_reached_from_outside())
+    module = _module_name(root / relative, root)
+    assert found and all(f.startswith(f"{module} imports {EDGE_PACKAGE}") for f in found), found
 
 
 @pytest.mark.parametrize(

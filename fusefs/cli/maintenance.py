@@ -12,7 +12,7 @@ import click
 
 from semfs.fusefs.cli.common import handle_errors, one_line, opened, store_options
 from semfs.ingest.errors import SemfsError
-from semfs.ingest.store import Store, default_store_path
+from semfs.ingest.store import Store
 
 
 @click.command()
@@ -164,9 +164,9 @@ def _rebuild(
     """Set the shard aside and ingest ``source`` afresh (a store the engine cannot open or
     repair in place)."""
     from semfs.ingest.pipeline import ingest
-    from semfs.ingest.store.edge_store import set_aside
+    from semfs.ingest.store.backends import set_aside
 
-    aside = set_aside(store_path or default_store_path(), collection)
+    aside = set_aside(store_path, collection)
     if why is not None:
         click.echo(f"unreadable: {why}", err=True)
     click.echo(f"set the damaged shard aside as {aside}; rebuilding from {source}")

@@ -1,6 +1,6 @@
 """The store layer's interface: the contract fusefs reads through. No implementation here.
 
-* :class:`semfs.ingest.store.edge_store.EdgeStore`: Qdrant Edge, in-process, one shard directory per
+* :class:`semfs.ingest.store.edge.store.EdgeStore`: Qdrant Edge, in-process, one shard directory per
   collection under the store path (the default; no server).
 * :class:`semfs.ingest.store.server_store.ServerStore`: qdrant-client against a Qdrant server or
   cluster. The two share one implementation of every call,

@@ -3,7 +3,7 @@
 :mod:`semfs.ingest.store` declares the interface and imports no implementation; this module is the
 composition root that picks one (like ratarmount's ``ARCHIVE_BACKENDS`` table):
 
-* ``embedded``: :class:`semfs.ingest.store.edge_store.EdgeStore`, Qdrant Edge in this process, or,
+* ``embedded``: :class:`semfs.ingest.store.edge.store.EdgeStore`, Qdrant Edge in this process, or,
   when a process already owns the shard and serves it (``semfs mount``), an
   :class:`semfs.ingest.store.ipc.client.RemoteStore` talking to that owner.
 * ``server``: :class:`semfs.ingest.store.server_store.ServerStore`, qdrant-client against ``--url``
@@ -41,8 +41,8 @@ class StoreAddress:
 
 
 def _embedded(address: StoreAddress) -> Store:
-    from semfs.ingest.store.edge_catalog import finish_removals
-    from semfs.ingest.store.edge_store import EdgeStore, collection_dir
+    from semfs.ingest.store.edge.catalog import finish_removals
+    from semfs.ingest.store.edge.store import EdgeStore, collection_dir
     from semfs.ingest.store.ipc.wire import SOCKET_NAME
 
     store_dir = address.path or default_store_path()
@@ -94,11 +94,19 @@ def open_catalog(
         from semfs.ingest.store.server_store import ServerCatalog
 
         return ServerCatalog(url, api_key=api_key, timeout=timeout)
-    from semfs.ingest.store.edge_catalog import EdgeCatalog, finish_removals
+    from semfs.ingest.store.edge.catalog import EdgeCatalog, finish_removals
 
     catalog = EdgeCatalog(Path(store_path) if store_path else default_store_path())
     finish_removals(catalog.store_dir)
     return catalog
+
+
+def set_aside(store_path: str | os.PathLike[str] | None, collection: str) -> Path:
+    """Rename an embedded collection's damaged shard aside (``semfs check --rebuild``); the
+    new path. Under the collection's lock: refused while a process has it open."""
+    from semfs.ingest.store.edge.store import set_aside as edge_set_aside
+
+    return edge_set_aside(Path(store_path) if store_path else default_store_path(), collection)
 
 
 def open_store(

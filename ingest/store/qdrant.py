@@ -6,10 +6,10 @@ qdrant-client's ``m.Filter(must=[...])`` with keyword arguments, Edge's
 ``shard.update(UpdateOperation.upsert_points(...))`` is ``client.upsert(...)``. So
 :class:`QdrantStore` says once which points, filters and requests each Store call is, in
 neutral terms (:class:`Where`, :class:`Point`), and an :class:`Engine` adapter only spells
-them: :class:`semfs.ingest.store.edge_store.EdgeEngine` for a shard,
+them: :class:`semfs.ingest.store.edge.store.EdgeEngine` for a shard,
 :class:`semfs.ingest.store.server_store.ClientEngine` for a client.
 
-What differs stays with each backend (:class:`~semfs.ingest.store.edge_store.EdgeStore`,
+What differs stays with each backend (:class:`~semfs.ingest.store.edge.store.EdgeStore`,
 :class:`~semfs.ingest.store.server_store.ServerStore`): opening and creating a collection (a
 shard's config, lock and deferred load; a server's collection), where the tree manifest is
 kept (a file beside the shard; points), and the embedded store's disk-space guard.

@@ -187,7 +187,7 @@ def test_store_without_text_index_gives_the_same_lines(tmp_path: Path) -> None:
     ingest_hash(src, tmp_path / "store")
     import qdrant_edge as qe
 
-    from semfs.ingest.store.edge_store import EdgeStore
+    from semfs.ingest.store.edge.store import EdgeStore
 
     with open_store(tmp_path / "store") as store:
         assert isinstance(store, EdgeStore)

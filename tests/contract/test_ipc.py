@@ -30,7 +30,7 @@ from semfs.ingest.errors import (
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import MODES, SparseQuery
 from semfs.ingest.store.backends import open_store
-from semfs.ingest.store.edge_store import EdgeStore, collection_dir
+from semfs.ingest.store.edge.store import EdgeStore, collection_dir
 from semfs.ingest.store.ipc.client import RemoteStore, connect_daemon
 from semfs.ingest.store.ipc.server import StoreServer
 from semfs.ingest.store.ipc.wire import SOCKET_NAME, TOKEN_NAME
@@ -50,7 +50,7 @@ COLLECTION = "docs"
 DAEMON = """
 import sys
 from pathlib import Path
-from semfs.ingest.store.edge_store import EdgeStore
+from semfs.ingest.store.edge.store import EdgeStore
 from semfs.ingest.store.ipc.server import StoreServer
 store = EdgeStore(Path(sys.argv[1]), sys.argv[2])
 store.create(int(sys.argv[3]))

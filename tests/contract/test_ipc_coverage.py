@@ -14,7 +14,7 @@ from semfs.ingest.errors import SchemaVersionError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import DelegatingStore, Store
 from semfs.ingest.store.backends import open_store
-from semfs.ingest.store.edge_store import EdgeStore
+from semfs.ingest.store.edge.store import EdgeStore
 from semfs.ingest.store.ipc import wire
 from semfs.ingest.store.ipc.client import RemoteStore
 from semfs.ingest.store.schema import (

@@ -11,7 +11,7 @@ import pytest
 
 from semfs.ingest.errors import StoreNotFoundError, StoreOwnedError
 from semfs.ingest.store.backends import BACKENDS, StoreAddress, backend_for, open_store
-from semfs.ingest.store.edge_store import EdgeStore
+from semfs.ingest.store.edge.store import EdgeStore
 from semfs.ingest.store.ipc.client import RemoteStore
 from semfs.ingest.store.owner import StoreOwner
 from semfs.ingest.store.schema import StoreMeta

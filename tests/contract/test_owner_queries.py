@@ -22,7 +22,7 @@ from semfs.ingest.errors import SemfsError, StoreOwnedError
 from semfs.ingest.search import Searcher
 from semfs.ingest.store import QueryService
 from semfs.ingest.store.backends import open_store
-from semfs.ingest.store.edge_store import EdgeStore
+from semfs.ingest.store.edge.store import EdgeStore
 from semfs.ingest.store.ipc.client import RemoteStore, connect_daemon
 from semfs.ingest.store.ipc.server import StoreServer
 from semfs.ingest.store.ipc.wire import MAX_QUERY_CHARS

@@ -19,7 +19,7 @@ import pytest
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.search import Searcher, query_service
 from semfs.ingest.store import DelegatingStore, QueryService, Store
-from semfs.ingest.store.edge_store import EdgeStore
+from semfs.ingest.store.edge.store import EdgeStore
 from semfs.ingest.store.ipc.client import connect_daemon
 from semfs.ingest.store.ipc.server import StoreServer
 from semfs.ingest.store.ipc.wire import MAX_QUERY_CHARS

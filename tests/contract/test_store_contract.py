@@ -16,9 +16,10 @@ import qdrant_edge as qe
 
 from semfs.ingest.embedding.embedder import HashEmbedder
 from semfs.ingest.errors import StoreLockedError, StoreNotFoundError
-from semfs.ingest.store import SparseQuery, Store, warming
+from semfs.ingest.store import SparseQuery, Store
 from semfs.ingest.store.backends import open_store
-from semfs.ingest.store.edge_store import EdgeStore
+from semfs.ingest.store.edge import warming
+from semfs.ingest.store.edge.store import EdgeStore
 from semfs.ingest.store.ipc.client import RemoteStore
 from semfs.ingest.store.schema import (
     BLOB_PART,

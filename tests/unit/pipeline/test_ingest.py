@@ -20,7 +20,7 @@ from semfs.ingest.errors import ModelMismatchError, SourceError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import DelegatingStore, Store
 from semfs.ingest.store.backends import open_store
-from semfs.ingest.store.edge_store import EdgeStore
+from semfs.ingest.store.edge.store import EdgeStore
 from semfs.ingest.store.schema import DocumentRecord
 from tests.helpers import SEMFS
 

@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 
 from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
-from semfs.ingest.store import Store, shardprobe
+from semfs.ingest.store import Store
 from semfs.ingest.store.backends import open_store
-from semfs.ingest.store.edge_store import MANIFEST_NAME, EdgeStore
+from semfs.ingest.store.edge import shardprobe
+from semfs.ingest.store.edge.store import MANIFEST_NAME, EdgeStore
 from semfs.ingest.store.manifest import (
     DIR_COLUMNS,
     DOC_COLUMNS,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from semfs.ingest.store.mapped import release_pages
+from semfs.ingest.store.edge.mapped import release_pages
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux madvise")
 

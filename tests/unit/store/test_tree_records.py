@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from semfs.ingest import pipeline
-from semfs.ingest.store import edge_store
 from semfs.ingest.store.backends import open_store
-from semfs.ingest.store.edge_store import MANIFEST_NAME, EdgeStore, stored_float
+from semfs.ingest.store.edge import store as edge_store
+from semfs.ingest.store.edge.store import MANIFEST_NAME, EdgeStore, stored_float
 from semfs.ingest.store.manifest import Manifest
 from semfs.ingest.store.qdrant import QdrantStore
 from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord, StoreMeta

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from semfs.ingest.errors import StoreUnavailableError
-from semfs.ingest.store.durable import fsync_dir, replace_file
+from semfs.ingest.store.edge.durable import fsync_dir, replace_file
 from semfs.ingest.store.manifest import Manifest
 from semfs.ingest.store.schema import StoreMeta
 

@@ -1,6 +1,6 @@
 """The collections of an embedded store folder (:class:`EdgeCatalog`): its sub-folders that
 hold a shard. Removing or renaming one takes the collection's lock
-(:mod:`semfs.ingest.store.shardlock`), so a collection a process has open is refused, naming it.
+(:mod:`.shardlock`), so a collection a process has open is refused, naming it.
 A removal is a rename to ``.removing-NAME-PID`` and then a delete; one that a crash (kill -9)
 cut short is finished by the next command that opens the store (:func:`finish_removals`)."""
 
@@ -15,9 +15,9 @@ from pathlib import Path
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store import check_collection_name
 from semfs.ingest.store.catalog import Catalog
-from semfs.ingest.store.durable import fsync_dir
-from semfs.ingest.store.edge_store import collection_dir
-from semfs.ingest.store.shardlock import locked
+from semfs.ingest.store.edge.durable import fsync_dir
+from semfs.ingest.store.edge.shardlock import locked
+from semfs.ingest.store.edge.store import collection_dir
 
 logger = logging.getLogger(__name__)
 

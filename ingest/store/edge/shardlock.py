@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from semfs.ingest.errors import StoreLockedError
-from semfs.ingest.store import privacy
+from semfs.ingest.store.edge import privacy
 from semfs.ingest.store.holder import command_line
 
 logger = logging.getLogger(__name__)

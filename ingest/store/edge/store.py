@@ -6,14 +6,14 @@ Layout under the store path::
     STORE/COLLECTION/lock         held by the process that owns the shard (shardlock)
     STORE/COLLECTION/owner.json   who has the shard open (pid, command), for error messages
     STORE/COLLECTION/daemon.sock  the owner's socket (see semfs.ingest.store.ipc)
-    STORE/COLLECTION/manifest.json.gz  the tree manifest (semfs.ingest.store.manifest_file)
+    STORE/COLLECTION/manifest.json.gz  the tree manifest (semfs.ingest.store.edge.manifest_file)
 
 The Store calls themselves are :class:`semfs.ingest.store.qdrant.QdrantStore`'s, spelled for a
 shard by :class:`EdgeEngine`. What is Edge's own is here: the shard's config, creating it,
-opening it under the collection's lock (:mod:`semfs.ingest.store.shardlock`), and loading it
-late. With a current manifest (:mod:`semfs.ingest.store.manifest_file`) the shard loads on
+opening it under the collection's lock (:mod:`semfs.ingest.store.edge.shardlock`), and loading it
+late. With a current manifest (:mod:`.manifest_file`) the shard loads on
 first need (a read, a search, a write), and the manifest answers the tree and the meta until
-then. A shard that changed since its last clean close (see :mod:`semfs.ingest.store.shardprobe`)
+then. A shard that changed since its last clean close (see :mod:`.shardprobe`)
 loses its manifest at open: nothing vouches for it any more.
 
 Edge locks its WAL, so one process owns a shard at a time.
@@ -41,17 +41,14 @@ from semfs.ingest.errors import (
     StoreUnavailableError,
     undecodable,
 )
-from semfs.ingest.store import (
-    QueryService,
-    Store,
-    mapped,
-    privacy,
-    shardprobe,
-)
+from semfs.ingest.store import QueryService, Store
 from semfs.ingest.store import qdrant as core
 from semfs.ingest.store.diskspace import SpaceGuard, allocated_bytes
+from semfs.ingest.store.edge import mapped, privacy, shardprobe
+from semfs.ingest.store.edge.manifest_file import MANIFEST_NAME, ManifestFile
+from semfs.ingest.store.edge.shardlock import ShardLock, locked, read_owner
+from semfs.ingest.store.edge.warming import ReadPathWarmer
 from semfs.ingest.store.manifest import Manifest
-from semfs.ingest.store.manifest_file import MANIFEST_NAME, ManifestFile
 from semfs.ingest.store.schema import (
     DENSE,
     INDEXED_INTEGERS,
@@ -60,9 +57,7 @@ from semfs.ingest.store.schema import (
     SPARSE,
     StoreMeta,
 )
-from semfs.ingest.store.shardlock import ShardLock, locked, read_owner
 from semfs.ingest.store.tree_records import TreeRecords
-from semfs.ingest.store.warming import ReadPathWarmer
 
 logger = logging.getLogger(__name__)
 
