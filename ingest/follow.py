@@ -97,6 +97,7 @@ class Follower:
                 batch_size=o.batch_size,
                 max_bytes=o.max_bytes,
                 follow_symlinks=o.follow_symlinks,
+                jobs=o.jobs,
                 replace_source=True,
             )
         watcher = SourceWatcher(

@@ -20,7 +20,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from semfs.ingest import formats
+from semfs.ingest import formats, parallel
 from semfs.ingest.chunking import chunk_text, document_description, document_title, embedding_text
 from semfs.ingest.embedding.embedder import (
     DEFAULT_BATCH_SIZE,
@@ -37,6 +37,7 @@ from semfs.ingest.sources import (
     NOT_A_DOCUMENT,
     Document,
     Skipped,
+    SourceFile,
     check_source,
     read_document,
     scan,
@@ -187,6 +188,7 @@ def ingest(
     skip_memo: Path | None = None,
     retry_skipped: bool = False,
     dry_run: bool = False,
+    jobs: int | None = None,
 ) -> IngestReport:
     """Make ``store`` mirror ``source``; return what changed. Bad files are skipped, not fatal.
 
@@ -219,6 +221,9 @@ def ingest(
 
     ``dry_run``: read and compare only, and return the report of what a run would add,
     update, delete, store as it is and skip; nothing is written (no model is loaded).
+
+    ``jobs``: files read and extracted at once, each converted file in a bounded worker
+    process of its own (default: one per core, :func:`reading_jobs`); 1 reads one at a time.
     """
     started = time.perf_counter()
     report = IngestReport()
@@ -249,16 +254,28 @@ def ingest(
     changed: list[Document] = []
     touched: list[Document] = []
     seen: set[str] = set()
-    for f in files:
-        key = formats.view_path(f.path) or f.path
-        if held is not None and held(f.path):
-            seen.update(k for k in (key, f.path) if k in existing)
-            continue
+
+    def previous(f: SourceFile) -> DocumentRecord | None:
         # A converted file no extractor could read is stored as it is, under its own name.
-        old = existing.get(key) or existing.get(f.path)
+        return existing.get(formats.view_path(f.path) or f.path) or existing.get(f.path)
+
+    def read(f: SourceFile) -> Document | Skipped:
+        old = previous(f)
         # --retry-skipped: a file stored as it is because its extractor refused it is tried again.
         retry = retry_skipped and old is not None and old.as_is
-        doc = read_document(f, max_bytes, root, None if retry else old, remembered)
+        return read_document(f, max_bytes, root, None if retry else old, remembered)
+
+    wanted = []
+    for f in files:
+        if held is not None and held(f.path):
+            key = formats.view_path(f.path) or f.path
+            seen.update(k for k in (key, f.path) if k in existing)
+        else:
+            wanted.append(f)
+    # Read and extracted in ``jobs`` threads, each converted file in a worker process of its
+    # own; taken here in the order of the scan.
+    for f, got in parallel.stream(wanted, read, reading_jobs(jobs)):
+        doc, old = got, previous(f)
         if keep_failed and isinstance(doc, Document) and doc_unreadable(doc, old):
             # A text document that reads as no text now (caught mid-write): a failure, so
             # its ingested version stays until the watcher reads it again.
@@ -394,6 +411,16 @@ def ingest(
     store.write_manifest(gen)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def reading_jobs(jobs: int | None) -> int:
+    """The files an ingest reads at once: ``jobs``, else one per core; the process's worker
+    pool may then run as many extractions at once."""
+    from semfs.ingest.formats import worker
+
+    n = max(1, jobs) if jobs is not None else worker.default_jobs()
+    worker.shared(n)
+    return n
 
 
 def doc_unreadable(doc: Document, old: DocumentRecord | None) -> bool:

@@ -32,6 +32,7 @@ class SourceOptions:
     batch_size: int = DEFAULT_BATCH_SIZE
     max_bytes: int = DEFAULT_MAX_BYTES
     follow_symlinks: bool = False
+    jobs: int | None = None  # files read at once (None: one per core)
 
 
 @dataclass(frozen=True)

@@ -475,6 +475,7 @@ class SourceWatcher:
                 batch_size=self.options.batch_size,
                 max_bytes=self.options.max_bytes,
                 follow_symlinks=self.options.follow_symlinks,
+                jobs=self.options.jobs,
                 embedder=self.embedder,
                 paths=None if full else paths,
                 keep_failed=True,

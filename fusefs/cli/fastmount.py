@@ -152,6 +152,7 @@ def _source_options(p: Mapping[str, Any]) -> SourceOptions | None:
         p["batch_size"],
         p["max_bytes"],
         p["follow_symlinks"],
+        p["jobs"],
     )
 
 

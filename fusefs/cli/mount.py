@@ -81,6 +81,7 @@ def mount_cmd(
     batch_size: int,
     max_bytes: int,
     follow_symlinks: bool,
+    jobs: int | None,
 ) -> None:
     """Show a collection as a read-only directory tree at MOUNTPOINT.
 

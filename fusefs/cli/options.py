@@ -147,6 +147,15 @@ SOURCE = (
         is_flag=True,
         help="Also ingest files that symlinks lead to outside SOURCE (skipped by default).",
     ),
+    Param(
+        "jobs",
+        ("-j", "--jobs"),
+        number=int,
+        bounds=(1, 64),
+        metavar="N",
+        help="Files read and converted at once, each PDF, Word, HTML, ... file in a bounded "
+        "worker process of its own [default: one per core].",
+    ),
 )
 
 # `semfs mount`'s parameters, in the order of its --help.

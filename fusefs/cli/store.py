@@ -100,6 +100,7 @@ def ingest_cmd(
     max_bytes: int,
     watch: bool,
     follow_symlinks: bool,
+    jobs: int | None,
     verify: bool,
     replace: bool,
     retry_skipped: bool,
@@ -132,6 +133,7 @@ def ingest_cmd(
         semfs ingest ./docs --url http://localhost:6333 --collection acme
         semfs ingest ./docs --watch
         semfs ingest ./docs --dry-run
+        semfs ingest ./big-folder --jobs 4
     """
     from semfs.ingest.pipeline import ingest
 
@@ -139,12 +141,12 @@ def ingest_cmd(
         if watch:
             raise click.UsageError("--dry-run and --watch do not go together")
         _dry_run(source, store_path, url, api_key, collection, model, include, exclude,
-                 max_bytes, follow_symlinks, replace, as_json)  # fmt: skip
+                 max_bytes, follow_symlinks, replace, as_json, jobs)  # fmt: skip
         return
     if watch:
         from semfs.ingest.sources import SourceOptions
 
-        opts = SourceOptions(model, include, exclude, batch_size, max_bytes, follow_symlinks)
+        opts = SourceOptions(model, include, exclude, batch_size, max_bytes, follow_symlinks, jobs)
         _follow(
             source, store_path, url, api_key, collection, opts, as_json=as_json, replace=replace
         )
@@ -170,6 +172,7 @@ def ingest_cmd(
                 batch_size=batch_size,
                 max_bytes=max_bytes,
                 follow_symlinks=follow_symlinks,
+                jobs=jobs,
                 on_start=progress.start if progress else None,
                 on_progress=progress.advance if progress else None,
                 verify=verify,
@@ -301,6 +304,7 @@ def _dry_run(
     follow_symlinks: bool,
     replace: bool,
     as_json: bool,
+    jobs: int | None = None,
 ) -> None:
     """``semfs ingest --dry-run``: the run's report, with nothing written."""
     from semfs.ingest.pipeline import ingest
@@ -316,6 +320,7 @@ def _dry_run(
             follow_symlinks=follow_symlinks,
             replace_source=replace,
             dry_run=True,
+            jobs=jobs,
         )
     if as_json:
         click.echo(json.dumps({**report.to_json(), "dry_run": True}, indent=2))

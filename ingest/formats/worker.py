@@ -7,6 +7,12 @@ process (``python -m semfs.ingest.formats.worker``) whose address space is cappe
 the child is killed (and started again for the next file), and the file is skipped with the
 reason. A child that dies (a crash in native code, the memory cap) costs that file only.
 
+A :class:`WorkerPool` runs up to ``jobs`` such children at once (one per core by default,
+:func:`default_jobs`), each with its own bounds: a thread that asks it to extract takes an idle
+child, or starts one while fewer than ``jobs`` run, or waits for one. The process's pool
+(:func:`shared`) starts children only as callers need them at once, so a caller that
+extracts from one thread runs one child.
+
 The pipe carries JSON and raw bytes, never pickles: a child that a hostile file took over
 can send the parent nothing but text.
 """
@@ -159,17 +165,87 @@ def _serve(memory: int) -> None:
         stdout.flush()
 
 
-_shared: Worker | None = None
+def default_jobs() -> int:
+    """How many extractions run at once by default: the cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS has no affinity call
+        return max(1, os.cpu_count() or 1)
+
+
+class WorkerPool:
+    """Up to ``jobs`` :class:`Worker` children, each bounded alone. Thread-safe: each
+    :meth:`extract` runs on an idle child (started when fewer than ``jobs`` run), else waits."""
+
+    def __init__(
+        self, jobs: int | None = None, timeout: float = TIMEOUT_S, memory: int = MEMORY_BYTES
+    ) -> None:
+        self.jobs = max(1, jobs if jobs is not None else default_jobs())
+        self.timeout = timeout
+        self.memory = memory
+        self._idle: list[Worker] = []
+        self._started = 0
+        self._free = threading.Condition()
+        self._closed = False
+
+    @property
+    def started(self) -> int:
+        """How many children this pool has made (each one runs until :meth:`close`)."""
+        return self._started
+
+    def extract(self, module: str, path: str, data: bytes) -> Extracted | Unsupported:
+        """:meth:`Worker.extract` on a child of its own for the length of the call."""
+        worker = self._take()
+        try:
+            return worker.extract(module, path, data)
+        finally:
+            with self._free:
+                if self._closed:
+                    worker.close()
+                else:
+                    self._idle.append(worker)
+                    self._free.notify()
+
+    def _take(self) -> Worker:
+        with self._free:
+            while not self._idle and self._started >= self.jobs:
+                self._free.wait()
+            if self._idle:
+                return self._idle.pop()
+            self._started += 1
+            return Worker(self.timeout, self.memory)
+
+    def widen(self, jobs: int) -> None:
+        """Let up to ``jobs`` children run (never fewer than now)."""
+        with self._free:
+            if jobs > self.jobs:
+                self.jobs = jobs
+                self._free.notify_all()
+
+    def close(self) -> None:
+        """Stop the idle children; a call under way stops its child when it returns."""
+        with self._free:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.close()
+
+
+_shared: WorkerPool | None = None
 _shared_lock = threading.Lock()
 
 
-def shared() -> Worker:
-    """The process's worker, started on first use and stopped at exit."""
+def shared(jobs: int | None = None) -> WorkerPool:
+    """The process's pool, made on first use and stopped at exit: :func:`default_jobs`
+    children at most, or ``jobs`` when that is more (``semfs ingest --jobs``). It starts a
+    child only when every running one is busy: as many run as threads extract at once."""
     global _shared
     with _shared_lock:
         if _shared is None:
-            _shared = Worker()
+            _shared = WorkerPool()
             atexit.register(_shared.close)
+        if jobs is not None and jobs > _shared.jobs:
+            _shared.widen(jobs)
         return _shared
 
 

@@ -1,0 +1,128 @@
+"""Files read in parallel (issue 38.2): the bounded stream of :mod:`semfs.ingest.parallel`,
+the pool of bounded extraction workers, and an ingest with N readers giving the store one
+reader gives."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from semfs.ingest import formats, parallel
+from semfs.ingest.embedding.embedder import HashEmbedder
+from semfs.ingest.formats import worker
+from semfs.ingest.search import Searcher
+from semfs.ingest.store.backends import open_store
+from tests.helpers.docfixtures import make_all, make_bad
+from tests.helpers.mounting import ingest_hash
+
+WAIT = 60.0  # seconds a test waits for threads that should meet at once (never reached)
+
+
+def test_the_stream_keeps_the_order_and_takes_a_bounded_number_ahead() -> None:
+    taken: list[int] = []
+
+    def items() -> Any:
+        for i in range(50):
+            taken.append(i)
+            yield i
+
+    got = []
+    for item, result in parallel.stream(items(), lambda i: i * i, jobs=4, window=6):
+        # What has been taken is what was given plus at most the window.
+        assert len(taken) <= len(got) + 1 + 6
+        got.append((item, result))
+    assert got == [(i, i * i) for i in range(50)]
+
+
+def test_the_stream_runs_jobs_at_once() -> None:
+    meet = threading.Barrier(3, timeout=WAIT)  # three calls must be under way together
+
+    def work(i: int) -> str:
+        meet.wait()
+        return threading.current_thread().name
+
+    names = [name for _i, name in parallel.stream(range(9), work, jobs=3)]
+    assert len(set(names)) == 3 and threading.current_thread().name not in names
+
+
+def test_unordered_gives_each_result_once_and_one_job_uses_no_thread() -> None:
+    got = parallel.stream(range(20), str, jobs=3, ordered=False)
+    assert sorted(got) == sorted((i, str(i)) for i in range(20))
+    names = {n for _i, n in parallel.stream(range(3), lambda _: threading.current_thread().name)}
+    assert names == {threading.current_thread().name}
+
+
+def test_an_error_reaches_the_caller_in_its_turn_and_leaving_stops_the_rest() -> None:
+    done: list[int] = []
+
+    def work(i: int) -> int:
+        if i == 3:
+            raise ValueError("three")
+        done.append(i)
+        return i
+
+    got = []
+    with pytest.raises(ValueError, match="three"):
+        for i, _ in parallel.stream(range(1000), work, jobs=2, window=4):
+            got.append(i)
+    assert got == [0, 1, 2]
+    assert len(done) < 20  # the rest of the thousand were never started
+
+
+def test_the_pool_never_runs_more_children_than_its_jobs(tmp_path: Path) -> None:
+    make_all(tmp_path)
+    files = sorted(p for p in tmp_path.iterdir() if formats.format_of(p.name))
+    pool = worker.WorkerPool(jobs=2)
+    try:
+        work = [(p.name, p.read_bytes()) for p in files] * 2
+        results = list(
+            parallel.stream(work, lambda w: pool.extract(formats.format_of(w[0]), *w), jobs=6)
+        )
+        assert 1 <= pool.started <= 2
+        for (name, data), got in results:
+            assert got == formats.extract(name, data, isolated=False), name
+    finally:
+        pool.close()
+
+
+def _contents(store_dir: Path) -> dict[str, Any]:
+    """Everything a reader can see of a store: records, chunks, vectors, originals."""
+    out: dict[str, Any] = {}
+    with open_store(store_dir) as store:
+        for d in sorted(store.list_documents(), key=lambda d: d.path):
+            chunks = store.get_chunks(d.path, d.gen, range(d.chunks))
+            vectors = store.chunk_vectors(d.path, d.gen, range(d.chunks))
+            blob = None
+            original = d.original_record()
+            if original is not None and original.blob:
+                parts = store.read_blob(original.path, d.gen, range(len(original.offsets or ())))
+                blob = b"".join(parts[i] for i in sorted(parts))
+            out[d.path] = (d, [(c, vectors.get(c.index)) for c in chunks], blob)
+        out["dirs"] = sorted(store.list_directories(), key=lambda r: r.path)
+        searcher = Searcher(store, embedder=HashEmbedder())
+        for mode in ("keyword", "hybrid"):  # the BM25 vectors, the dense ones
+            hits = searcher.search("turbine gasket quarterly report", k=20, mode=mode)
+            out[mode] = [(h.path, round(h.score, 6)) for h in hits]
+            assert out[mode], mode
+    return out
+
+
+def test_n_readers_give_the_store_one_reader_gives(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    make_all(src / "converted")
+    make_bad(src / "bad")
+    for i in range(12):
+        (src / "notes" / f"n{i}.md").parent.mkdir(parents=True, exist_ok=True)
+        (src / "notes" / f"n{i}.md").write_text(f"# Note {i}\n\nThe turbine gasket {i}.\n" * 20)
+    one, four = tmp_path / "one", tmp_path / "four"
+    reports = [ingest_hash(src, one, jobs=1), ingest_hash(src, four, jobs=4)]
+    for r in reports:
+        r.seconds = 0.0
+    assert reports[0] == reports[1]
+    assert reports[0].added and reports[0].unsearched  # converted, text and refused files
+    assert _contents(one) == _contents(four)
+    shutil.rmtree(four)
