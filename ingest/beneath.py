@@ -1,6 +1,6 @@
 """The source folder of a writable mount, reached only beneath its descriptor.
 
-:class:`SourceFolder` holds a path-only descriptor of the folder (``platform.path_flag``),
+:class:`SourceFolder` holds a path-only descriptor of the folder (``portable.path_flag``),
 opened once at mount, and does every call of a writable mount relative to it: a path is
 resolved without following any symbolic link, in a folder or at the end (``openat2`` with
 ``RESOLVE_BENEATH`` and ``RESOLVE_NO_SYMLINKS``; before Linux 5.6 and on macOS, one
@@ -29,16 +29,16 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from semfs.ingest import platform
+from semfs.ingest import portable
 
 # openat2(2): its syscall number, None where the system has none (macOS).
-_SYS_OPENAT2 = platform.openat2_syscall()
+_SYS_OPENAT2 = portable.openat2_syscall()
 _RESOLVE_NO_MAGICLINKS = 0x02
 _RESOLVE_NO_SYMLINKS = 0x04
 _RESOLVE_BENEATH = 0x08
 _RESOLVE = _RESOLVE_NO_MAGICLINKS | _RESOLVE_NO_SYMLINKS | _RESOLVE_BENEATH
-_PATH_FLAGS = platform.path_flag() | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-RENAME_NOREPLACE, RENAME_EXCHANGE = platform.RENAME_NOREPLACE, platform.RENAME_EXCHANGE
+_PATH_FLAGS = portable.path_flag() | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+RENAME_NOREPLACE, RENAME_EXCHANGE = portable.RENAME_NOREPLACE, portable.RENAME_EXCHANGE
 
 
 class _OpenHow(ctypes.Structure):
@@ -180,17 +180,17 @@ class SourceFolder:
             if not flags:
                 os.rename(oname, nname, src_dir_fd=ofd, dst_dir_fd=nfd)
                 return
-            platform.rename_at(ofd, oname, nfd, nname, flags)
+            portable.rename_at(ofd, oname, nfd, nname, flags)
 
     # -- attributes -----------------------------------------------------------------------
 
     def chmod(self, rel: str, mode: int) -> None:
         with self._pinned(rel) as fd:
-            platform.fchmod(fd, stat.S_IMODE(mode))
+            portable.fchmod(fd, stat.S_IMODE(mode))
 
     def chown(self, rel: str, uid: int, gid: int) -> None:
         if not rel:  # the source itself (tar x into the mount's root sets its owner)
-            platform.fchown(self.fd, uid, gid)
+            portable.fchown(self.fd, uid, gid)
             return
         with self.parent(rel) as (fd, name):
             os.chown(name, uid, gid, dir_fd=fd, follow_symlinks=False)
@@ -198,7 +198,7 @@ class SourceFolder:
     def utimens(self, rel: str, times: tuple[int, int] | None) -> None:
         """Set (atime, mtime) in ns; None: now."""
         if not rel:
-            platform.futimens(self.fd, times)
+            portable.futimens(self.fd, times)
             return
         with self.parent(rel) as (fd, name):
             if times is None:
@@ -214,7 +214,7 @@ class SourceFolder:
             yield self.fd
             return
         with self.parent(rel) as (dfd, name):
-            fd = os.open(name, platform.path_flag() | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+            fd = os.open(name, portable.path_flag() | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
         try:
             if stat.S_ISLNK(os.fstat(fd).st_mode):
                 raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP), rel)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from semfs.ingest import formats, platform
+from semfs.ingest import formats, portable
 from semfs.ingest.embedding.embedder import DEFAULT_BATCH_SIZE
 from semfs.ingest.errors import SourceError
 from semfs.ingest.limits import DEFAULT_MAX_BYTES
@@ -372,9 +372,9 @@ def _record_dir(dir_fd: int, rel: str, out: list[DirectoryRecord]) -> None:
 def semfs_devices(table: Path | None = None) -> frozenset[int]:
     """The device numbers (``st_dev``) of every semfs mount; empty where unknown. A folder is
     one when ``stat`` gives that device: no path to resolve, which a moving folder races."""
-    found = platform.mounts(table) or []
+    found = portable.mounts(table) or []
     return frozenset(
-        m.device for m in found if m.fstype == platform.FSTYPE and m.device is not None
+        m.device for m in found if m.fstype == portable.FSTYPE and m.device is not None
     )
 
 

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from semfs.ingest import platform
+from semfs.ingest import portable
 from semfs.ingest.embedding.embedder import Embedder
 from semfs.ingest.errors import SourceError
 from semfs.ingest.sources import VCS_DIRS, SourceOptions, _matches
@@ -74,7 +74,7 @@ OnBatch = Callable[["IngestReport", SyncState], None]
 
 
 def _sysctl(name: str) -> str:
-    return platform.sysctl(name)
+    return portable.sysctl(name)
 
 
 def limit_message(exc: OSError, source: Path) -> str:
@@ -94,8 +94,8 @@ def limit_message(exc: OSError, source: Path) -> str:
 
 
 def inotify_watch_count() -> int | None:
-    """Watches held by this process's inotify descriptors, or None (see ``platform``)."""
-    return platform.watch_count()
+    """Watches held by this process's inotify descriptors, or None (see ``portable``)."""
+    return portable.watch_count()
 
 
 class _OverflowAlarm(logging.Handler):

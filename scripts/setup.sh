@@ -12,7 +12,7 @@ extra="${1:-}"
 sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else "$@"; fi; }
 
 if [ "$(uname -s)" = Darwin ]; then
-  # macOS: a FUSE library where semfs looks for one (ingest/platform.py: macFUSE's
+  # macOS: a FUSE library where semfs looks for one (ingest/portable.py: macFUSE's
   # libfuse.2.dylib, else FUSE-T's libfuse-t.dylib). FUSE-T needs no kernel extension, so it is
   # what this installs; macFUSE (brew install --cask macfuse) works too, once its system
   # extension is allowed in System Settings.

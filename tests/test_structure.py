@@ -304,12 +304,12 @@ def test_fusefs_never_asks_a_store_for_its_class() -> None:
     assert hits == []
 
 
-# --- one platform module ---------------------------------------------------------------------
+# --- one portable module ---------------------------------------------------------------------
 
-PLATFORM_MODULE = "semfs.ingest.platform"
-# What only Linux has, or asks which system this is: the platform module holds each such call,
+PLATFORM_MODULE = "semfs.ingest.portable"
+# What only Linux has, or asks which system this is: the portable module holds each such call,
 # its macOS way beside it (issue 33). Comments and docstrings count: a grep for these finds
-# the platform module, its tests and the docs only. "Linux" in prose is fine; `linux` is the
+# the portable module, its tests and the docs only. "Linux" in prose is fine; `linux` is the
 # name sys.platform and paths use.
 LINUX_ONLY = re.compile(
     r"/proc\b|SO_PEERCRED|fusermount|renameat2|\bO_PATH\b|linux|sys\.platform|posix_fadvise"

@@ -14,7 +14,7 @@ Rules a caller may rely on:
   running request: uid 0 may read anything; else the owner, group (the caller's primary and
   supplementary groups) or other bits of the file must grant read, and every folder above it
   search (x). A document without a recorded mode is 0444, owned by the mounting user.
-* Supplementary groups are read (``platform.process_groups``) only when the answer depends
+* Supplementary groups are read (``portable.process_groups``) only when the answer depends
   on them; a caller whose groups cannot be read counts with its primary group alone.
 
 No FUSE import here: the caller passes who asks (``fusefs.bindings.request_caller``).
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from semfs.fusefs.view.tree import DIR, Ownership, Tree
-from semfs.ingest import platform
+from semfs.ingest import portable
 from semfs.ingest.store.schema import DocumentRecord
 
 # (uid, gid, pid) of the process whose request is running.
@@ -36,7 +36,7 @@ R_OK, X_OK = 4, 1
 def caller_groups(pid: int, uid: int = -1, gid: int = -1) -> frozenset[int]:
     """The supplementary groups of process ``pid`` (user ``uid``, group ``gid``: what macOS
     answers from); empty when unknown."""
-    return platform.process_groups(pid, uid, gid)
+    return portable.process_groups(pid, uid, gid)
 
 
 def grants(

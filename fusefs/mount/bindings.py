@@ -10,7 +10,7 @@ timeouts and still drop exactly the paths a refresh changed (see
 :mod:`semfs.fusefs.mount.kernelcache`).
 Under libfuse 2 (or fusepy) the mount falls back to short timeouts. ``FUSE_LIBRARY_PATH``
 or ``FUSE_LIBRARY_NAME`` in the environment still choose the library. On macOS the library is
-macFUSE's or FUSE-T's (``platform.fuse_library``); where none loads, importing this module
+macFUSE's or FUSE-T's (``portable.fuse_library``); where none loads, importing this module
 raises :class:`MountError` saying in one line what to install.
 """
 
@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from semfs.ingest import platform
+from semfs.ingest import portable
 from semfs.ingest.errors import MountError
 
 
@@ -31,7 +31,7 @@ def _import_bindings() -> Any:
     chosen = "FUSE_LIBRARY_PATH" in os.environ or "FUSE_LIBRARY_NAME" in os.environ
     # By path where it can (no `ldconfig -p` subprocess on a mount's way up; on macOS a
     # Homebrew dylib is not on dlopen's default path).
-    prefer3 = None if chosen else platform.fuse_library()
+    prefer3 = None if chosen else portable.fuse_library()
     if prefer3 is not None:
         os.environ[prefer3[0]] = prefer3[1]
     try:
@@ -44,7 +44,7 @@ def _import_bindings() -> Any:
 
             return fusepy
     except OSError:  # no libfuse: both bindings raise at import
-        raise MountError(platform.install_hint()) from None
+        raise MountError(portable.install_hint()) from None
     finally:
         if prefer3 is not None:  # read once at import: children need not inherit our choice
             del os.environ[prefer3[0]]
@@ -155,7 +155,7 @@ class _OpendirFlags:
     def __init__(self, fuse_ptr: int, mountpoints: frozenset[bytes]) -> None:
         self.installed = False
         lib = fuse._libfuse
-        if not platform.libfuse_internals_known() or ctypes.sizeof(ctypes.c_void_p) != 8:
+        if not portable.libfuse_internals_known() or ctypes.sizeof(ctypes.c_void_p) != 8:
             return
         lib.fuse_get_session.restype = ctypes.c_void_p
         session = lib.fuse_get_session(ctypes.c_void_p(fuse_ptr))

@@ -23,30 +23,22 @@ import contextlib
 import ctypes
 import errno
 import os
-import platform
 from collections.abc import Iterator
 
 from semfs.fusefs.mount.access import Caller, caller_groups
-from semfs.ingest.platform import per_thread_credentials
+from semfs.ingest.portable import credential_syscalls
 
-# setfsuid, setfsgid, setgroups by machine (asm/unistd.h); the groups call must be the raw
-# one: glibc's setgroups() changes every thread of the process.
-_SYSCALLS = {
-    "x86_64": (122, 123, 116),
-    "aarch64": (151, 152, 159),
-    "arm64": (151, 152, 159),
-}
 NGROUPS_MAX = 65536
 
 
 def _libc() -> ctypes.CDLL | None:
-    if not per_thread_credentials() or platform.machine() not in _SYSCALLS:
+    if credential_syscalls() is None:
         return None
     return ctypes.CDLL(None, use_errno=True)
 
 
 _LIBC = _libc()
-_NUMBERS = _SYSCALLS.get(platform.machine())
+_NUMBERS = credential_syscalls()
 
 
 def can_switch() -> bool:

@@ -39,7 +39,7 @@ from semfs.fusefs.view.refresh import DEFAULT_INTERVAL, TreeRefresher
 from semfs.fusefs.view.searchdir import DEFAULT_NAME, SearchDirectories, SearchOptions
 from semfs.fusefs.view.similardir import SimilarDirectories
 from semfs.fusefs.view.tree import InodeMap, Ownership
-from semfs.ingest import platform
+from semfs.ingest import portable
 from semfs.ingest.errors import MountError, StoreOwnedError
 from semfs.ingest.host import StoreHost
 from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, Store
@@ -121,7 +121,7 @@ def fuse_options(cfg: MountConfig) -> dict[str, Any]:
         "entry_timeout": timeout,
         "attr_timeout": timeout,
     }
-    opts.update(platform.mount_options(cfg.collection))  # Linux: the type reads fuse.semfs
+    opts.update(portable.mount_options(cfg.collection))  # Linux: the type reads fuse.semfs
     # We check emptiness ourselves; libfuse 2 also refuses unless told, libfuse 3 never does.
     if user.pop("nonempty", False) and fuse_major_version() == 2:
         opts["nonempty"] = True

@@ -24,7 +24,7 @@ from pathlib import Path
 from semfs.fusefs.mount.bindings import can_invalidate, library_path
 from semfs.fusefs.mount.daemon import MountConfig, MountDaemon, fuse_options
 from semfs.fusefs.mount.unmount import is_stale
-from semfs.ingest import platform
+from semfs.ingest import portable
 from semfs.ingest.errors import MountError, SemfsError, engine_damage
 from semfs.ingest.store import default_store_path
 
@@ -44,7 +44,7 @@ def check_mountpoint(path: Path, allow_nonempty: bool = False) -> None:
         if exc.errno == errno.ENOTCONN:
             raise MountError(
                 f"{path} is a stale mount (Transport endpoint is not connected): "
-                f"run `semfs umount {path}` (or {platform.unmount_hint(path)}) first"
+                f"run `semfs umount {path}` (or {portable.unmount_hint(path)}) first"
             ) from None
         raise MountError(f"cannot use mountpoint {path}: {exc.strerror}") from None
     if not stat.S_ISDIR(st.st_mode):
@@ -52,7 +52,7 @@ def check_mountpoint(path: Path, allow_nonempty: bool = False) -> None:
     if is_stale(path):  # stat came from the kernel's cache
         raise MountError(
             f"{path} is a stale mount (Transport endpoint is not connected): "
-            f"run `semfs umount {path}` (or {platform.unmount_hint(path)}) first"
+            f"run `semfs umount {path}` (or {portable.unmount_hint(path)}) first"
         )
     if os.path.ismount(path):
         raise MountError(f"{path} is already a mount point: `semfs umount {path}` first")
@@ -112,7 +112,7 @@ def mount(cfg: MountConfig) -> None:
     cfg = _absolute(cfg)
     check_mountpoint(cfg.mountpoint, allow_nonempty=bool(cfg.options.get("nonempty")))
     options = fuse_options(cfg)  # option errors now, not in the child
-    for line in platform.limits(options, library_path(), can_invalidate()):
+    for line in portable.limits(options, library_path(), can_invalidate()):
         logger.warning("%s", line)  # what this system's mount cannot do, one line each
     if cfg.watch is not None:
         from semfs.ingest.sources import check_source  # a plain mount reads no folder

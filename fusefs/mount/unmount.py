@@ -1,7 +1,7 @@
 """Unmounting, and reading what is mounted where: the mounts, a stale mount, the daemon's pid.
 
 ``semfs umount`` refuses anything but a semfs mount (its type in the system's list of mounts)
-unless forced, runs the system's unmount command (``platform.unmount_commands``), then waits
+unless forced, runs the system's unmount command (``portable.unmount_commands``), then waits
 for the daemon to exit. The
 harnesses (tests, benchmarks) use :func:`force_unmount`, which never leaves a mount behind.
 """
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from semfs.fusefs.mount.ops import XATTR_PREFIX
-from semfs.ingest import platform
+from semfs.ingest import portable
 from semfs.ingest.errors import MountError
 
 
@@ -37,7 +37,7 @@ def is_stale(path: Path) -> bool:
 
 def force_unmount(mountpoint: Path) -> None:
     """Unmount whatever is at ``mountpoint`` by every means, quietly: each tool, then lazily,
-    then detached (``platform.detach_command``). For harnesses (tests, benchmarks) that must
+    then detached (``portable.detach_command``). For harnesses (tests, benchmarks) that must
     never leave a mount behind."""
 
     def busy() -> bool:
@@ -51,17 +51,17 @@ def force_unmount(mountpoint: Path) -> None:
                 subprocess.run(command, capture_output=True, check=False)
     if busy():
         with contextlib.suppress(OSError):
-            subprocess.run(platform.detach_command(mountpoint), capture_output=True, check=False)
+            subprocess.run(portable.detach_command(mountpoint), capture_output=True, check=False)
 
 
 def unmount_commands(mountpoint: Path, lazy: bool = False) -> list[list[str]]:
-    """Commands to try in order (see ``platform.unmount_commands``)."""
-    return platform.unmount_commands(mountpoint, lazy)
+    """Commands to try in order (see ``portable.unmount_commands``)."""
+    return portable.unmount_commands(mountpoint, lazy)
 
 
 def daemon_pid(mountpoint: Path) -> int | None:
     """The pid of the semfs daemon serving ``mountpoint``, as its root xattr says."""
-    value = platform.get_xattr(mountpoint, XATTR_PREFIX + "pid")
+    value = portable.get_xattr(mountpoint, XATTR_PREFIX + "pid")
     try:
         return None if value is None else int(value)
     except ValueError:
@@ -71,7 +71,7 @@ def daemon_pid(mountpoint: Path) -> int | None:
 def mount_search_dir(mountpoint: Path) -> str | None:
     """The search folder the semfs mount at ``mountpoint`` answers, as its root xattr says
     (None from a mount that does not say: an older daemon, or no xattrs here)."""
-    value = platform.get_xattr(mountpoint, XATTR_PREFIX + "search_dir")
+    value = portable.get_xattr(mountpoint, XATTR_PREFIX + "search_dir")
     try:
         return None if value is None else value.decode()
     except UnicodeDecodeError:
@@ -85,11 +85,11 @@ def process_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return not platform.is_zombie(pid)  # a zombie has exited
+    return not portable.is_zombie(pid)  # a zombie has exited
 
 
 # What the system's list calls a semfs mount: FUSE with our subtype (see daemon.fuse_options).
-FSTYPE = platform.FSTYPE
+FSTYPE = portable.FSTYPE
 # How long `umount --lazy` waits before saying the daemon is still serving open files.
 LAZY_WAIT = 1.0
 
@@ -100,7 +100,7 @@ def mount_fstype(path: Path, table: Path | None = None) -> str | None:
     Raises FileNotFoundError where the system's list of mounts cannot be read.
     """
     target = os.path.realpath(path) if not is_stale(path) else os.path.abspath(path)
-    found = platform.mounts(table)
+    found = portable.mounts(table)
     if found is None:
         raise FileNotFoundError(errno.ENOENT, "no list of mounts here")
     fstype = None

@@ -432,7 +432,7 @@ class WritableOperations(SemfsOperations):
         return self.rename2(old, new, 0)
 
     def rename2(self, old: str, new: str, flags: int) -> int:
-        """rename with flags (RENAME_NOREPLACE, RENAME_EXCHANGE: ``platform.rename_at``)."""
+        """rename with flags (RENAME_NOREPLACE, RENAME_EXCHANGE: ``portable.rename_at``)."""
         src, dst = old.lstrip("/"), new.lstrip("/")
         self._change((old, new), lambda: self.source.rename(src, dst, flags))
         self._moved(src, dst)

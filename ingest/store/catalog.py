@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from semfs.ingest import platform
+from semfs.ingest import portable
 from semfs.ingest.errors import SemfsError, StoreLockedError, StoreNotFoundError
 from semfs.ingest.store import check_collection_name
 
@@ -49,7 +49,7 @@ def mount_source(collection: str, url: str | None = None) -> str:
 def mounted_at(source: str, table: Path | None = None) -> list[str]:
     """Mountpoints of the semfs mounts called ``source`` (:func:`mount_source`) here; empty
     where the system's list of mounts cannot be read."""
-    found = platform.mounts(table) or []
+    found = portable.mounts(table) or []
     return [m.mountpoint for m in found if (m.fstype, m.source) == (MOUNT_FSTYPE, source)]
 
 

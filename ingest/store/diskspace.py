@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from semfs.ingest import platform
+from semfs.ingest import portable
 from semfs.ingest.errors import DiskFullError
 from semfs.ingest.store.schema import ChunkPoint
 
@@ -86,7 +86,7 @@ def _existing(path: Path) -> Path:
 
 def filesystem_type(path: Path) -> str | None:
     """The type of the filesystem holding ``path`` (``tmpfs``, ``ext4``, ...), None if unknown."""
-    table = platform.mounts()
+    table = portable.mounts()
     if table is None:
         return None
     target = os.path.realpath(_existing(path))

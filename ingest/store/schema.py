@@ -67,7 +67,7 @@ INDEXED_INTEGERS = ("gen",)
 INDEXED_TEXT = ("text",)
 
 # The ids' uuid5 namespace, 6f1d3a52-9a53-4c5e-8f0e-5e6d2b1c9a10, as bytes: ``uuid`` itself is
-# not imported (it imports ``platform``), a mount's start pays each module it imports.
+# not imported (it imports ``portable``), a mount's start pays each module it imports.
 _NAMESPACE_BYTES = bytes.fromhex("6f1d3a529a534c5e8f0e5e6d2b1c9a10")
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from semfs.fusefs.mount.unmount import force_unmount, process_alive
-from semfs.ingest import platform
+from semfs.ingest import portable
 
 REPO = Path(__file__).resolve().parents[2]
 logger = logging.getLogger("bench")
@@ -55,7 +55,7 @@ class CannotMeasure(Exception):
 def require_linux(script: str) -> None:
     """Stop in one line where the figures cannot be taken: the benchmarks read peak memory, CPU
     time and the page cache through Linux's /proc (semfs itself runs on macOS too)."""
-    if not platform.is_linux():
+    if not portable.is_linux():
         raise SystemExit(
             f"{script}: the benchmarks measure through Linux's /proc (peak memory, CPU time, "
             "page cache): run them on Linux"

@@ -1,7 +1,7 @@
 """`semfs mount` where no FUSE library loads: one line saying what to install, no traceback.
 
 Linux's line is checked here by pointing mfusepy at a library that is not there; macOS's
-(macFUSE or FUSE-T) is the platform module's and is checked in tests/unit/test_platform.py."""
+(macFUSE or FUSE-T) is the portable module's and is checked in tests/unit/test_portable.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from semfs.ingest import platform
+from semfs.ingest import portable
 from tests.helpers import SEMFS
 
 
@@ -29,5 +29,5 @@ def test_mount_without_a_fuse_library_says_what_to_install(tmp_path: Path) -> No
         check=False,
     )
     assert done.returncode == 1
-    assert done.stderr.strip() == f"Error: {platform.LINUX_INSTALL}"
+    assert done.stderr.strip() == f"Error: {portable.LINUX_INSTALL}"
     assert not os.path.ismount(mnt)

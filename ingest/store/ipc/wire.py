@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from semfs.ingest import errors, platform
+from semfs.ingest import errors, portable
 from semfs.ingest.errors import SemfsError, StoreUnavailableError
 
 # The owner's socket and token, in the collection's folder (the only place these names are
@@ -180,9 +180,9 @@ def rebuild_error(err: dict[str, Any]) -> SemfsError:
 
 
 def peer_uid(sock: socket.socket) -> int | None:
-    """The uid of the process at the other end, where the OS tells (see ``platform.peer_uid``);
+    """The uid of the process at the other end, where the OS tells (see ``portable.peer_uid``);
     where it cannot, the 0600 socket and the token must do."""
-    return platform.peer_uid(sock)
+    return portable.peer_uid(sock)
 
 
 def trusted(uid: int | None) -> bool:
@@ -199,7 +199,7 @@ def socket_address(path: Path) -> Iterator[str]:
         return
     fd = os.open(path.parent, os.O_RDONLY)
     try:
-        alias = platform.socket_alias(fd, path.name)
+        alias = portable.socket_alias(fd, path.name)
         if alias is None:
             raise StoreUnavailableError(
                 f"socket path too long for this system: {path}; "

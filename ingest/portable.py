@@ -21,6 +21,7 @@ import contextlib
 import ctypes
 import errno
 import os
+import platform
 import re
 import shutil
 import socket
@@ -50,11 +51,29 @@ def is_macos() -> bool:
     return system() == MACOS
 
 
+# setfsuid, setfsgid, setgroups by machine (asm/unistd.h); the groups call must be the raw
+# one: glibc's setgroups() changes every thread of the process.
+_CREDENTIAL_SYSCALLS = {
+    "x86_64": (122, 123, 116),
+    "aarch64": (151, 152, 159),
+    "arm64": (151, 152, 159),
+}
+
+
 def per_thread_credentials() -> bool:
     """Whether one thread can take another user's filesystem credentials alone: Linux's
     setfsuid/setfsgid and raw setgroups. macOS has pthread_setugid_np, which semfs does not
     use: a writable mount there acts for its own user only."""
     return is_linux()
+
+
+def credential_syscalls() -> tuple[int, int, int] | None:
+    """The system call numbers of setfsuid, setfsgid and setgroups on this machine, or None
+    where one thread cannot take another user's credentials (:func:`per_thread_credentials`)
+    or the machine is not in the table."""
+    if not per_thread_credentials():
+        return None
+    return _CREDENTIAL_SYSCALLS.get(platform.machine())
 
 
 def libfuse_internals_known() -> bool:

@@ -1,6 +1,6 @@
-"""The platform module, each function's Linux and macOS branch, run here on Linux.
+"""semfs.ingest.portable, each function's Linux and macOS branch, run here on Linux.
 
-The macOS branches run with :data:`semfs.ingest.platform.SYSTEM` switched to ``darwin``. Where
+The macOS branches run with :data:`semfs.ingest.portable.SYSTEM` switched to ``darwin``. Where
 a branch calls into libc, it runs against a Linux library that has the same call: libbsd's
 ``getpeereid``; glibc's ``getxattr``, which ignores the two arguments macOS's takes more (the
 System V calling convention leaves extra arguments unread). ``renameatx_np`` has no Linux twin:
@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from semfs.ingest import platform
+from semfs.ingest import portable
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="runs on Linux")
 
 
 @pytest.fixture
 def macos(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(platform, "SYSTEM", "darwin")
+    monkeypatch.setattr(portable, "SYSTEM", "darwin")
 
 
 def _libbsd() -> ctypes.CDLL:
@@ -38,11 +38,11 @@ def _libbsd() -> ctypes.CDLL:
 
 
 def test_the_system_is_read_through_one_switch(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert platform.system() == "linux" and platform.is_linux() and not platform.is_macos()
-    assert platform.per_thread_credentials() and platform.libfuse_internals_known()
-    monkeypatch.setattr(platform, "SYSTEM", "darwin")
-    assert platform.system() == "darwin" and platform.is_macos() and not platform.is_linux()
-    assert not platform.per_thread_credentials() and not platform.libfuse_internals_known()
+    assert portable.system() == "linux" and portable.is_linux() and not portable.is_macos()
+    assert portable.per_thread_credentials() and portable.libfuse_internals_known()
+    monkeypatch.setattr(portable, "SYSTEM", "darwin")
+    assert portable.system() == "darwin" and portable.is_macos() and not portable.is_linux()
+    assert not portable.per_thread_credentials() and not portable.libfuse_internals_known()
 
 
 # --- sockets ---------------------------------------------------------------------------------
@@ -51,35 +51,35 @@ def test_the_system_is_read_through_one_switch(monkeypatch: pytest.MonkeyPatch) 
 def test_peer_uid_linux() -> None:
     a, b = socket.socketpair(socket.AF_UNIX)
     with a, b:
-        assert platform.peer_uid(a) == os.getuid()
+        assert portable.peer_uid(a) == os.getuid()
 
 
 def test_peer_uid_macos_calls_getpeereid(macos: None) -> None:
     lib = _libbsd()
     a, b = socket.socketpair(socket.AF_UNIX)
     with a, b:
-        assert platform.peer_uid(a, lib) == os.getuid()
+        assert portable.peer_uid(a, lib) == os.getuid()
     # A closed socket: getpeereid fails (EBADF), the answer is "unknown".
     closed = socket.socket(socket.AF_UNIX)
     closed.close()
-    assert platform.peer_uid(closed, lib) is None
+    assert portable.peer_uid(closed, lib) is None
 
 
 def test_peer_uid_macos_without_getpeereid_is_unknown(macos: None) -> None:
     a, b = socket.socketpair(socket.AF_UNIX)
     with a, b:
-        assert platform.peer_uid(a, ctypes.CDLL(None)) is None  # glibc has no getpeereid
+        assert portable.peer_uid(a, ctypes.CDLL(None)) is None  # glibc has no getpeereid
 
 
 def test_socket_path_limits_and_alias(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fd = os.open(tmp_path, os.O_RDONLY)
     try:
-        alias = platform.socket_alias(fd, "daemon.sock")
+        alias = portable.socket_alias(fd, "daemon.sock")
         assert alias is not None
         (tmp_path / "daemon.sock").write_text("x")
         assert Path(alias).read_text() == "x"
-        monkeypatch.setattr(platform, "SYSTEM", "darwin")
-        assert platform.socket_alias(fd, "daemon.sock") is None
+        monkeypatch.setattr(portable, "SYSTEM", "darwin")
+        assert portable.socket_alias(fd, "daemon.sock") is None
     finally:
         os.close(fd)
 
@@ -88,10 +88,10 @@ def test_socket_path_limits_and_alias(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_process_groups_linux_reads_the_process_own_list() -> None:
-    assert platform.process_groups(os.getpid(), os.getuid(), os.getgid()) == frozenset(
+    assert portable.process_groups(os.getpid(), os.getuid(), os.getgid()) == frozenset(
         os.getgroups()
     )
-    assert platform.process_groups(2**22 + 17, 0, 0) == frozenset()  # no such process
+    assert portable.process_groups(2**22 + 17, 0, 0) == frozenset()  # no such process
 
 
 def test_process_groups_macos_asks_the_directory(macos: None) -> None:
@@ -99,23 +99,23 @@ def test_process_groups_macos_asks_the_directory(macos: None) -> None:
 
     uid, gid = os.getuid(), os.getgid()
     name = pwd.getpwuid(uid).pw_name
-    assert platform.process_groups(1, uid, gid) == frozenset(os.getgrouplist(name, gid))
-    assert gid in platform.process_groups(1, uid, gid)
-    assert platform.process_groups(1, 2**31 - 7, 0) == frozenset()  # no such user
+    assert portable.process_groups(1, uid, gid) == frozenset(os.getgrouplist(name, gid))
+    assert gid in portable.process_groups(1, uid, gid)
+    assert portable.process_groups(1, 2**31 - 7, 0) == frozenset()  # no such user
 
 
 def test_is_zombie_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        assert not platform.is_zombie(child.pid)
+        assert not portable.is_zombie(child.pid)
         child.kill()
         os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped
-        assert platform.is_zombie(child.pid)
-        monkeypatch.setattr(platform, "SYSTEM", "darwin")  # ps, as on macOS
+        assert portable.is_zombie(child.pid)
+        monkeypatch.setattr(portable, "SYSTEM", "darwin")  # ps, as on macOS
         if shutil.which("ps") is None:
             pytest.skip("no ps command (procps) here")
-        assert platform.is_zombie(child.pid)
-        assert not platform.is_zombie(os.getpid())
+        assert portable.is_zombie(child.pid)
+        assert not portable.is_zombie(os.getpid())
     finally:
         child.kill()
         child.wait()
@@ -123,22 +123,22 @@ def test_is_zombie_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_sysctl_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
     name = "kernel.pid_max"
-    linux = platform.sysctl(name)
+    linux = portable.sysctl(name)
     assert linux.isdigit()
-    assert platform.sysctl("no.such.setting") == "?"
-    monkeypatch.setattr(platform, "SYSTEM", "darwin")  # the sysctl command, as on macOS
+    assert portable.sysctl("no.such.setting") == "?"
+    monkeypatch.setattr(portable, "SYSTEM", "darwin")  # the sysctl command, as on macOS
     if not any(os.access(os.path.join(d, "sysctl"), os.X_OK) for d in ("/usr/sbin", "/sbin")):
         pytest.skip("no sysctl command (procps) here")
-    assert platform.sysctl(name) in (linux, "?")
-    assert platform.sysctl("no.such.setting") == "?"
+    assert portable.sysctl(name) in (linux, "?")
+    assert portable.sysctl("no.such.setting") == "?"
 
 
 def test_watch_count(macos: None) -> None:
-    assert platform.watch_count() is None
+    assert portable.watch_count() is None
 
 
 def test_watch_count_linux() -> None:
-    assert platform.watch_count() == 0  # this process holds no inotify descriptor
+    assert portable.watch_count() == 0  # this process holds no inotify descriptor
 
 
 # --- memory ----------------------------------------------------------------------------------
@@ -150,14 +150,14 @@ def test_shared_mappings_and_page_dropping(tmp_path: Path, monkeypatch: pytest.M
     f = tmp_path / "data"
     f.write_bytes(b"x" * mmap.PAGESIZE * 4)
     with f.open("r+b") as fh, mmap.mmap(fh.fileno(), 0) as m:
-        found = platform.shared_file_mappings(str(tmp_path) + "/")
+        found = portable.shared_file_mappings(str(tmp_path) + "/")
         assert [(length, path) for _, length, path in found] == [(len(m), str(f))]
-        drop = platform.drop_pages()
+        drop = portable.drop_pages()
         assert drop is not None and drop(found[0][0], found[0][1]) == 0
         assert m[:1] == b"x"  # a shared file mapping reads the file again
-        monkeypatch.setattr(platform, "SYSTEM", "darwin")
-        assert platform.shared_file_mappings(str(tmp_path) + "/") == []
-        assert platform.drop_pages() is None
+        monkeypatch.setattr(portable, "SYSTEM", "darwin")
+        assert portable.shared_file_mappings(str(tmp_path) + "/") == []
+        assert portable.drop_pages() is None
 
 
 # --- mounts ----------------------------------------------------------------------------------
@@ -179,47 +179,47 @@ MOUNT_OUTPUT = (
 def test_mounts_linux(tmp_path: Path) -> None:
     table = tmp_path / "mountinfo"
     table.write_text(MOUNTINFO)
-    assert platform.mounts(table) == [
-        platform.Mount("/dev/sda1", "/", "ext4", os.makedev(8, 1)),
-        platform.Mount("semfs:docs", "/home/u/my mnt", platform.FSTYPE, os.makedev(0, 40)),
-        platform.Mount("tmpfs", "/tmp", "tmpfs", os.makedev(0, 41)),
+    assert portable.mounts(table) == [
+        portable.Mount("/dev/sda1", "/", "ext4", os.makedev(8, 1)),
+        portable.Mount("semfs:docs", "/home/u/my mnt", portable.FSTYPE, os.makedev(0, 40)),
+        portable.Mount("tmpfs", "/tmp", "tmpfs", os.makedev(0, 41)),
     ]
-    root = next(m for m in platform.mounts() or [] if m.mountpoint == "/")
+    root = next(m for m in portable.mounts() or [] if m.mountpoint == "/")
     assert root.device == os.stat("/").st_dev
-    assert any(m.mountpoint == "/" for m in platform.mounts() or [])
-    assert platform.mounts(tmp_path / "absent") is None
+    assert any(m.mountpoint == "/" for m in portable.mounts() or [])
+    assert portable.mounts(tmp_path / "absent") is None
 
 
 def test_mounts_macos(tmp_path: Path, macos: None) -> None:
     table = tmp_path / "mount.txt"
     table.write_text(MOUNT_OUTPUT.replace("/Volumes/notes", str(tmp_path)))
-    assert platform.mounts(table) == [
-        platform.Mount("/dev/disk3s1s1", "/", "apfs"),
-        platform.Mount("semfs:docs", "/Users/u/my mnt", platform.FSTYPE),
-        platform.Mount(  # a semfs mount's device is its mountpoint's: here, a real folder
-            "semfs:notes@localhost_6333", str(tmp_path), platform.FSTYPE, tmp_path.stat().st_dev
+    assert portable.mounts(table) == [
+        portable.Mount("/dev/disk3s1s1", "/", "apfs"),
+        portable.Mount("semfs:docs", "/Users/u/my mnt", portable.FSTYPE),
+        portable.Mount(  # a semfs mount's device is its mountpoint's: here, a real folder
+            "semfs:notes@localhost_6333", str(tmp_path), portable.FSTYPE, tmp_path.stat().st_dev
         ),
-        platform.Mount("map auto_home", "/System/Volumes/Data/home", "autofs"),
-        platform.Mount("other:x", "/Volumes/x", "macfuse"),
+        portable.Mount("map auto_home", "/System/Volumes/Data/home", "autofs"),
+        portable.Mount("other:x", "/Volumes/x", "macfuse"),
     ]
     # The real `mount` command: Linux's prints the same `SOURCE on DIR type T (...)` shape
     # but with "type T": the parser reads its lines or skips them, never raises.
-    assert isinstance(platform.mounts(), list)
+    assert isinstance(portable.mounts(), list)
 
 
 def test_unmount_commands(monkeypatch: pytest.MonkeyPatch) -> None:
     mnt = Path("/m")
-    for command in platform.unmount_commands(mnt):
+    for command in portable.unmount_commands(mnt):
         assert os.path.basename(command[0]) in ("fusermount3", "fusermount", "umount")
         assert command[-1] == "/m"
-    assert all("-z" in c or "-l" in c for c in platform.unmount_commands(mnt, lazy=True))
-    assert platform.detach_command(mnt) == ["umount", "-l", "/m"]
-    assert platform.unmount_hint(mnt) == "fusermount -u /m"
-    monkeypatch.setattr(platform, "SYSTEM", "darwin")
-    assert platform.unmount_commands(mnt) == [["umount", "/m"]]
-    assert platform.unmount_commands(mnt, lazy=True) == [["diskutil", "unmount", "force", "/m"]]
-    assert platform.detach_command(mnt) == ["umount", "-f", "/m"]
-    assert platform.unmount_hint(mnt) == "umount /m"
+    assert all("-z" in c or "-l" in c for c in portable.unmount_commands(mnt, lazy=True))
+    assert portable.detach_command(mnt) == ["umount", "-l", "/m"]
+    assert portable.unmount_hint(mnt) == "fusermount -u /m"
+    monkeypatch.setattr(portable, "SYSTEM", "darwin")
+    assert portable.unmount_commands(mnt) == [["umount", "/m"]]
+    assert portable.unmount_commands(mnt, lazy=True) == [["diskutil", "unmount", "force", "/m"]]
+    assert portable.detach_command(mnt) == ["umount", "-f", "/m"]
+    assert portable.unmount_hint(mnt) == "umount /m"
 
 
 # --- the FUSE library and options ------------------------------------------------------------
@@ -227,12 +227,12 @@ def test_unmount_commands(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_fuse_library_linux() -> None:
     try:
-        ctypes.CDLL(platform.LINUX_FUSE3)
+        ctypes.CDLL(portable.LINUX_FUSE3)
     except OSError:
-        assert platform.fuse_library() is None
+        assert portable.fuse_library() is None
     else:
-        assert platform.fuse_library() == ("FUSE_LIBRARY_PATH", platform.LINUX_FUSE3)
-    assert platform.install_hint() == platform.LINUX_INSTALL
+        assert portable.fuse_library() == ("FUSE_LIBRARY_PATH", portable.LINUX_FUSE3)
+    assert portable.install_hint() == portable.LINUX_INSTALL
 
 
 def test_fuse_library_macos_prefers_macfuse_then_fuse_t(tmp_path: Path, macos: None) -> None:
@@ -240,26 +240,26 @@ def test_fuse_library_macos_prefers_macfuse_then_fuse_t(tmp_path: Path, macos: N
     local.mkdir()
     brew.mkdir()
     dirs = (str(local), str(brew))
-    assert platform.fuse_library(dirs) is None
-    assert "macFUSE" in platform.install_hint() and "FUSE-T" in platform.install_hint()
-    assert "\n" not in platform.install_hint()
+    assert portable.fuse_library(dirs) is None
+    assert "macFUSE" in portable.install_hint() and "FUSE-T" in portable.install_hint()
+    assert "\n" not in portable.install_hint()
     (brew / "libfuse-t.dylib").touch()
-    assert platform.fuse_library(dirs) == ("FUSE_LIBRARY_PATH", str(brew / "libfuse-t.dylib"))
+    assert portable.fuse_library(dirs) == ("FUSE_LIBRARY_PATH", str(brew / "libfuse-t.dylib"))
     (brew / "libfuse.2.dylib").touch()
-    assert platform.fuse_library(dirs) == ("FUSE_LIBRARY_PATH", str(brew / "libfuse.2.dylib"))
+    assert portable.fuse_library(dirs) == ("FUSE_LIBRARY_PATH", str(brew / "libfuse.2.dylib"))
     (local / "libfuse.2.dylib").touch()
-    assert platform.fuse_library(dirs) == ("FUSE_LIBRARY_PATH", str(local / "libfuse.2.dylib"))
+    assert portable.fuse_library(dirs) == ("FUSE_LIBRARY_PATH", str(local / "libfuse.2.dylib"))
 
 
 def test_mount_options_and_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert platform.mount_options("docs") == {"subtype": "semfs"}
-    assert platform.limits({"allow_other": True}, None, False) == []
-    monkeypatch.setattr(platform, "SYSTEM", "darwin")
-    assert platform.mount_options("docs") == {"volname": "docs", "noappledouble": True}
-    macfuse = platform.limits({"allow_other": True}, "/usr/local/lib/libfuse.2.dylib", False)
+    assert portable.mount_options("docs") == {"subtype": "semfs"}
+    assert portable.limits({"allow_other": True}, None, False) == []
+    monkeypatch.setattr(portable, "SYSTEM", "darwin")
+    assert portable.mount_options("docs") == {"volname": "docs", "noappledouble": True}
+    macfuse = portable.limits({"allow_other": True}, "/usr/local/lib/libfuse.2.dylib", False)
     assert len(macfuse) == 2 and "allow_other" in macfuse[0]
     assert all("\n" not in line for line in macfuse)
-    fuse_t = platform.limits({"allow_other": True}, "/usr/local/lib/libfuse-t.dylib", True)
+    fuse_t = portable.limits({"allow_other": True}, "/usr/local/lib/libfuse-t.dylib", True)
     assert fuse_t == []
 
 
@@ -267,13 +267,13 @@ def test_mount_options_and_limits(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_rename_flags(monkeypatch: pytest.MonkeyPatch) -> None:
-    both = platform.RENAME_NOREPLACE | platform.RENAME_EXCHANGE
-    assert platform.rename_flags(both) == both
-    monkeypatch.setattr(platform, "SYSTEM", "darwin")
-    assert platform.rename_flags(platform.RENAME_NOREPLACE) == 0x4  # RENAME_EXCL
-    assert platform.rename_flags(platform.RENAME_EXCHANGE) == 0x2  # RENAME_SWAP
+    both = portable.RENAME_NOREPLACE | portable.RENAME_EXCHANGE
+    assert portable.rename_flags(both) == both
+    monkeypatch.setattr(portable, "SYSTEM", "darwin")
+    assert portable.rename_flags(portable.RENAME_NOREPLACE) == 0x4  # RENAME_EXCL
+    assert portable.rename_flags(portable.RENAME_EXCHANGE) == 0x2  # RENAME_SWAP
     with pytest.raises(OSError) as e:
-        platform.rename_flags(8)
+        portable.rename_flags(8)
     assert e.value.errno == errno.EINVAL
 
 
@@ -301,16 +301,16 @@ def test_rename_at_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     fd = os.open(tmp_path, os.O_RDONLY)
     try:
         with pytest.raises(FileExistsError):
-            platform.rename_at(fd, "a", fd, "b", platform.RENAME_NOREPLACE)
-        platform.rename_at(fd, "a", fd, "b", platform.RENAME_EXCHANGE)
+            portable.rename_at(fd, "a", fd, "b", portable.RENAME_NOREPLACE)
+        portable.rename_at(fd, "a", fd, "b", portable.RENAME_EXCHANGE)
         assert (tmp_path / "b").read_text() == "a"
-        monkeypatch.setattr(platform, "SYSTEM", "darwin")
+        monkeypatch.setattr(portable, "SYSTEM", "darwin")
         with pytest.raises(OSError):  # glibc has no renameatx_np: refused, not crashed
-            platform.rename_at(fd, "a", fd, "b", 0)
+            portable.rename_at(fd, "a", fd, "b", 0)
         lib = _RenameatxStandIn()
         with pytest.raises(FileExistsError):
-            platform.rename_at(fd, "a", fd, "b", platform.RENAME_NOREPLACE, lib)  # type: ignore[arg-type]
-        platform.rename_at(fd, "a", fd, "b", platform.RENAME_EXCHANGE, lib)  # type: ignore[arg-type]
+            portable.rename_at(fd, "a", fd, "b", portable.RENAME_NOREPLACE, lib)  # type: ignore[arg-type]
+        portable.rename_at(fd, "a", fd, "b", portable.RENAME_EXCHANGE, lib)  # type: ignore[arg-type]
         assert lib.flags == [0x4, 0x2]
         assert (tmp_path / "a").read_text() == "a"
     finally:
@@ -321,17 +321,17 @@ def test_path_descriptors_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     f = tmp_path / "f"
     f.write_text("x")
     for system in ("linux", "darwin"):
-        monkeypatch.setattr(platform, "SYSTEM", system)
-        assert (platform.path_flag() == os.O_PATH) == (system == "linux")
-        fd = os.open(f, platform.path_flag() | os.O_NOFOLLOW)
+        monkeypatch.setattr(portable, "SYSTEM", system)
+        assert (portable.path_flag() == os.O_PATH) == (system == "linux")
+        fd = os.open(f, portable.path_flag() | os.O_NOFOLLOW)
         try:
-            platform.fchmod(fd, 0o640)
+            portable.fchmod(fd, 0o640)
             assert f.stat().st_mode & 0o777 == 0o640
-            platform.fchown(fd, os.getuid(), os.getgid())  # to the owner it has: allowed
+            portable.fchown(fd, os.getuid(), os.getgid())  # to the owner it has: allowed
             assert (f.stat().st_uid, f.stat().st_gid) == (os.getuid(), os.getgid())
-            platform.futimens(fd, (10**9, 2 * 10**9))
+            portable.futimens(fd, (10**9, 2 * 10**9))
             assert f.stat().st_mtime_ns == 2 * 10**9
-            platform.futimens(fd, None)
+            portable.futimens(fd, None)
             assert f.stat().st_mtime_ns > 2 * 10**9
         finally:
             os.close(fd)
@@ -339,11 +339,11 @@ def test_path_descriptors_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_openat2_only_on_linux(macos: None) -> None:
-    assert platform.openat2_syscall() is None
+    assert portable.openat2_syscall() is None
 
 
 def test_openat2_on_linux() -> None:
-    assert platform.openat2_syscall() == 437
+    assert portable.openat2_syscall() == 437
 
 
 def test_get_xattr_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -353,9 +353,9 @@ def test_get_xattr_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         os.setxattr(f, "user.semfs.pid", b"4242")
     except OSError as e:
         pytest.skip(f"no user xattrs on this filesystem: {e}")
-    assert platform.get_xattr(f, "user.semfs.pid") == b"4242"
-    assert platform.get_xattr(f, "user.semfs.none") is None
-    monkeypatch.setattr(platform, "SYSTEM", "darwin")  # libc's getxattr, macOS's arguments
-    assert platform.get_xattr(f, "user.semfs.pid") == b"4242"
-    assert platform.get_xattr(f, "user.semfs.none") is None
-    assert platform.get_xattr(tmp_path / "absent", "user.semfs.pid") is None
+    assert portable.get_xattr(f, "user.semfs.pid") == b"4242"
+    assert portable.get_xattr(f, "user.semfs.none") is None
+    monkeypatch.setattr(portable, "SYSTEM", "darwin")  # libc's getxattr, macOS's arguments
+    assert portable.get_xattr(f, "user.semfs.pid") == b"4242"
+    assert portable.get_xattr(f, "user.semfs.none") is None
+    assert portable.get_xattr(tmp_path / "absent", "user.semfs.pid") is None
