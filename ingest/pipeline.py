@@ -18,8 +18,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import qdrant_edge as qe
-
 from semfs.ingest import formats, parallel
 from semfs.ingest.chunking import chunk_text, document_description, document_title, embedding_text
 from semfs.ingest.embedding.embedder import (
@@ -44,6 +42,7 @@ from semfs.ingest.sources import (
     scan_paths,
 )
 from semfs.ingest.store import Store
+from semfs.ingest.store.bm25 import Bm25, bm25_average_length, bm25_model
 from semfs.ingest.store.check import verify_document
 from semfs.ingest.store.schema import (
     SCHEMA_VERSION,
@@ -577,31 +576,6 @@ def _clean_interrupted(store: Store) -> None:
         )
 
 
-def bm25_average_length(texts: Sequence[str]) -> float | None:
-    """The mean length of ``texts`` in BM25's own tokens (after stemming and stop words),
-    or None for no texts.
-
-    ``Bm25`` does not expose its token counts, but with ``k=1, b=1, avg_len=1`` a term seen
-    once in a text of ``n`` tokens weighs ``2 / (1 + n)``, and weights grow with the count:
-    the smallest weight of a text gives ``n``.
-    """
-    probe = qe.Bm25(qe.Bm25Config(k=1.0, b=1.0, avg_len=1.0))
-    lengths = []
-    for text in texts:
-        weights = probe.embed_document(text).values
-        if len(weights):
-            lengths.append(2.0 / min(weights) - 1.0)
-    return round(sum(lengths) / len(lengths), 2) if lengths else None
-
-
-def bm25_model(meta: StoreMeta) -> qe.Bm25:
-    """The BM25 document embedder for a store: its recorded average length, else the
-    default the store's vectors were written with."""
-    if meta.bm25_avg_len is None:
-        return qe.Bm25()
-    return qe.Bm25(qe.Bm25Config(avg_len=meta.bm25_avg_len))
-
-
 def _chunk_documents(embedder: Embedder, docs: Sequence[Document], gen: int) -> list[_Pending]:
     pending: list[_Pending] = []
     for doc in docs:
@@ -665,7 +639,7 @@ def _embed_documents(
     pending: list[_Pending],
     gen: int,
     batch_size: int,
-    bm25: qe.Bm25,
+    bm25: Bm25,
     on_start: Callable[[int], None] | None,
     on_progress: Progress | None,
     nothing_stale: bool = False,

@@ -233,6 +233,25 @@ def _edge_reached_from_outside(root: Path = REPO) -> list[str]:
     ]
 
 
+# The BM25 model is Qdrant Edge's for every backend (the server stores the vectors semfs
+# makes): it has one home beside the engine, and nothing else names the engine's library.
+BM25_MODULE = "semfs.ingest.store.bm25"
+
+
+def _engine_library_elsewhere(root: Path = REPO) -> list[str]:
+    return [
+        module
+        for path in _files(root)
+        for module in [_module_name(path, root)]
+        if not _under(module, EDGE_PACKAGE) and module != BM25_MODULE
+        if any(_under(dep, "qdrant_edge") for dep in _all_imports(path, root))
+    ]
+
+
+def test_only_the_embedded_engine_and_bm25_import_qdrant_edge() -> None:
+    assert _engine_library_elsewhere() == []
+
+
 def test_only_the_backends_table_reaches_the_embedded_engine() -> None:
     # store/edge/ is one backend's own: everything else picks a backend through BACKENDS, so a
     # second backend is added beside it, not threaded through its callers.
@@ -507,6 +526,17 @@ def test_the_error_rule_fails_on_a_planted_violation(tmp_path: Path, planted: st
     root = _copy_with(tmp_path, "fusefs/view/tree.py", "\n\n" + planted)
     found = set(_errors_defined_elsewhere(root)) - set(_errors_defined_elsewhere())
     assert found == {"semfs.fusefs.view.tree.LostError"}
+
+
+@pytest.mark.parametrize(
+    "relative", ["ingest/pipeline.py", "ingest/search/excerpts.py", "ingest/store/qdrant.py"]
+)
+def test_the_engine_library_rule_fails_on_a_planted_violation(
+    tmp_path: Path, relative: str
+) -> None:
+    root = _copy_with(tmp_path, relative, _PLANTED.format(line="import qdrant_edge as qe"))
+    found = set(_engine_library_elsewhere(root)) - set(_engine_library_elsewhere())
+    assert found == {_module_name(root / relative, root)}
 
 
 @pytest.mark.parametrize(

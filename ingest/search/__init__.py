@@ -21,14 +21,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-import qdrant_edge as qe
-
 from semfs.ingest.embedding.embedder import Embedder, load_query_embedder, query_backend
 from semfs.ingest.embedding.owner import owner_embedder
 from semfs.ingest.errors import SemfsError, StoreUnavailableError
 from semfs.ingest.search.excerpts import Excerpt, ExcerptPicker
 from semfs.ingest.search.ranking import DATED_PENALTY, asks_about_changes, is_dated_entry
 from semfs.ingest.store import DEFAULT_K, MAX_K, MODES, QueryService, SparseQuery, Store
+from semfs.ingest.store.bm25 import bm25_model
 from semfs.ingest.store.ipc.client import RemoteStore
 from semfs.ingest.store.schema import ScoredChunk
 
@@ -241,7 +240,7 @@ class Searcher:
         self._embedder = embedder
         if embedder is None and self._owner is None:
             self._embedder = self._load_embedder()
-        self._bm25 = qe.Bm25()
+        self._bm25 = bm25_model()
         # The excerpt budget in all, by default and with ``more``: attributes so that a
         # measurement (scripts/answers.py --curve) can vary them.
         self.excerpt_chars, self.excerpt_total = EXCERPT_CHARS, EXCERPT_TOTAL

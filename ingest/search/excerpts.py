@@ -34,9 +34,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-import qdrant_edge as qe
-
 from semfs.ingest.labels import dedupe_path, heading_label
+from semfs.ingest.store.bm25 import Bm25, bm25_model
 from semfs.ingest.store.schema import ChunkRecord
 
 # A heading match counts this much of a line match: it says the section is about the query.
@@ -95,8 +94,8 @@ class _Line:
 class ExcerptPicker:
     """Scores lines against one query; build one per query (it holds the query's terms)."""
 
-    def __init__(self, query: str, bm25: qe.Bm25 | None = None) -> None:
-        self._bm25 = bm25 or qe.Bm25()
+    def __init__(self, query: str, bm25: Bm25 | None = None) -> None:
+        self._bm25 = bm25 or bm25_model()
         self._terms = set(self._bm25.embed_query(query).indices)
         self._cache: dict[str, frozenset[int]] = {}
 

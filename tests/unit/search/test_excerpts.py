@@ -12,10 +12,11 @@ import pytest
 import qdrant_edge as qe
 
 from semfs.ingest.chunking import chunk_text, document_description
-from semfs.ingest.pipeline import bm25_average_length, bm25_model, ingest
+from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Searcher, match_strength, strength_label
 from semfs.ingest.search.excerpts import ExcerptPicker
 from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.bm25 import bm25_average_length, bm25_model
 from semfs.ingest.store.edge.store import EdgeStore
 from semfs.ingest.store.schema import SPARSE, ChunkRecord, StoreMeta, chunk_id
 from tests.helpers import SAMPLE_CORPUS
