@@ -16,10 +16,13 @@ Approach:
 4. Merge consecutive pieces greedily while the summed count fits. A heading (or, in code, a
    definition) starts a new chunk once the current one holds >= 1/4 of the budget, unless the
    current chunk is only front matter.
-5. Token counts are not always additive (word pieces across a hard cut, rounding counters), so
+5. Size counts too: a piece is measured as at least one token per :data:`MAX_CHARS_PER_TOKEN`
+   characters, so no chunk is longer than ``max_tokens * MAX_CHARS_PER_TOKEN`` characters
+   however few tokens its tokenizer sees (a long word, base64, is one ``[UNK]``).
+6. Token counts are not always additive (word pieces across a hard cut, rounding counters), so
    every merged chunk is measured again in one batched call; any chunk over budget is halved
    (by characters, at piece boundaries) and re-measured until all fit.
-6. Byte offsets, line numbers and heading paths are computed in one incremental pass.
+7. Byte offsets, line numbers and heading paths are computed in one incremental pass.
 
 Everything is linear in the document size apart from the tokenizer itself.
 """
@@ -49,6 +52,14 @@ _NOT_PROSE = re.compile(r"[ \t]*(?:[<{!|>]|import\s|export\s|:::|///|\[\^|[-*+][
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 """Returns the token count (without special tokens) of each given text, in order."""
+
+# A chunk's characters per token of its budget, at most. The model's WordPiece tokenizer reads
+# any word past 100 characters as one [UNK], so a 512 KiB word (or a base64 blob) counts one
+# token and would be one chunk, and what works on a chunk after it (BM25, the excerpts) grows
+# with its size, some of it faster than linearly. Real text runs 3-5 characters a token (at
+# most 8 in a chunk of the shared corpora), so this bound cuts only such runs: 224 tokens,
+# 3,584 characters (14 KiB of UTF-8 at most).
+MAX_CHARS_PER_TOKEN = 16
 
 MARKDOWN_EXTS = frozenset({".md", ".mdx", ".markdown"})
 # fmt: off
@@ -108,12 +119,14 @@ def chunk_text(
     max_tokens: int,
     cuts: Sequence[int] = (),
 ) -> list[ChunkSpan]:
-    """Split ``text`` into lossless chunks of at most ``max_tokens`` tokens each.
+    """Split ``text`` into lossless chunks of at most ``max_tokens`` tokens and
+    ``max_tokens * MAX_CHARS_PER_TOKEN`` characters each.
 
     The split style follows ``path``'s extension (Markdown/MDX, code, anything else). Callers may
     rely on: ``"".join(c.text for c in chunks) == text``; byte offsets and line numbers as
-    documented on :class:`ChunkSpan`; ``count_tokens([c.text])[0] <= max_tokens`` for every chunk,
-    except a single character that alone exceeds the budget (it cannot be split further).
+    documented on :class:`ChunkSpan`; ``count_tokens([c.text])[0] <= max_tokens`` and
+    ``len(c.text) <= max_tokens * MAX_CHARS_PER_TOKEN`` for every chunk, except a single
+    character that alone exceeds the budget (it cannot be split further).
     ``count_tokens`` is called a handful of times per document with batches, never per piece.
     Empty text gives ``[]``; whitespace-only text gives one chunk unless it exceeds the budget.
     ``cuts``: 1-based lines where a chunk must start, when a block starts there (a text
@@ -125,6 +138,7 @@ def chunk_text(
         return []
     ext = PurePath(path).suffix.lower()
     kind = "md" if ext in MARKDOWN_EXTS else "code" if ext in CODE_EXTS else "text"
+    count_tokens = _sized(count_tokens)
     lines = _split_lines(text)
     starts, strong, heads, front, fenced = _scan(lines, kind, ext == ".mdx")
     bounds = [*starts, len(lines)]
@@ -368,6 +382,20 @@ def _scan(
     if fence:  # never closed: a fence runs to the end of the document
         fenced.append((opened_at, pos, fence))
     return starts, strong, heads, first > 0, fenced
+
+
+def _sized(count_tokens: TokenCounter) -> TokenCounter:
+    """``count_tokens``, counting a text at least one token per :data:`MAX_CHARS_PER_TOKEN`
+    characters: every budget below then bounds a piece's size as well as its tokens."""
+
+    def count(texts: Sequence[str]) -> list[int]:
+        counts = count_tokens(texts)
+        if len(counts) != len(texts):  # _measure says what is wrong
+            return list(counts)
+        least = (-(-len(t) // MAX_CHARS_PER_TOKEN) for t in texts)  # ceil(len / per token)
+        return [max(n, m) for n, m in zip(counts, least, strict=True)]
+
+    return count
 
 
 def _measure(count_tokens: TokenCounter, texts: list[str]) -> list[int]:

@@ -9,6 +9,7 @@ import pytest
 
 from semfs.ingest.chunking import (
     CONTEXT_CHARS,
+    MAX_CHARS_PER_TOKEN,
     ChunkSpan,
     chunk_text,
     document_title,
@@ -65,6 +66,8 @@ def check(text: str, chunks: list[ChunkSpan], counter: Counter, max_tokens: int)
         char += len(c.text)
     counts = counter([c.text for c in chunks])
     assert all(n <= max_tokens for n in counts), (max(counts), max_tokens)
+    longest = max(len(c.text) for c in chunks)
+    assert longest <= max_tokens * MAX_CHARS_PER_TOKEN or longest == 1, longest
 
 
 def random_markdown(rng: random.Random) -> str:
@@ -168,6 +171,19 @@ def test_budget_is_filled_reasonably() -> None:
     chunks = chunk_text(text, "a.txt", words, 100)
     check(text, chunks, words, 100)
     assert all(n >= 75 for n in words([c.text for c in chunks[:-1]]))
+
+
+def test_one_long_word_is_cut_by_size_not_tokens() -> None:
+    # Issue 39.3: the model's tokenizer reads a word past 100 characters as one [UNK], so a
+    # 512 KiB word counted one token and was one chunk, and BM25 took minutes on it.
+    word = "y" * (512 * 1024)
+    text = f"# Log\n\nA line before.\n{word}\nA line after.\n"
+    calls = CountingCounter(words)  # the word counts one token, as [UNK] does
+    chunks = chunk_text(text, "big.log", calls, 224)
+    check(text, chunks, words, 224)
+    assert max(len(c.text) for c in chunks) <= 224 * MAX_CHARS_PER_TOKEN
+    assert len(chunks) <= 2 * len(text) // (224 * MAX_CHARS_PER_TOKEN) + 2  # and filled well
+    assert calls.calls <= 12
 
 
 def test_non_additive_counter_is_verified() -> None:
