@@ -13,6 +13,6 @@ Imports go down only: the library, then ``view``, then the three front ends.
 * :mod:`semfs.fusefs.cli`: the ``semfs`` command (click, imported there only); a plain
   ``semfs mount`` starts without click; and ``mount.semfs``, the helper mount(8) runs.
 
-A front end opens its store through :class:`semfs.ingest.host.StoreHost` (own it, or go
+A front end opens its store through :class:`semfs.ingest.resident.ResidentStore` (own it, or go
 through its owner's socket; serve, warm, stop), never by backend class.
 """

@@ -51,7 +51,7 @@ class DiskFullError(SemfsError):
 class StoreOwnedError(StoreLockedError):
     """Another process owns the store and serves it; ``pid`` is that process, ``holder`` says
     which (``pid 123 (semfs mcp -c docs)``, as it recorded itself) and ``kind`` what it is:
-    ``"mount"``, ``"watcher"``, ``"mcp"`` or ``""`` (:func:`semfs.ingest.store.holder.owner_kind`
+    ``"mount"``, ``"watcher"``, ``"mcp"`` or ``""`` (:func:`semfs.ingest.store.ownerkind.owner_kind`
     reads it from the command line)."""
 
     def __init__(self, message: str, pid: int, holder: str = "", kind: str = "") -> None:

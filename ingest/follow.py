@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from semfs.ingest.embedding.embedder import Embedder, load_embedder
-from semfs.ingest.host import StoreHost
 from semfs.ingest.origin import claim_source
 from semfs.ingest.pipeline import ingest, resolve_model
+from semfs.ingest.resident import ResidentStore
 from semfs.ingest.search import Searcher
 from semfs.ingest.sources import SourceOptions, check_source
 from semfs.ingest.store import Store
@@ -58,10 +58,10 @@ class Follower:
         self.options = options
         self._state_file = state_file(store_path, url, collection)
         # A mount that owns the store already is written through its socket, as `semfs ingest`.
-        self._host = StoreHost.open(
+        self._resident = ResidentStore.open(
             store_path, url=url, collection=collection, api_key=api_key, must_exist=False
         )
-        self.store: Store = self._host.store
+        self.store: Store = self._resident.store
         try:
             # Another model: fail now, not per batch.
             self.embedder: Embedder = load_embedder(resolve_model(self.store, options.model))
@@ -110,12 +110,12 @@ class Follower:
             on_start=on_start,
             on_progress=on_progress,
         )
-        if self._host.owned:
+        if self._resident.owned:
             store = self.store
             searcher = _once(lambda: Searcher(store))
-            self._host.serve(searcher=searcher)
+            self._resident.serve(searcher=searcher)
             if store.read_meta() is not None:  # the first search finds the model warm
-                self._host.warm(searcher)
+                self._resident.warm(searcher)
         if on_ready is not None:
             on_ready()
         with contextlib.suppress(KeyboardInterrupt):
@@ -123,7 +123,7 @@ class Follower:
 
     def close(self) -> None:
         """Stop serving and close the store."""
-        self._host.close()
+        self._resident.close()
 
     def __enter__(self) -> Follower:
         return self

@@ -61,7 +61,7 @@ from semfs.ingest.errors import (
     StoreNotFoundError,
     ToolInputError,
 )
-from semfs.ingest.host import StoreHost
+from semfs.ingest.resident import ResidentStore
 from semfs.ingest.search import MAX_K, Hit, Searcher, place_fields
 from semfs.ingest.store import MODES, Store
 from semfs.ingest.store.schema import DocumentRecord
@@ -551,9 +551,9 @@ def open_toolbox(
     so ``semfs ingest`` and other readers keep working (and the tree follows their writes).
     """
     # A mount (or another semfs mcp) that owns the store is used through its socket.
-    host = StoreHost.open(store_path, url=url, collection=collection, api_key=api_key)
-    store = host.store
-    stops: list[Callable[[], None]] = [host.close]
+    resident = ResidentStore.open(store_path, url=url, collection=collection, api_key=api_key)
+    store = resident.store
+    stops: list[Callable[[], None]] = [resident.close]
     try:
         if not store.exists():
             raise StoreNotFoundError(
@@ -562,8 +562,8 @@ def open_toolbox(
         box = Toolbox(store, budget=budget)
         stops.append(box.close)
         # A `semfs search` beside us runs on our searcher, with our model.
-        host.serve(on_change=box.refresher.wake, searcher=lambda: box.searcher)
-        stops.append(host.stop_serving)
+        resident.serve(on_change=box.refresher.wake, searcher=lambda: box.searcher)
+        stops.append(resident.stop_serving)
         box.start()
         yield box
     finally:

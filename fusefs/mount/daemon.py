@@ -41,7 +41,7 @@ from semfs.fusefs.view.similardir import SimilarDirectories
 from semfs.fusefs.view.tree import InodeMap, Ownership
 from semfs.ingest import portable
 from semfs.ingest.errors import MountError, StoreOwnedError
-from semfs.ingest.host import StoreHost
+from semfs.ingest.resident import ResidentStore
 from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, Store
 from semfs.ingest.store.catalog import mount_source
 from semfs.ingest.store.check import require_counts
@@ -129,10 +129,10 @@ def fuse_options(cfg: MountConfig) -> dict[str, Any]:
     return opts
 
 
-def open_mount_store(cfg: MountConfig) -> StoreHost:
+def open_mount_store(cfg: MountConfig) -> ResidentStore:
     """The store the mount reads, owned by this process; never a proxy to another daemon."""
     try:
-        return StoreHost.open(
+        return ResidentStore.open(
             cfg.store_path,
             url=cfg.url,
             collection=cfg.collection,
@@ -209,9 +209,9 @@ class MountDaemon:
     def run(self) -> None:
         """Mount and serve until unmounted; raises MountError when the mount never came up."""
         self._began = time.monotonic()
-        host = open_mount_store(self.cfg)
-        self._services.append(host.close)
-        store = host.store
+        resident = open_mount_store(self.cfg)
+        self._services.append(resident.close)
+        store = resident.store
         try:
             embedder = documents = None
             if self.cfg.watch is not None:
@@ -258,7 +258,7 @@ class MountDaemon:
             ops = self._operations(
                 tree,
                 DocumentReader(store),
-                on_init=lambda: self._started(host, refresher, searcher, pins),
+                on_init=lambda: self._started(resident, refresher, searcher, pins),
                 kernel=KernelCache(),
                 pins=pins,
             )
@@ -307,20 +307,20 @@ class MountDaemon:
 
     def _started(
         self,
-        host: StoreHost,
+        resident: ResidentStore,
         refresher: TreeRefresher,
         searcher: _OnDemandSearcher,
         pins: GenerationPins,
     ) -> None:
         """FUSE init(): the kernel is connected. Start the threads, then report."""
-        store = host.store
+        store = resident.store
         try:
             refresher.start()
             self._services.append(refresher.stop)
             # The ingest's deletions wait for the handles still reading what they delete.
             # A `semfs search` beside the mount runs on our searcher and warm model.
-            host.serve(on_change=refresher.wake, served=pins.guard(), searcher=searcher.get)
-            self._services.append(host.stop_serving)
+            resident.serve(on_change=refresher.wake, served=pins.guard(), searcher=searcher.get)
+            self._services.append(resident.stop_serving)
         except Exception as exc:
             self.error = f"cannot serve {store.location} to `semfs ingest`: {exc}"
             self.report(self.error)
@@ -343,7 +343,7 @@ class MountDaemon:
         # from its manifest loads on first need only (a read or a search): the engine holds
         # the GIL while it loads (0.2 s at 2k chunks, longer at 100k), which stalled every
         # callback when it loaded on a timer, and listings, stat, find and du never need it.
-        host.warm(searcher.get, delay=WARM_UP_DELAY)
+        resident.warm(searcher.get, delay=WARM_UP_DELAY)
         # Stopped before the store closes: a write racing the close failed with the engine's
         # "Shard is not initialized" when a mount ended within MANIFEST_DELAY.
         stopping = threading.Event()

@@ -4,8 +4,8 @@ A long-running reader (the ``semfs mount`` daemon, ``semfs mcp``, a watcher) tha
 embedded store holds Qdrant Edge's lock for as long as it runs, so an ingest started beside
 it could not write. :class:`StoreOwner` is the one place that handles this; reuse it rather
 than looking at the store's class. A front end does not call it directly but through
-:class:`semfs.ingest.host.StoreHost`, which also goes through the owner's socket when another
-process owns the store, and serves searches::
+:class:`semfs.ingest.resident.ResidentStore`, which also goes through the owner's socket when
+another process owns the store, and serves searches::
 
     from semfs.ingest.store.owner import StoreOwner
 
@@ -39,7 +39,7 @@ from pathlib import Path
 from semfs.ingest.errors import StoreOwnedError
 from semfs.ingest.store import DEFAULT_COLLECTION, QueryService, Store
 from semfs.ingest.store.backends import missing_collection, open_store
-from semfs.ingest.store.holder import owner_kind
+from semfs.ingest.store.ownerkind import owner_kind
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from semfs.ingest.errors import StoreLockedError
 from semfs.ingest.store.edge import privacy
-from semfs.ingest.store.holder import command_line
+from semfs.ingest.store.ownerkind import command_line
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,6 @@ from typing import Any
 
 from semfs.ingest.errors import StoreLockedError, StoreUnavailableError
 from semfs.ingest.store import Store
-from semfs.ingest.store.holder import MCP, WATCHER, owner_kind
 from semfs.ingest.store.ipc.wire import (
     EMBED_QUERY,
     MAX_HELLO,
@@ -36,6 +35,7 @@ from semfs.ingest.store.ipc.wire import (
     trusted,
 )
 from semfs.ingest.store.manifest import Manifest
+from semfs.ingest.store.ownerkind import MCP, WATCHER, owner_kind
 from semfs.ingest.store.schema import (
     ChunkPoint,
     ChunkRecord,

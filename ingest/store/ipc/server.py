@@ -29,7 +29,6 @@ from typing import Any
 
 from semfs.ingest.errors import SemfsError, StoreLockedError, StoreUnavailableError
 from semfs.ingest.store import QueryService, Store
-from semfs.ingest.store.holder import command_line
 from semfs.ingest.store.ipc.wire import (
     CONNECT_TIMEOUT,
     EMBED_QUERY,
@@ -51,6 +50,7 @@ from semfs.ingest.store.ipc.wire import (
     socket_address,
     trusted,
 )
+from semfs.ingest.store.ownerkind import command_line
 from semfs.ingest.store.schema import Vector, decode, encode
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""StoreHost, the one owner lifecycle of the front ends: the first process owns the store and
+"""ResidentStore, the one owner lifecycle of the front ends: the first process owns the store and
 serves it (writes, queries, whole searches), a second goes through its socket, a mount refuses
 to, and closing stops the service before the store. Real Edge stores and sockets."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from semfs.ingest.errors import StoreOwnedError
-from semfs.ingest.host import StoreHost
+from semfs.ingest.resident import ResidentStore
 from semfs.ingest.search import Searcher
 from semfs.ingest.store.ipc.client import RemoteStore
 from tests.helpers import SAMPLE_CORPUS
@@ -21,25 +21,25 @@ from tests.helpers.mounting import ingest_hash
 def test_one_owner_serves_and_the_next_goes_through_its_socket(tmp_path: Path) -> None:
     store = tmp_path / "store"
     ingest_hash(SAMPLE_CORPUS, store)
-    with StoreHost.open(store) as owner:
+    with ResidentStore.open(store) as owner:
         assert owner.owned and not isinstance(owner.store, RemoteStore)
         local = Searcher(owner.store)
         owner.serve(searcher=lambda: local)
         owner.warm(lambda: local)
-        with StoreHost.open(store) as guest:
+        with ResidentStore.open(store) as guest:
             assert not guest.owned and isinstance(guest.store, RemoteStore)
             assert guest.store.owner_searches and guest.store.query_backend is not None
             guest.serve()  # a no-op through a socket
             hits = Searcher(guest.store).search("custom domain", k=3)
             assert hits == local.search("custom domain", k=3)
         with pytest.raises(StoreOwnedError) as info:
-            StoreHost.open(store, through_owner=False)  # a mount never stacks on an owner
+            ResidentStore.open(store, through_owner=False)  # a mount never stacks on an owner
         assert info.value.holder
         owner.stop_serving()
         assert not (store / "docs" / "daemon.sock").exists()
         owner.close()
         owner.close()  # idempotent
-    with StoreHost.open(store) as again:  # the store is free once closed
+    with ResidentStore.open(store) as again:  # the store is free once closed
         assert again.owned
 
 
@@ -50,11 +50,11 @@ def test_serving_imports_no_search_engine_until_a_query_comes(tmp_path: Path) ->
     ingest_hash(SAMPLE_CORPUS, store)
     code = (
         "import sys\n"
-        "from semfs.ingest.host import StoreHost\n"
-        f"host = StoreHost.open({str(store)!r})\n"
-        "host.serve(searcher=lambda: None)\n"
+        "from semfs.ingest.resident import ResidentStore\n"
+        f"resident = ResidentStore.open({str(store)!r})\n"
+        "resident.serve(searcher=lambda: None)\n"
         "print('semfs.ingest.search' in sys.modules)\n"
-        "host.close()\n"
+        "resident.close()\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60

@@ -1,17 +1,24 @@
-"""A long-running process's store: open it as its owner or through the owner's socket, serve
-it, warm it, stop it. The one place a front end (a mount, ``semfs mcp``, ``semfs ingest
---watch``) does this; use it rather than :class:`~semfs.ingest.store.owner.StoreOwner` and
-:func:`~semfs.ingest.store.backends.open_store` by hand::
+"""A resident (long-running) process's store: open it as its owner or through the owner's
+socket, serve it, warm it, stop it. The one place a front end that stays up (a mount, ``semfs
+mcp``, ``semfs ingest --watch``) does this; use it rather than
+:class:`~semfs.ingest.store.owner.StoreOwner` and :func:`~semfs.ingest.store.backends.open_store`
+by hand::
 
-    from semfs.ingest.host import StoreHost
+    from semfs.ingest.resident import ResidentStore
 
-    with StoreHost.open(store_path, url=url, collection=name) as host:
-        store = host.store                          # owned here, or the owner's over its socket
+    with ResidentStore.open(store_path, url=url, collection=name) as resident:
+        store = resident.store                      # owned here, or the owner's over its socket
         searcher = ...                              # made on first need: Callable[[], Searcher]
-        host.serve(on_change=refresh, searcher=searcher)  # after any fork: starts threads
-        host.warm(searcher)                         # the model loads in the background
+        resident.serve(on_change=refresh, searcher=searcher)  # after any fork: starts threads
+        resident.warm(searcher)                     # the model loads in the background
         ...                                         # work until told to stop
     # leaving the block stops serving, then closes the store
+
+Three names, three things: a :class:`~semfs.ingest.store.owner.StoreOwner` is the process
+that holds a store's lock and serves the others; :mod:`semfs.ingest.store.ownerkind` says what
+kind of process an owner is (a mount, a watcher, ``semfs mcp``), for messages; a
+:class:`ResidentStore` is what a process that stays up holds: the owner's role when it can take
+it, else a client of the process that has it.
 
 Rules a caller may rely on:
 
@@ -51,13 +58,12 @@ if TYPE_CHECKING:  # imported where used: a mount's first listing needs no searc
 logger = logging.getLogger(__name__)
 
 
-class StoreHost:
+class ResidentStore:
     """This process's store: its own (``owner``), or another process's through its socket."""
 
     def __init__(self, store: Store, owner: StoreOwner | None = None) -> None:
         self.store = store
         self.owner = owner
-        self._closed = False
 
     @classmethod
     def open(
@@ -69,7 +75,7 @@ class StoreHost:
         timeout: float = 10.0,
         must_exist: bool = True,
         through_owner: bool = True,
-    ) -> StoreHost:
+    ) -> ResidentStore:
         """The collection, owned by this process if no other owns it. ``must_exist``: when we
         own it, it must be ingested already (through an owner, the caller checks)."""
         try:
@@ -122,16 +128,10 @@ class StoreHost:
             self.owner.stop_serving()
 
     def close(self) -> None:
-        """Stop serving, then close the store. Safe to call twice."""
-        if self._closed:
-            return
-        self._closed = True
-        if self.owner is not None:
-            self.owner.close()
-        else:
-            self.store.close()
+        """Stop serving, then close the store. Safe to call twice (both closes are)."""
+        (self.owner or self.store).close()
 
-    def __enter__(self) -> StoreHost:
+    def __enter__(self) -> ResidentStore:
         return self
 
     def __exit__(self, *exc: object) -> None:

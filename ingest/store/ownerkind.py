@@ -1,6 +1,6 @@
-"""What kind of process holds a store, read from its command line: the one place it is guessed.
+"""What kind of process owns a store, read from its command line: the one place it is guessed.
 
-An owner records its command line in ``owner.json`` (:mod:`.shardlock`) and says it in its
+An owner records its command line in ``owner.json`` (:mod:`.edge.shardlock`) and says it in its
 socket's hello (:mod:`.ipc.server`); :func:`owner_kind` reads either, for the messages that tell
 a user what to stop (:class:`semfs.ingest.errors.StoreOwnedError`,
 :class:`.ipc.client.RemoteStore`). A leaf module: it imports nothing of semfs, so every layer
