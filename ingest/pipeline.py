@@ -87,6 +87,8 @@ class IngestReport:
     repaired: list[str] = field(default_factory=list)
     # What the user should know about the run as a whole (the source folder moved, ...).
     notes: list[str] = field(default_factory=list)
+    # Words past MAX_WORD_CHARS that keyword search indexes by their beginning only.
+    words_cut: int = 0
 
     @property
     def chunks_per_second(self) -> float:
@@ -108,6 +110,7 @@ class IngestReport:
             "compacted": self.compacted,
             "repaired": self.repaired,
             "notes": self.notes,
+            "words_cut": self.words_cut,
             "added_paths": self.added,
             "updated_paths": self.updated,
             "deleted_paths": self.deleted,
@@ -377,17 +380,19 @@ def ingest(
             store.put_document(
                 _record(doc, old_rec.chunks, old_rec.gen, old_rec.offsets, old_rec.split_lines)
             )
+    bm25 = bm25_model(meta)
     report.chunks_embedded = _embed_documents(
         store,
         embedder,
         pending,
         gen,
         batch_size,
-        bm25_model(meta),
+        bm25,
         on_start,
         on_progress,
         nothing_stale,
     )
+    report.words_cut = bm25.words_cut
     _delete(store, [p for p in report.deleted if p not in flipped], existing)
     store.put_directories(put_dirs)
     store.delete_directories(gone_dirs)

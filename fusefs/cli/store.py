@@ -354,6 +354,13 @@ def _print_report(report: IngestReport, source: Path, collection: str, location:
         f"  {report.chunks_embedded} chunks embedded in {report.seconds:.1f} s "
         f"({report.chunks_per_second:.1f} chunks/s)"
     )
+    if report.words_cut:
+        from semfs.ingest.store.bm25 import MAX_WORD_CHARS
+
+        click.echo(
+            f"  {report.words_cut} words longer than {MAX_WORD_CHARS} characters: keyword "
+            f"search indexes their first {MAX_WORD_CHARS}"
+        )
     if report.repaired:
         click.echo(f"Repaired (damaged in the store): {', '.join(report.repaired)}")
     if report.unsearched:

@@ -14,19 +14,59 @@ Rules a caller may rely on:
   (its recorded average length, else Bm25's default); without one, the default, which is also
   the query model (a query's weights do not depend on the average length).
 * :func:`bm25_average_length` measures texts in BM25's own tokens, after stemming and stop words.
+* A word (a run of letters and digits: the tokenizer's unit) longer than :data:`MAX_WORD_CHARS`
+  is cut to its first :data:`MAX_WORD_CHARS` characters, in documents and queries alike
+  (:func:`cut_long_words`), so the same long word still matches itself; the model's
+  ``words_cut`` counts the words cut in the documents it embedded.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import qdrant_edge as qe
 
 from semfs.ingest.store.schema import StoreMeta
 
-# The model's type: ``embed_document(text)`` and ``embed_query(text)`` give a sparse vector
-# (``indices``, ``values``).
-Bm25 = qe.Bm25
+# Qdrant Edge's Bm25 takes time quadratic in a word's length (its stemmer; 64 KiB of "y": 0.2 s,
+# 256 KiB: 2 s, 3 MiB: minutes), holding the GIL all along (issue 39.3). No real word, hash or
+# identifier part is longer than this: a sha512 in hex is 128 characters, split nowhere, and is
+# still found by its first 64.
+MAX_WORD_CHARS = 64
+# One of the tokenizer's words: letters and digits ("_" and "-" separate words, as it does).
+_LONG_WORD = re.compile(rf"[^\W_]{{{MAX_WORD_CHARS + 1},}}")
+
+
+def cut_long_words(text: str) -> tuple[str, int]:
+    """``text`` with every word past :data:`MAX_WORD_CHARS` characters cut to that many, and
+    how many were cut."""
+    cut = 0
+
+    def first(m: re.Match[str]) -> str:
+        nonlocal cut
+        cut += 1
+        return m.group()[:MAX_WORD_CHARS]
+
+    return _LONG_WORD.sub(first, text), cut
+
+
+class Bm25:
+    """Qdrant Edge's ``Bm25`` on texts whose long words are cut (:func:`cut_long_words`):
+    ``embed_document(text)`` and ``embed_query(text)`` give a sparse vector (``indices``,
+    ``values``). ``words_cut``: the words cut in the documents embedded so far."""
+
+    def __init__(self, config: qe.Bm25Config | None = None) -> None:
+        self._model = qe.Bm25(config) if config is not None else qe.Bm25()
+        self.words_cut = 0
+
+    def embed_document(self, text: str) -> qe.SparseVector:
+        text, cut = cut_long_words(text)
+        self.words_cut += cut
+        return self._model.embed_document(text)
+
+    def embed_query(self, text: str) -> qe.SparseVector:
+        return self._model.embed_query(cut_long_words(text)[0])
 
 
 def bm25_average_length(texts: Sequence[str]) -> float | None:
@@ -37,7 +77,7 @@ def bm25_average_length(texts: Sequence[str]) -> float | None:
     once in a text of ``n`` tokens weighs ``2 / (1 + n)``, and weights grow with the count:
     the smallest weight of a text gives ``n``.
     """
-    probe = qe.Bm25(qe.Bm25Config(k=1.0, b=1.0, avg_len=1.0))
+    probe = Bm25(qe.Bm25Config(k=1.0, b=1.0, avg_len=1.0))
     lengths = []
     for text in texts:
         weights = probe.embed_document(text).values
@@ -50,5 +90,5 @@ def bm25_model(meta: StoreMeta | None = None) -> Bm25:
     """The BM25 document embedder for a store: its recorded average length, else the
     default the store's vectors were written with (and the query model, given no meta)."""
     if meta is None or meta.bm25_avg_len is None:
-        return qe.Bm25()
-    return qe.Bm25(qe.Bm25Config(avg_len=meta.bm25_avg_len))
+        return Bm25()
+    return Bm25(qe.Bm25Config(avg_len=meta.bm25_avg_len))

@@ -6,7 +6,9 @@ bytes are checked in that folder, the search through the same server.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,29 @@ def test_stdio_writes_only_when_started_writable(tmp_path: Path, source: Path) -
     assert not (source / ".git").exists() and not (source / "report.pdf.md").exists()
     assert not (tmp_path / "escape.md").exists()
     assert sorted(p.name for p in (source / "notes").iterdir()) == ["build.log"]  # no temp left
+
+
+def test_a_long_word_written_freezes_nothing(tmp_path: Path, source: Path) -> None:
+    # Issue 39.3: a 512 KiB word given to write held the server's GIL in BM25 while it was
+    # indexed (quadratic in a word's length): the server answered nothing for 60 s.
+    store = ("--store", str(tmp_path / "store"))
+
+    async def session() -> tuple[Any, float, int]:
+        async with connect(stdio(*store, "--writable")) as client:
+            await call(client, "status")  # the server is up
+            word = "y" * (1024 * 1024)  # twice the report's word: a clear freeze before
+            write = asyncio.ensure_future(call(client, "write", path="notes/w.log", text=word))
+            slowest, calls = 0.0, 0
+            while not write.done():
+                began = time.monotonic()
+                await call(client, "status")
+                slowest, calls = max(slowest, time.monotonic() - began), calls + 1
+                await asyncio.sleep(0.02)
+            return await write, slowest, calls
+
+    written, slowest, calls = run(session)
+    assert not is_error(written) and data(written)["indexed"], text(written)
+    assert calls >= 1 and slowest < 5.0, f"status took {slowest:.1f} s during the write"
 
 
 def test_http_write_needs_a_writable_server_or_a_write_token(tmp_path: Path, source: Path) -> None:

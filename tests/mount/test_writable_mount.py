@@ -8,12 +8,15 @@ own.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
 import shutil
 import signal
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +29,8 @@ from tests.helpers.mounting import Mount, mounted, small_tmpfs, wait_until
 pytestmark = pytest.mark.mount
 
 HANG = 60.0  # only catches a hang: a loaded machine is slow, never this slow
+# A lookup the daemon answers takes milliseconds; this catches one held up by another's file.
+STALL = 5.0
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
@@ -229,6 +234,46 @@ def test_racing_writes_end_with_the_last_closed_version_indexed(shared: tuple[Mo
             return None
 
     wait_until(lambda: indexed() == last, HANG, "the last version indexed")
+
+
+def test_one_long_word_stalls_no_other_call(shared: tuple[Mount, Path]) -> None:
+    # Issue 39.3: a 512 KiB word written through the mount held the daemon's GIL in BM25
+    # (quadratic in a word's length) while it was indexed: every FUSE call waited, a stat 58.7 s.
+    m, _src = shared
+    (m.path / "word").mkdir()
+    slowest = [0.0]
+    done = threading.Event()
+
+    def lookups() -> None:  # names the kernel has not cached: each lookup reaches the daemon
+        for i in range(1_000_000):
+            if done.is_set():
+                return
+            began = time.monotonic()
+            with contextlib.suppress(FileNotFoundError):
+                os.stat(m.path / "word" / f"absent-{i}")
+            slowest[0] = max(slowest[0], time.monotonic() - began)
+            time.sleep(0.02)
+
+    path = m.path / "word" / "one.log"
+    data = b"y" * (1024 * 1024) + b"\n"  # twice the report's word: a clear stall before
+    digest = hashlib.sha256(data).hexdigest().encode()
+
+    def indexed() -> bool:
+        try:
+            return os.getxattr(path, "user.semfs.sha256") == digest
+        except OSError:
+            return False
+
+    looker = threading.Thread(target=lookups)
+    looker.start()
+    try:
+        path.write_bytes(data)
+        wait_until(indexed, HANG, "the word indexed")
+    finally:
+        done.set()
+        looker.join()
+    assert slowest[0] < STALL, f"a lookup took {slowest[0]:.1f} s while the word was indexed"
+    wait_found(m.path, "y" * 64, "word/one.log")  # a search finds it by its first 64 characters
 
 
 def test_search_folders_and_text_views_stay_read_only(shared: tuple[Mount, Path]) -> None:
