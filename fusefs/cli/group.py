@@ -1,9 +1,9 @@
 """The ``semfs`` click group, and the one place its commands are added.
 
-Each front end's command module has one ``register(group)`` (as llm's plugin hook
-``register_commands(cli)``): the store commands (:mod:`~semfs.fusefs.cli.store`), the mount
-(:mod:`~semfs.fusefs.cli.mount`) and the agents' (:mod:`~semfs.fusefs.cli.agent`). No module
-adds to another's group when it is imported. :mod:`semfs.fusefs.cli` (the console script) runs
+Each command module has one ``register(group)`` (as llm's plugin hook
+``register_commands(cli)``), one module a command group: ingest, search, status, collections,
+maintenance (check, compact), the mount's and the agents'. No module adds to another's group
+when it is imported. :mod:`semfs.fusefs.cli` (the console script) runs
 this group, except for a plain `semfs mount`, which it starts without click
 (:mod:`semfs.fusefs.cli.fastmount`).
 
@@ -16,8 +16,12 @@ from __future__ import annotations
 import click
 
 from semfs.fusefs.cli.agent import register as register_agent
+from semfs.fusefs.cli.collections import register as register_collections
+from semfs.fusefs.cli.ingest import register as register_ingest
+from semfs.fusefs.cli.maintenance import register as register_maintenance
 from semfs.fusefs.cli.mount import register as register_mount
-from semfs.fusefs.cli.store import register as register_store
+from semfs.fusefs.cli.search import register as register_search
+from semfs.fusefs.cli.status import register as register_status
 from semfs.ingest import __version__
 from semfs.ingest.logs import configure_logging
 
@@ -41,7 +45,11 @@ def cli(ctx: click.Context, verbose: int) -> None:
     configure_logging(verbose)
 
 
-register_store(cli)
+register_ingest(cli)
+register_search(cli)
+register_status(cli)
+register_collections(cli)
+register_maintenance(cli)
 register_mount(cli)
 register_agent(cli)
 

@@ -218,3 +218,9 @@ def compact(store_path: Path | None, url: str | None, api_key: str | None, colle
         f"{'compacted' if changed else 'already compact'}: "
         f"{before / 1e6:.1f} MB -> {after / 1e6:.1f} MB on disk"
     )
+
+
+def register(group: click.Group) -> None:
+    """Add `semfs check` and `semfs compact` to ``group``."""
+    for command in (check, compact):
+        group.add_command(command)

@@ -1,8 +1,9 @@
-"""What `semfs status` and `semfs collections list` show: gathered from a store without
+"""`semfs status`, and what it and `semfs collections list` show: gathered from a store without
 loading a model, and laid out for a person (sizes in KiB/MiB, local times, aligned columns)."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from semfs.fusefs.cli.common import one_line, opened
+from semfs.fusefs.cli.common import handle_errors, one_line, opened, store_options
 from semfs.ingest import display
-from semfs.ingest.errors import SemfsError
-from semfs.ingest.store import Store
+from semfs.ingest.errors import SemfsError, StoreLockedError
+from semfs.ingest.logs import MOUNT_LOG
+from semfs.ingest.store import Store, default_store_path
 from semfs.ingest.store.backends import missing_collection
 
 if TYPE_CHECKING:
@@ -227,3 +229,54 @@ def collection_table(rows: list[dict[str, Any]], raw_bytes: bool) -> Iterator[st
 
 def shown_size(n: int | None, raw: bool) -> str:
     return display.size(n) if not raw or n is None else f"{n} bytes"
+
+
+@click.command()
+@store_options
+@click.option("--bytes", "raw_bytes", is_flag=True, help="Sizes in bytes, not KiB/MiB/GiB.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (sizes in bytes).")
+@handle_errors
+def status(
+    store_path: Path | None,
+    url: str | None,
+    api_key: str | None,
+    collection: str,
+    raw_bytes: bool,
+    as_json: bool,
+) -> None:
+    """Show what a collection holds (documents, chunks, model, size, source folder, last
+    ingest) and, when a folder is followed (--watch), how fresh it is: last sync, pending
+    and failed changes.
+
+    \b
+    Example:
+        semfs status
+        semfs status --collection acme --json
+    """
+    from semfs.ingest.syncstate import load_state, state_file
+
+    watch = load_state(state_file(store_path, url, collection))
+    try:
+        info = store_info(store_path, url, api_key, collection)
+    except StoreLockedError as exc:
+        # `semfs ingest --watch` holds an embedded store: its state file still answers.
+        if watch is None or not watch.running:
+            raise
+        info = {"collection": collection, "store": str(exc)}
+    if watch is not None:
+        info["watch"] = {**watch.to_json(), "running": watch.running}
+    log = (store_path or default_store_path()).expanduser() / collection / MOUNT_LOG
+    if url is None and log.is_file():  # where a background mount of it logs (damage too)
+        info["mount_log"] = str(log)
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    for label, value in status_lines(info, raw_bytes):
+        click.echo(f"{label:>11}: {value}")
+    if watch is not None:
+        print_watch(watch)
+
+
+def register(group: click.Group) -> None:
+    """Add `semfs status` to ``group``."""
+    group.add_command(status)

@@ -1,15 +1,14 @@
-"""The store commands: ingest, status, collections, check, compact, search.
+"""`semfs ingest`: a folder into a collection, once or following it (--watch).
 
 Commands are thin: they parse options, call the library, and print. The library is imported
-inside each command (the pipeline and search load Qdrant Edge and the chunker), so that
-`semfs --help` starts fast. :func:`register` adds them to the ``semfs`` group.
+inside the command (the pipeline loads Qdrant Edge, the chunker and a model), so that
+`semfs --help` starts fast. :func:`register` adds it to the ``semfs`` group.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import sys
 import threading
@@ -20,27 +19,12 @@ from typing import TYPE_CHECKING
 import click
 
 from semfs.fusefs.cli.common import (
-    catalog_options,
     handle_errors,
     opened,
-    opened_catalog,
-    search_options,
     source_options,
     store_options,
 )
-from semfs.fusefs.cli.maintenance import check, compact, in_place
-from semfs.fusefs.cli.status import (
-    collection_row,
-    collection_table,
-    print_watch,
-    status_lines,
-    store_info,
-)
-from semfs.ingest import display
-from semfs.ingest.errors import SemfsError, StoreLockedError
-from semfs.ingest.logs import MOUNT_LOG
-from semfs.ingest.store import Store, default_store_path
-from semfs.ingest.store.backends import missing_collection
+from semfs.fusefs.cli.maintenance import in_place
 
 if TYPE_CHECKING:
     from semfs.ingest.embedding.embedder import Embedder
@@ -377,268 +361,6 @@ def _print_report(report: IngestReport, source: Path, collection: str, location:
             click.echo(f"  {s.path!r}: {s.reason}" if "\n" in s.path else f"  {s.path}: {s.reason}")
 
 
-@click.command()
-@store_options
-@click.option("--bytes", "raw_bytes", is_flag=True, help="Sizes in bytes, not KiB/MiB/GiB.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (sizes in bytes).")
-@handle_errors
-def status(
-    store_path: Path | None,
-    url: str | None,
-    api_key: str | None,
-    collection: str,
-    raw_bytes: bool,
-    as_json: bool,
-) -> None:
-    """Show what a collection holds (documents, chunks, model, size, source folder, last
-    ingest) and, when a folder is followed (--watch), how fresh it is: last sync, pending
-    and failed changes.
-
-    \b
-    Example:
-        semfs status
-        semfs status --collection acme --json
-    """
-    from semfs.ingest.syncstate import load_state, state_file
-
-    watch = load_state(state_file(store_path, url, collection))
-    try:
-        info = store_info(store_path, url, api_key, collection)
-    except StoreLockedError as exc:
-        # `semfs ingest --watch` holds an embedded store: its state file still answers.
-        if watch is None or not watch.running:
-            raise
-        info = {"collection": collection, "store": str(exc)}
-    if watch is not None:
-        info["watch"] = {**watch.to_json(), "running": watch.running}
-    log = (store_path or default_store_path()).expanduser() / collection / MOUNT_LOG
-    if url is None and log.is_file():  # where a background mount of it logs (damage too)
-        info["mount_log"] = str(log)
-    if as_json:
-        click.echo(json.dumps(info, indent=2))
-        return
-    for label, value in status_lines(info, raw_bytes):
-        click.echo(f"{label:>11}: {value}")
-    if watch is not None:
-        print_watch(watch)
-
-
-@click.group()
-def collections() -> None:
-    """List, remove and rename the collections of a store.
-
-    \b
-    Example:
-        semfs collections list
-        semfs collections rm old-docs
-        semfs collections rename docs fastapi
-    """
-
-
-@collections.command(name="list")
-@catalog_options
-@click.option("--bytes", "raw_bytes", is_flag=True, help="Sizes in bytes, not KiB/MiB/GiB.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list (sizes in bytes).")
-@handle_errors
-def collections_list(
-    store_path: Path | None, url: str | None, api_key: str | None, raw_bytes: bool, as_json: bool
-) -> None:
-    """List the collections: documents, chunks, size, model, source folder, last ingest.
-
-    \b
-    Example:
-        semfs collections list
-        semfs collections list --url http://localhost:6333 --json
-    """
-    with opened_catalog(store_path, url, api_key) as catalog:
-        names = catalog.names()
-        where = catalog.location
-    rows = [collection_row(store_path, url, api_key, name) for name in names]
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
-    if not rows:
-        click.echo(f"no collections at {where}: run `semfs ingest DIR` to make one", err=True)
-        return
-    for line in collection_table(rows, raw_bytes):
-        click.echo(line)
-
-
-@collections.command(name="rm")
-@click.argument("name")
-@catalog_options
-@click.option("-y", "--yes", is_flag=True, help="Do not ask first.")
-@handle_errors
-def collections_rm(
-    name: str, store_path: Path | None, url: str | None, api_key: str | None, yes: bool
-) -> None:
-    """Remove collection NAME and everything it holds (the source folder is not touched).
-
-    Asks first unless -y. Refused while a mount, `semfs mcp` or a watcher owns it.
-
-    \b
-    Example:
-        semfs collections rm semfs-demo
-        semfs collections rm old --url http://localhost:6333 -y
-    """
-    with opened_catalog(store_path, url, api_key) as catalog:
-        catalog.require(name)
-        where = catalog.location
-    _refuse_if_followed(store_path, url, name)
-    if not yes:
-        row = collection_row(store_path, url, api_key, name)
-        about = row.get("error") or (
-            f"{row['documents']} documents, {display.size(row['bytes'])}, "
-            f"from {row['source'] or 'an unknown folder'}"
-        )
-        click.confirm(f"Remove collection {name!r} ({about}) at {where}?", abort=True)
-    with opened_catalog(store_path, url, api_key) as catalog:
-        catalog.remove(name)
-    if url:  # a server collection's watcher state is kept beside the embedded store
-        from semfs.ingest.skipmemo import memo_file
-        from semfs.ingest.syncstate import state_file
-
-        for local in (state_file(store_path, url, name), memo_file(store_path, url, name)):
-            with contextlib.suppress(OSError):
-                local.unlink()
-    click.echo(f"Removed collection {name!r}")
-
-
-@collections.command(name="rename")
-@click.argument("old")
-@click.argument("new")
-@catalog_options
-@handle_errors
-def collections_rename(
-    old: str, new: str, store_path: Path | None, url: str | None, api_key: str | None
-) -> None:
-    """Rename collection OLD to NEW (refused while a mount, `semfs mcp` or a watcher owns it).
-
-    On a Qdrant server, which cannot rename, the points are copied to NEW, then OLD is
-    deleted.
-
-    \b
-    Example:
-        semfs collections rename docs fastapi
-    """
-    with opened_catalog(store_path, url, api_key) as catalog:
-        catalog.require(old)
-        _refuse_if_followed(store_path, url, old)
-        catalog.rename(old, new)
-    click.echo(f"Renamed collection {old!r} to {new!r}")
-
-
-def _refuse_if_followed(store_path: Path | None, url: str | None, name: str) -> None:
-    """A watcher of a server collection holds no lock: its state file says it runs."""
-    from semfs.ingest.syncstate import load_state, state_file
-
-    state = load_state(state_file(store_path, url, name))
-    if state is not None and state.running:
-        raise StoreLockedError(
-            f"collection {name!r} is followed by pid {state.pid} ({state.source}): stop it first"
-        )
-
-
-@click.command()
-@click.argument("query")
-@store_options
-@search_options(
-    k_help="Number of documents.",
-    mode_help="hybrid: dense + BM25, scores fused; semantic: dense only; keyword: BM25 only.",
-    min_score_help="Drop hits whose match strength (0-1) is below this.",
-)
-@click.option(
-    "--under", metavar="DIR", help="Only documents inside DIR (a path in the collection)."
-)
-@click.option("--more", is_flag=True, help="Excerpts from more of the hits (about 3x the lines).")
-@click.option(
-    "--paths", "paths_only", is_flag=True, help="Print the documents' paths only, best first."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
-@handle_errors
-def search(
-    query: str,
-    store_path: Path | None,
-    url: str | None,
-    api_key: str | None,
-    collection: str,
-    k: int,
-    mode: str,
-    under: str | None,
-    min_score: float | None,
-    more: bool,
-    paths_only: bool,
-    as_json: bool,
-) -> None:
-    """Find the documents that best answer QUERY, with the lines that answer it.
-
-    Prints what a mount's `.search/QUERY/00-results.md` holds: a ranked list, then the
-    numbered lines that answer, under their headings. `--paths` prints the paths only, one
-    a line, as `grep -l` would: absolute paths in the source folder (a converted document's
-    original), usable from any folder. --under DIR searches only the documents inside DIR, a
-    folder of the collection (as a mount shows it); a DIR that is not one is an error.
-
-    \b
-    Example:
-        semfs search "how do I rotate an api key"
-        semfs search "custom domain" --under deploy -k 3 --json
-        semfs search "webhook retries" --paths | xargs -d '\\n' grep -n retry
-    """
-    from semfs.ingest.search import Searcher, normalize_under
-    from semfs.ingest.search.results import render
-
-    scope = normalize_under(under)
-    with opened(store_path, url, api_key, collection) as store:
-        meta = store.read_meta()
-        found = meta is not None
-        if found:
-            if scope is not None:
-                _check_folder(store, scope, collection)
-            hits = Searcher(store).search(
-                query, k=k, mode=mode, under=scope, min_score=min_score, more=more
-            )
-    if not found:  # after closing: listing may open the store (a file: URL takes one client)
-        raise missing_collection(collection, store_path, url, api_key)
-    if as_json:
-        click.echo(json.dumps([h.to_json() for h in hits], indent=2, ensure_ascii=False))
-        return
-    if paths_only:
-        source = meta.source if meta is not None else None
-        for h in hits:
-            click.echo(_source_path(source, h.path))
-        return
-    settings = f"{mode} · k {k}" + (f" · min {min_score:g}" if min_score is not None else "")
-    settings += (" · more" if more else "") + (f" · in {scope}/" if scope else " · in all")
-    click.echo(render(" ".join(query.split()), hits, settings), nl=False)
-
-
-def _source_path(source: str | None, path: str) -> str:
-    """``path`` (a document of the collection) as a path usable from any folder: the file
-    in the source folder it mirrors, the original for a text view (``report.pdf.md`` ->
-    ``SOURCE/report.pdf``); as it is when the store does not record its source."""
-    from semfs.ingest import formats
-
-    if not source:
-        return path
-    if path.endswith(formats.VIEW_SUFFIX) and formats.view_path(path[: -len(formats.VIEW_SUFFIX)]):
-        path = path[: -len(formats.VIEW_SUFFIX)]
-    return os.path.join(source, path)
-
-
-def _check_folder(store: Store, folder: str, collection: str) -> None:
-    """Raise SemfsError unless ``folder`` is a folder of the collection (it holds a document)."""
-    prefix = folder + "/"
-    paths = [d.path for d in store.list_documents()]
-    if folder in paths:
-        raise SemfsError(f"--under {folder}: that is a file, not a folder, of {collection!r}")
-    if not any(p.startswith(prefix) for p in paths):
-        raise SemfsError(
-            f"--under {folder}: no such folder in collection {collection!r} "
-            "(a path in the collection, as `ls` of a mount shows it)"
-        )
-
-
 def register(group: click.Group) -> None:
-    """Add the store commands to ``group``."""
-    for command in (ingest_cmd, status, collections, check, compact, search):
-        group.add_command(command)
+    """Add `semfs ingest` to ``group``."""
+    group.add_command(ingest_cmd)

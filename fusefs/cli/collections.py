@@ -1,0 +1,139 @@
+"""`semfs collections`: list, remove and rename the collections of a store.
+
+Commands are thin: the catalog (:func:`semfs.ingest.store.backends.open_catalog`) does the
+work and refuses a collection a process owns; :func:`register` adds the group to ``semfs``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import click
+
+from semfs.fusefs.cli.common import catalog_options, handle_errors, opened_catalog
+from semfs.fusefs.cli.status import collection_row, collection_table
+from semfs.ingest import display
+from semfs.ingest.errors import StoreLockedError
+
+
+@click.group()
+def collections() -> None:
+    """List, remove and rename the collections of a store.
+
+    \b
+    Example:
+        semfs collections list
+        semfs collections rm old-docs
+        semfs collections rename docs fastapi
+    """
+
+
+@collections.command(name="list")
+@catalog_options
+@click.option("--bytes", "raw_bytes", is_flag=True, help="Sizes in bytes, not KiB/MiB/GiB.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list (sizes in bytes).")
+@handle_errors
+def collections_list(
+    store_path: Path | None, url: str | None, api_key: str | None, raw_bytes: bool, as_json: bool
+) -> None:
+    """List the collections: documents, chunks, size, model, source folder, last ingest.
+
+    \b
+    Example:
+        semfs collections list
+        semfs collections list --url http://localhost:6333 --json
+    """
+    with opened_catalog(store_path, url, api_key) as catalog:
+        names = catalog.names()
+        where = catalog.location
+    rows = [collection_row(store_path, url, api_key, name) for name in names]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo(f"no collections at {where}: run `semfs ingest DIR` to make one", err=True)
+        return
+    for line in collection_table(rows, raw_bytes):
+        click.echo(line)
+
+
+@collections.command(name="rm")
+@click.argument("name")
+@catalog_options
+@click.option("-y", "--yes", is_flag=True, help="Do not ask first.")
+@handle_errors
+def collections_rm(
+    name: str, store_path: Path | None, url: str | None, api_key: str | None, yes: bool
+) -> None:
+    """Remove collection NAME and everything it holds (the source folder is not touched).
+
+    Asks first unless -y. Refused while a mount, `semfs mcp` or a watcher owns it.
+
+    \b
+    Example:
+        semfs collections rm semfs-demo
+        semfs collections rm old --url http://localhost:6333 -y
+    """
+    with opened_catalog(store_path, url, api_key) as catalog:
+        catalog.require(name)
+        where = catalog.location
+    _refuse_if_followed(store_path, url, name)
+    if not yes:
+        row = collection_row(store_path, url, api_key, name)
+        about = row.get("error") or (
+            f"{row['documents']} documents, {display.size(row['bytes'])}, "
+            f"from {row['source'] or 'an unknown folder'}"
+        )
+        click.confirm(f"Remove collection {name!r} ({about}) at {where}?", abort=True)
+    with opened_catalog(store_path, url, api_key) as catalog:
+        catalog.remove(name)
+    if url:  # a server collection's watcher state is kept beside the embedded store
+        from semfs.ingest.skipmemo import memo_file
+        from semfs.ingest.syncstate import state_file
+
+        for local in (state_file(store_path, url, name), memo_file(store_path, url, name)):
+            with contextlib.suppress(OSError):
+                local.unlink()
+    click.echo(f"Removed collection {name!r}")
+
+
+@collections.command(name="rename")
+@click.argument("old")
+@click.argument("new")
+@catalog_options
+@handle_errors
+def collections_rename(
+    old: str, new: str, store_path: Path | None, url: str | None, api_key: str | None
+) -> None:
+    """Rename collection OLD to NEW (refused while a mount, `semfs mcp` or a watcher owns it).
+
+    On a Qdrant server, which cannot rename, the points are copied to NEW, then OLD is
+    deleted.
+
+    \b
+    Example:
+        semfs collections rename docs fastapi
+    """
+    with opened_catalog(store_path, url, api_key) as catalog:
+        catalog.require(old)
+        _refuse_if_followed(store_path, url, old)
+        catalog.rename(old, new)
+    click.echo(f"Renamed collection {old!r} to {new!r}")
+
+
+def _refuse_if_followed(store_path: Path | None, url: str | None, name: str) -> None:
+    """A watcher of a server collection holds no lock: its state file says it runs."""
+    from semfs.ingest.syncstate import load_state, state_file
+
+    state = load_state(state_file(store_path, url, name))
+    if state is not None and state.running:
+        raise StoreLockedError(
+            f"collection {name!r} is followed by pid {state.pid} ({state.source}): stop it first"
+        )
+
+
+def register(group: click.Group) -> None:
+    """Add `semfs collections` to ``group``."""
+    group.add_command(collections)

@@ -1,0 +1,123 @@
+"""`semfs search`: the documents that best answer a question, and the lines that answer it.
+
+A thin command: :class:`semfs.ingest.search.Searcher` ranks, and
+:func:`semfs.ingest.search.results.render` prints what a mount's results file holds; both are
+imported inside the command (they load Qdrant Edge and a model), so `semfs --help` starts fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from semfs.fusefs.cli.common import handle_errors, opened, search_options, store_options
+from semfs.ingest.errors import SemfsError
+from semfs.ingest.store import Store
+from semfs.ingest.store.backends import missing_collection
+
+
+@click.command()
+@click.argument("query")
+@store_options
+@search_options(
+    k_help="Number of documents.",
+    mode_help="hybrid: dense + BM25, scores fused; semantic: dense only; keyword: BM25 only.",
+    min_score_help="Drop hits whose match strength (0-1) is below this.",
+)
+@click.option(
+    "--under", metavar="DIR", help="Only documents inside DIR (a path in the collection)."
+)
+@click.option("--more", is_flag=True, help="Excerpts from more of the hits (about 3x the lines).")
+@click.option(
+    "--paths", "paths_only", is_flag=True, help="Print the documents' paths only, best first."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@handle_errors
+def search(
+    query: str,
+    store_path: Path | None,
+    url: str | None,
+    api_key: str | None,
+    collection: str,
+    k: int,
+    mode: str,
+    under: str | None,
+    min_score: float | None,
+    more: bool,
+    paths_only: bool,
+    as_json: bool,
+) -> None:
+    """Find the documents that best answer QUERY, with the lines that answer it.
+
+    Prints what a mount's `.search/QUERY/00-results.md` holds: a ranked list, then the
+    numbered lines that answer, under their headings. `--paths` prints the paths only, one
+    a line, as `grep -l` would: absolute paths in the source folder (a converted document's
+    original), usable from any folder. --under DIR searches only the documents inside DIR, a
+    folder of the collection (as a mount shows it); a DIR that is not one is an error.
+
+    \b
+    Example:
+        semfs search "how do I rotate an api key"
+        semfs search "custom domain" --under deploy -k 3 --json
+        semfs search "webhook retries" --paths | xargs -d '\\n' grep -n retry
+    """
+    from semfs.ingest.search import Searcher, normalize_under
+    from semfs.ingest.search.results import render
+
+    scope = normalize_under(under)
+    with opened(store_path, url, api_key, collection) as store:
+        meta = store.read_meta()
+        found = meta is not None
+        if found:
+            if scope is not None:
+                _check_folder(store, scope, collection)
+            hits = Searcher(store).search(
+                query, k=k, mode=mode, under=scope, min_score=min_score, more=more
+            )
+    if not found:  # after closing: listing may open the store (a file: URL takes one client)
+        raise missing_collection(collection, store_path, url, api_key)
+    if as_json:
+        click.echo(json.dumps([h.to_json() for h in hits], indent=2, ensure_ascii=False))
+        return
+    if paths_only:
+        source = meta.source if meta is not None else None
+        for h in hits:
+            click.echo(_source_path(source, h.path))
+        return
+    settings = f"{mode} · k {k}" + (f" · min {min_score:g}" if min_score is not None else "")
+    settings += (" · more" if more else "") + (f" · in {scope}/" if scope else " · in all")
+    click.echo(render(" ".join(query.split()), hits, settings), nl=False)
+
+
+def _source_path(source: str | None, path: str) -> str:
+    """``path`` (a document of the collection) as a path usable from any folder: the file
+    in the source folder it mirrors, the original for a text view (``report.pdf.md`` ->
+    ``SOURCE/report.pdf``); as it is when the store does not record its source."""
+    from semfs.ingest import formats
+
+    if not source:
+        return path
+    if path.endswith(formats.VIEW_SUFFIX) and formats.view_path(path[: -len(formats.VIEW_SUFFIX)]):
+        path = path[: -len(formats.VIEW_SUFFIX)]
+    return os.path.join(source, path)
+
+
+def _check_folder(store: Store, folder: str, collection: str) -> None:
+    """Raise SemfsError unless ``folder`` is a folder of the collection (it holds a document)."""
+    prefix = folder + "/"
+    paths = [d.path for d in store.list_documents()]
+    if folder in paths:
+        raise SemfsError(f"--under {folder}: that is a file, not a folder, of {collection!r}")
+    if not any(p.startswith(prefix) for p in paths):
+        raise SemfsError(
+            f"--under {folder}: no such folder in collection {collection!r} "
+            "(a path in the collection, as `ls` of a mount shows it)"
+        )
+
+
+def register(group: click.Group) -> None:
+    """Add `semfs search` to ``group``."""
+    group.add_command(search)
