@@ -51,12 +51,13 @@ def is_macos() -> bool:
     return system() == MACOS
 
 
-# setfsuid, setfsgid, setgroups by machine (asm/unistd.h); the groups call must be the raw
-# one: glibc's setgroups() changes every thread of the process.
+# setfsuid, setfsgid, setgroups, capget, capset by machine (asm/unistd.h); the groups call
+# must be the raw one: glibc's setgroups() changes every thread of the process, and capset is
+# per thread only as a raw call too.
 _CREDENTIAL_SYSCALLS = {
-    "x86_64": (122, 123, 116),
-    "aarch64": (151, 152, 159),
-    "arm64": (151, 152, 159),
+    "x86_64": (122, 123, 116, 125, 126),
+    "aarch64": (151, 152, 159, 90, 91),
+    "arm64": (151, 152, 159, 90, 91),
 }
 
 
@@ -67,8 +68,9 @@ def per_thread_credentials() -> bool:
     return is_linux()
 
 
-def credential_syscalls() -> tuple[int, int, int] | None:
-    """The system call numbers of setfsuid, setfsgid and setgroups on this machine, or None
+def credential_syscalls() -> tuple[int, int, int, int, int] | None:
+    """The system call numbers of setfsuid, setfsgid, setgroups, capget and capset on this
+    machine, or None
     where one thread cannot take another user's credentials (:func:`per_thread_credentials`)
     or the machine is not in the table."""
     if not per_thread_credentials():
@@ -148,6 +150,20 @@ def process_groups(pid: int, uid: int, gid: int) -> frozenset[int]:
         return frozenset(os.getgrouplist(pwd.getpwuid(uid).pw_name, gid))
     except (KeyError, OSError):
         return frozenset()
+
+
+def process_umask() -> int | None:
+    """This process's umask, read without changing it (which would race with the threads
+    creating files meanwhile): Linux's ``/proc/self/status``; None where the system does not
+    tell (macOS)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def is_zombie(pid: int) -> bool:

@@ -60,7 +60,7 @@ for pair in $DOC_TOOLS; do
 done
 # Commands the tests run, as command:apt-package (tests/test_setup.py checks this list against
 # the tests). coreutils, diffutils, findutils, grep and dash are Essential on Debian.
-TEST_TOOLS="rg:ripgrep mount:mount umount:mount rsync:rsync git:git"
+TEST_TOOLS="rg:ripgrep mount:mount umount:mount rsync:rsync git:git mkfs.ext4:e2fsprogs"
 if [[ ",$extra," == *,test,* ]]; then
   for pair in $TEST_TOOLS; do
     command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")

@@ -19,6 +19,7 @@ from tests.helpers import REPO
 ESSENTIAL = {
     "cat",
     "chmod",
+    "chown",
     "cmp",
     "cp",
     "dd",

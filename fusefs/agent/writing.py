@@ -13,11 +13,22 @@ Rules a caller may rely on:
 * Only text: a converted format (``.pdf``, ``.docx``, ...), a text view's name
   (``report.pdf.md`` beside ``report.pdf``), a version-control folder (``.git/``) and a file
   past the ingest size cap are refused, in one line.
+* A name semfs shows in every folder (``.search``, ``.similar``, ``.map.md``:
+  :mod:`semfs.fusefs.view.reserved`) is refused anywhere in the path.
 * ``replace`` writes a temporary file beside the target and renames it over (a reader sees
   the old text or the new, never half); ``append`` adds to the end (creating the file).
   Either way the bytes are on disk (fsync) before the file is indexed.
 * Who may call it is the server's decision (:mod:`semfs.fusefs.agent.mcp`); the write runs
   as the server's user, so the source's permissions for that user apply.
+* **Modes and owners.** A write never leaves a set-uid, set-gid or sticky bit, and never
+  gives a file another owner or group, so text an agent was given (or steered into writing)
+  never becomes a privileged program. A new file is the server's user's, ``0644`` (a new
+  folder ``0755``) less the umask the server started with (not the store's 077).
+  ``replace`` gives the new file the old one's owner, group and permission bits, less
+  those three; a server that cannot (not root, and the file is another user's or of a group
+  it is not in) refuses in one line and leaves the file as it was. ``append`` leaves the
+  owner as it is and clears the three bits. Only a regular file is written (never a FIFO,
+  device or link: refused without blocking).
 """
 
 from __future__ import annotations
@@ -30,14 +41,18 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from semfs.fusefs.view.reserved import reserved_part
 from semfs.ingest import formats
 from semfs.ingest.beneath import SourceFolder
 from semfs.ingest.embedding.embedder import Embedder
 from semfs.ingest.errors import PathError, SemfsError, ToolInputError
 from semfs.ingest.sources import DEFAULT_MAX_BYTES, VCS_DIRS
 from semfs.ingest.store import Store
+from semfs.ingest.store.backends import user_umask
 
 MODES = ("append", "replace")
+# Set-uid, set-gid and sticky: never left on a file this tool wrote.
+_SPECIAL = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
 
 
 @dataclass(frozen=True)
@@ -76,6 +91,12 @@ class SourceWriter:
         parts = rel.split("/")
         if any(part in VCS_DIRS for part in parts):
             raise PathError(f"{rel!r} is inside a version-control folder: not written")
+        reserved = reserved_part(rel)
+        if reserved is not None:
+            raise PathError(
+                f"{rel!r}: {reserved} is a name semfs shows in every folder of a mount "
+                "(search folders, folder maps): choose another name"
+            )
         if formats.view_path(rel) is not None:
             raise PathError(f"{rel!r} is a converted format: the write tool writes text files")
         if rel.endswith(formats.VIEW_SUFFIX):
@@ -116,19 +137,28 @@ class SourceWriter:
                 "write a new file"
             )
         if mode == "append":
-            fd = folder.open(rel, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            # O_NONBLOCK: a FIFO swapped in after the lstat fails (ENXIO) instead of blocking.
+            fd = folder.open(rel, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o600)
             try:
+                _regular(fd, rel)
+                if old is None:
+                    _new_file_mode(fd)
+                _clear_special(fd, rel)
                 _write_all(fd, data)
                 os.fsync(fd)
+                _clear_special(fd, rel)  # in case the owner set one again meanwhile
                 return os.fstat(fd).st_size
             finally:
                 os.close(fd)
         folder_rel, _, name = rel.rpartition("/")
         tmp = "/".join(p for p in (folder_rel, f".{name}.semfs-{secrets.token_hex(4)}") if p)
-        perms = stat.S_IMODE(old.st_mode) if old is not None else 0o644
-        fd = folder.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, perms)
+        fd = folder.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             try:
+                if old is None:
+                    _new_file_mode(fd)
+                else:
+                    _take_over(fd, old, rel)
                 _write_all(fd, data)
                 os.fsync(fd)
             finally:
@@ -150,6 +180,46 @@ class SourceWriter:
         return Written(rel, mode, written, size, not skipped, skipped)
 
 
+def _new_file_mode(fd: int) -> None:
+    """A new file's mode: 0644 less the user's umask (not the store's 077)."""
+    os.fchmod(fd, 0o644 & ~user_umask())
+
+
+def _regular(fd: int, rel: str) -> None:
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        raise SemfsError(f"cannot write {rel}: not a regular file")
+
+
+def _clear_special(fd: int, rel: str) -> None:
+    """Clear set-uid, set-gid and sticky (the owner is left as it is)."""
+    mode = stat.S_IMODE(os.fstat(fd).st_mode)
+    if mode & _SPECIAL:
+        try:
+            os.fchmod(fd, mode & ~_SPECIAL)
+        except PermissionError:
+            raise SemfsError(
+                f"cannot append to {rel}: it has a set-uid, set-gid or sticky bit and belongs "
+                "to another user, so it cannot be cleared: write a new file"
+            ) from None
+
+
+def _take_over(fd: int, old: os.stat_result, rel: str) -> None:
+    """Give the new file ``fd`` the replaced file's owner, group and permission bits, less
+    set-uid, set-gid and sticky; refuse when the owner or group cannot be kept."""
+    new = os.fstat(fd)
+    if (new.st_uid, new.st_gid) != (old.st_uid, old.st_gid):
+        try:
+            os.fchown(fd, old.st_uid, old.st_gid)
+        except PermissionError:
+            whose = f"user {old.st_uid}" if new.st_uid != old.st_uid else f"group {old.st_gid}"
+            raise SemfsError(
+                f"cannot replace {rel}: it belongs to {whose}, and this server cannot give its "
+                "new text the same owner (the write tool never changes a file's owner): "
+                "append to it, or write a new file"
+            ) from None
+    os.fchmod(fd, stat.S_IMODE(old.st_mode) & ~_SPECIAL)
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -165,6 +235,7 @@ def _make_folders(folder: SourceFolder, rel: str) -> None:
             folder.mkdir("/".join(done), 0o755)
         except FileExistsError:
             continue
+        folder.chmod("/".join(done), 0o755 & ~user_umask())  # not the store's umask (077)
 
 
 __all__ = ["MODES", "SourceWriter", "Written"]

@@ -204,7 +204,7 @@ class MountDaemon:
         assert self.cfg.watch is not None
         source = SourceFolder(self.cfg.watch)
         self._services.append(source.close)  # after the loop: closed last but the store
-        return WritableOperations(*args, source=source, **kwargs)
+        return WritableOperations(*args, source=source, search_dir=self.cfg.search_dir, **kwargs)
 
     def run(self) -> None:
         """Mount and serve until unmounted; raises MountError when the mount never came up."""

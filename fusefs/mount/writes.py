@@ -14,10 +14,19 @@ Rules a caller may rely on:
 * **What semfs adds stays read-only.** The search folders, and the text view beside each
   converted original (``report.pdf.md``, from the store, shown while its original is in the
   source): a write to them, or creating, renaming or deleting under a search folder, is EROFS.
+  So is any path with a name semfs shows in every folder (``.search``, ``.similar``,
+  ``.map.md``: :mod:`semfs.fusefs.view.reserved`) as the file, folder or link a call would
+  make, open for writing, truncate, or rename or link to: nobody can plant a fake results
+  file for another user to trust.
 * **Permissions as on the source.** Every call into the source runs with the caller's
   credentials (:mod:`semfs.fusefs.mount.credentials`), on top of the kernel's own check
   (``default_permissions``): nobody changes through the mount what the source refuses them,
   and what they create is theirs. A daemon that cannot act as the caller answers EACCES.
+  Writes to an open file run as the user who opened it, too, so the kernel clears a set-uid
+  or set-gid bit as it would for them, and no caller's write uses the daemon's
+  ``CAP_SYS_RESOURCE`` (ext4's root-reserved blocks, quotas).
+* **Open files are bounded per user** (:mod:`semfs.fusefs.mount.handles`): no user can take
+  every descriptor of the daemon; past their bound an open fails with EMFILE.
 * **Nothing kept back.** A write goes to the source file before the call returns (no
   cache in the daemon), so what a writer closed survives a kill -9 of the daemon, and the
   source's errors (ENOSPC, EDQUOT, EIO) are the writer's. ``close()`` also reports a late
@@ -41,9 +50,12 @@ from typing import Any, Protocol
 from semfs.fusefs.mount.access import Caller
 from semfs.fusefs.mount.bindings import FuseOSError, Operations, overrides, request_caller
 from semfs.fusefs.mount.credentials import acting_as
+from semfs.fusefs.mount.handles import HandleQuota
 from semfs.fusefs.mount.ops import SemfsOperations
+from semfs.fusefs.view.reserved import reserved_part
+from semfs.fusefs.view.searchdir import DEFAULT_NAME
 from semfs.fusefs.view.tree import DIR, FILE, SYMLINK, Node
-from semfs.ingest.beneath import SourceFolder
+from semfs.ingest.beneath import RENAME_EXCHANGE, SourceFolder
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +66,7 @@ SOURCE_INO = 1 << 63
 _UTIME_NOW = (1 << 30) - 1
 _UTIME_OMIT = (1 << 30) - 2
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_TRUNC | os.O_APPEND
+_SET_ID = stat.S_ISUID | stat.S_ISGID
 # Paths that name nothing in the source; any other error of the source is the caller's.
 _ABSENT = (errno.ENOENT, errno.ENOTDIR)
 
@@ -67,14 +80,18 @@ class Holds(Protocol):
 
 
 class SourceHandle:
-    """An open file of the source: its descriptor, and its path while open for writing."""
+    """An open file of the source: its descriptor, its path while open for writing, and who
+    opened it (writes through it run as them)."""
 
-    __slots__ = ("fd", "rel", "writing")
+    __slots__ = ("fd", "opener", "rel", "uid", "writing")
 
-    def __init__(self, fd: int, rel: str, writing: bool) -> None:
+    def __init__(self, fd: int, rel: str, writing: bool, opener: Caller | None, uid: int) -> None:
         self.fd = fd
         self.rel = rel
         self.writing = writing
+        # The opener's ids, no pid: a write needs no groups (the open was checked).
+        self.opener = None if opener is None else (opener[0], opener[1], 0)
+        self.uid = uid  # counted in the quota under this user
 
     def read(self, offset: int, size: int) -> bytes:
         return os.pread(self.fd, size, offset)
@@ -102,9 +119,18 @@ def _errno(exc: OSError) -> FuseOSError:
 class WritableOperations(SemfsOperations):
     """The read-only callbacks, over a source folder that takes writes (see the module)."""
 
-    def __init__(self, *args: Any, source: SourceFolder, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        source: SourceFolder,
+        search_dir: str = DEFAULT_NAME,
+        quota: HandleQuota | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.source = source
+        self.search_dir = search_dir
+        self.quota = quota or HandleQuota(os.geteuid())
         self.holds: Holds | None = None  # the watcher, set before the mount starts
         self.caller: Callable[[], Caller | None] = request_caller
         self._lock = threading.Lock()  # the open-for-writing handles and their paths
@@ -145,6 +171,18 @@ class WritableOperations(SemfsOperations):
                     if self._source_stat(candidate.lstrip("/")) is None:
                         return FuseOSError(errno.EROFS)
         return _errno(exc)
+
+    def _not_reserved(self, *paths: str) -> None:
+        """EROFS when a path holds a name semfs shows in every folder (see the module)."""
+        if any(reserved_part(p.lstrip("/"), self.search_dir) for p in paths):
+            raise FuseOSError(errno.EROFS)
+
+    def _counted(self, caller: Caller | None) -> int:
+        """Count one more open file of ``caller`` (EMFILE past its bound); its uid."""
+        uid = caller[0] if caller is not None else os.geteuid()
+        if not self.quota.take(uid):
+            raise FuseOSError(errno.EMFILE)
+        return uid
 
     def _change(self, paths: tuple[str, ...], call: Callable[[], object]) -> None:
         """Run one change of the source as the caller; its errno, or EROFS (see _refused)."""
@@ -237,16 +275,23 @@ class WritableOperations(SemfsOperations):
         if stat.S_ISDIR(st.st_mode):
             raise FuseOSError(errno.EISDIR)
         flags = fi.flags & ~(os.O_CREAT | os.O_EXCL | os.O_NOCTTY)
+        if flags & _WRITE_FLAGS:
+            self._not_reserved(path)
+        caller = self.caller()
+        uid = self._counted(caller)
         try:
-            with acting_as(self.caller()):
+            with acting_as(caller):
                 fd = self.source.open(rel, flags | os.O_NONBLOCK)
         except OSError as exc:
+            self.quota.give_back(uid)
             raise _errno(exc) from None
-        self._opened(fi, fd, rel, bool(flags & _WRITE_FLAGS))
+        self._opened(fi, fd, rel, bool(flags & _WRITE_FLAGS), caller, uid)
         return 0
 
-    def _opened(self, fi: Any, fd: int, rel: str, writing: bool) -> None:
-        handle = SourceHandle(fd, rel, writing)
+    def _opened(
+        self, fi: Any, fd: int, rel: str, writing: bool, caller: Caller | None, uid: int
+    ) -> None:
+        handle = SourceHandle(fd, rel, writing, caller, uid)
         fi.fh = next(self._fh)
         # Read from the source at each open (its bytes change under the mount), through
         # the page cache while open (mmap works: git reads its packs so).
@@ -282,6 +327,8 @@ class WritableOperations(SemfsOperations):
             os.close(handle.fd)
         except OSError as exc:  # flush reported it to the writer already
             logger.info("closing %s: %s", rel, exc.strerror)
+        finally:
+            self.quota.give_back(handle.uid)
         if handle.writing and self.holds is not None:
             self.holds.release(rel)
         return 0
@@ -337,6 +384,7 @@ class WritableOperations(SemfsOperations):
     def create(self, path: str, mode: int, fi: Any = None) -> int:
         rel = path.lstrip("/")
         flags = (fi.flags if fi is not None else os.O_WRONLY) | os.O_CREAT
+        self._not_reserved(path)
 
         def create() -> int:
             try:
@@ -349,15 +397,19 @@ class WritableOperations(SemfsOperations):
             _keep_mode(fd, mode)
             return fd
 
+        caller = self.caller()
+        uid = self._counted(caller)
         try:
-            with acting_as(self.caller()):
+            with acting_as(caller):
                 fd = create()
         except OSError as exc:
+            self.quota.give_back(uid)
             raise self._refused(exc, path) from None
         if fi is None:  # pragma: no cover - mfusepy always passes it (raw_fi)
             os.close(fd)
+            self.quota.give_back(uid)
             return 0
-        self._opened(fi, fd, rel, True)
+        self._opened(fi, fd, rel, True, caller, uid)
         return 0
 
     @overrides(Operations)
@@ -366,7 +418,8 @@ class WritableOperations(SemfsOperations):
         if type(handle) is not SourceHandle:
             raise FuseOSError(errno.EBADF)  # a read-only document's handle
         try:
-            return os.pwrite(handle.fd, data, offset)
+            with acting_as(handle.opener):  # the kernel's rules for them (module doc)
+                return os.pwrite(handle.fd, data, offset)
         except OSError as exc:
             raise _errno(exc) from None
 
@@ -394,9 +447,11 @@ class WritableOperations(SemfsOperations):
     @overrides(Operations)
     def truncate(self, path: str, length: int, fh: Any = None) -> int:
         handle = self._handles.get(fh.fh) if fh is not None else None
+        self._not_reserved(path)
         if type(handle) is SourceHandle:
             try:
-                os.ftruncate(handle.fd, length)
+                with acting_as(handle.opener):
+                    os.ftruncate(handle.fd, length)
             except OSError as exc:
                 raise _errno(exc) from None
             return 0
@@ -407,6 +462,7 @@ class WritableOperations(SemfsOperations):
     @overrides(Operations)
     def mkdir(self, path: str, mode: int) -> int:
         rel = path.lstrip("/")
+        self._not_reserved(path)
 
         def mkdir() -> None:
             self.source.mkdir(rel, mode)
@@ -434,6 +490,9 @@ class WritableOperations(SemfsOperations):
     def rename2(self, old: str, new: str, flags: int) -> int:
         """rename with flags (RENAME_NOREPLACE, RENAME_EXCHANGE: ``portable.rename_at``)."""
         src, dst = old.lstrip("/"), new.lstrip("/")
+        self._not_reserved(new)
+        if flags & RENAME_EXCHANGE:
+            self._not_reserved(old)  # an exchange makes both
         self._change((old, new), lambda: self.source.rename(src, dst, flags))
         self._moved(src, dst)
         return 0
@@ -454,19 +513,49 @@ class WritableOperations(SemfsOperations):
     @overrides(Operations)
     def link(self, target: str, source: str) -> int:
         new, existing = target.lstrip("/"), source.lstrip("/")
+        self._not_reserved(target)
         self._change((target, source), lambda: self.source.link(existing, new))
         return 0
 
     @overrides(Operations)
     def symlink(self, target: str, source: str) -> int:
         rel = target.lstrip("/")
+        self._not_reserved(target)
         self._change((target,), lambda: self.source.symlink(source, rel))
         return 0
 
     @overrides(Operations)
     def chmod(self, path: str, mode: int) -> int:
-        self._change((path,), lambda: self.source.chmod(path.lstrip("/"), mode))
+        rel = path.lstrip("/")
+        try:
+            self._change((path,), lambda: self.source.chmod(rel, mode))
+        except FuseOSError as exc:
+            if exc.errno != errno.EPERM or not self._clear_set_id(rel, mode):
+                raise
         return 0
+
+    def _clear_set_id(self, rel: str, mode: int) -> bool:
+        """The kernel's "a write clears set-uid and set-gid" for a writer who does not own
+        the file: FUSE asks for it as a chmod by that writer, which the source refuses
+        (EPERM), so the write would fail (EIO). Done as the daemon when ``mode`` only clears
+        those bits and the caller may open the file for writing; False otherwise."""
+        try:
+            st = self.source.lstat(rel)
+        except OSError:
+            return False
+        now, wanted = stat.S_IMODE(st.st_mode), stat.S_IMODE(mode)
+        if not stat.S_ISREG(st.st_mode) or wanted == now or wanted != now & ~_SET_ID:
+            return False
+        try:
+            with acting_as(self.caller()):
+                fd = self.source.open(rel, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            return False
+        try:
+            os.fchmod(fd, wanted)
+        finally:
+            os.close(fd)
+        return True
 
     @overrides(Operations)
     def chown(self, path: str, uid: int, gid: int) -> int:
@@ -516,6 +605,7 @@ class WritableOperations(SemfsOperations):
         for handle in list(self._handles.values()):
             if type(handle) is SourceHandle:
                 os.close(handle.fd)
+                self.quota.give_back(handle.uid)
 
 
 def _keep_mode(fd: int, mode: int) -> None:

@@ -101,6 +101,15 @@ def open_catalog(
     return catalog
 
 
+def user_umask() -> int:
+    """The umask of the user who started this process: the embedded store holds the process
+    umask at 077 while it is open (owner-only files), so a file made for the user (the MCP
+    write tool's) takes its mode from this instead."""
+    from semfs.ingest.store.edge.privacy import user_umask as umask
+
+    return umask()
+
+
 def set_aside(store_path: str | os.PathLike[str] | None, collection: str) -> Path:
     """Rename an embedded collection's damaged shard aside (``semfs check --rebuild``); the
     new path. Under the collection's lock: refused while a process has it open."""

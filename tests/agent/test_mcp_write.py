@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
+import stat
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.client.stdio import StdioServerParameters
 
+from tests.helpers import SEMFS
 from tests.helpers.mcpclient import call, connect, data, is_error, run, stdio, text
 from tests.helpers.mcphttp import http_server
 from tests.helpers.mounting import ingest_hash, semfs
@@ -137,3 +143,107 @@ def test_http_write_needs_a_writable_server_or_a_write_token(tmp_path: Path, sou
         (owner,) = calls(server.url, server.token, {"path": "notes/o.md", "text": "owner\n"})
     assert not is_error(owner), text(owner)
     assert (source / "notes" / "o.md").read_text() == "owner\n"
+
+
+NOBODY = 65534
+AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+
+
+def _needs_root_and_setpriv() -> None:
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to act as another user")
+
+
+def test_a_write_never_makes_a_set_uid_file_or_gives_one_to_the_servers_user(
+    open_tmp: Path,
+) -> None:
+    """Issue 39's attack: nobody plants a file of its own, mode 4755, in a write token's
+    folder; the token's holder replaces its text. Before: the file became -rwsr-xr-x
+    root:root (the server runs as root), a set-uid program of root's with text nobody chose."""
+    _needs_root_and_setpriv()
+    src = open_tmp / "src"
+    (src / "drop").mkdir(parents=True)
+    (src / "drop").chmod(0o777)
+    (src / "page.md").write_text("# Page\n")
+    store = open_tmp / "store"
+    ingest_hash(src, store)
+    plant = (
+        "printf 'x\\n' > {d}/tool && chmod 4755 {d}/tool && "
+        "printf 'x\\n' > {d}/log.md && chmod 6775 {d}/log.md && "
+        "printf 'x\\n' > {d}/sticky.md && chmod 1644 {d}/sticky.md"
+    )
+    planted = subprocess.run([*AS_NOBODY, "sh", "-c", plant.format(d=src / "drop")])
+    assert planted.returncode == 0
+    args = ("--store", str(store))
+    writer = semfs("token", "create", "agent", "--under", "drop", "--write", *args).stdout.strip()
+    elf_and_text = "\x7fELF this is text too\n"
+    with http_server(*args) as server:
+
+        async def session() -> list[Any]:
+            async with connect(server.url, writer) as client:
+                return [
+                    await call(
+                        client, "write", path="drop/tool", text=elf_and_text, mode="replace"
+                    ),
+                    await call(client, "write", path="drop/log.md", text="appended\n"),
+                    await call(
+                        client, "write", path="drop/sticky.md", text="new\n", mode="replace"
+                    ),
+                    await call(client, "write", path="drop/new.md", text="mine\n"),
+                ]
+
+        results = run(session)
+    assert not any(is_error(r) for r in results), [text(r) for r in results]
+    modes = {}
+    for name in ("tool", "log.md", "sticky.md", "new.md"):
+        st = (src / "drop" / name).stat()
+        modes[name] = (st.st_uid, st.st_gid, oct(stat.S_IMODE(st.st_mode)))
+    assert modes == {
+        "tool": (NOBODY, NOBODY, "0o755"),
+        "log.md": (NOBODY, NOBODY, "0o775"),
+        "sticky.md": (NOBODY, NOBODY, "0o644"),
+        "new.md": (0, 0, "0o644"),  # a new file is the server's user's
+    }
+    assert (src / "drop" / "tool").read_text() == elf_and_text
+    assert (src / "drop" / "log.md").read_text() == "x\nappended\n"
+
+
+def test_a_server_that_cannot_keep_the_owner_refuses_to_replace(open_tmp: Path) -> None:
+    """A server of another user than root (nobody here) replaces only what it can give
+    back to its owner: a root file it may write is appended to, never replaced by a file of
+    nobody's."""
+    _needs_root_and_setpriv()
+    src = open_tmp / "src"
+    (src / "shared").mkdir(parents=True)
+    (src / "shared").chmod(0o777)
+    (src / "shared" / "root.md").write_text("root's\n")
+    (src / "shared" / "root.md").chmod(0o666)
+    store = open_tmp / "store"
+    ingest_hash(src, store)
+    subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(store)], check=True)
+    server = StdioServerParameters(
+        command=AS_NOBODY[0],
+        args=[*AS_NOBODY[1:], SEMFS, "mcp", "--store", str(store), "--writable"],
+        env=dict(os.environ, HOME=str(open_tmp)),
+    )
+
+    async def session() -> list[Any]:
+        async with connect(server) as client:
+            return [
+                await call(
+                    client, "write", path="shared/root.md", text="nobody's\n", mode="replace"
+                ),
+                await call(client, "write", path="shared/root.md", text="added\n"),
+                await call(client, "write", path="shared/.search/q/00-results.md", text="x"),
+                await call(client, "write", path="shared/.map.md", text="x"),
+            ]
+
+    replaced, appended, *reserved = run(session)
+    assert is_error(replaced) and "belongs to user 0" in text(replaced), text(replaced)
+    assert "\n" not in text(replaced)
+    assert not is_error(appended), text(appended)
+    st = (src / "shared" / "root.md").stat()
+    assert (st.st_uid, (src / "shared" / "root.md").read_text()) == (0, "root's\nadded\n")
+    for res in reserved:
+        assert is_error(res) and "a name semfs shows in every folder" in text(res), text(res)
+    assert sorted(p.name for p in (src / "shared").iterdir()) == ["root.md"]

@@ -28,3 +28,16 @@ def shared_path(*parts: str) -> Path:
 
 # Another local user, for tests of what the store and the mount let others see.
 NOBODY = 65534
+
+
+# An exec wrapper that sets the open-files limit of the command it runs: not preexec_fn,
+# which is unsafe beside threads.
+_LIMITED = (
+    "import os, resource, sys; n = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)); os.execv(sys.argv[2], sys.argv[2:])"
+)
+
+
+def with_open_files(open_files: int | None) -> list[str]:
+    """The command prefix that runs a command under ``open_files`` (None: nothing)."""
+    return [] if open_files is None else [sys.executable, "-c", _LIMITED, str(open_files)]

@@ -6,7 +6,6 @@ import queue
 import re
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,14 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import SEMFS
+from tests.helpers import SEMFS, with_open_files
 from tests.helpers.mounting import stop_process
 
 STARTUP_SECONDS = 60
-_LIMITED = (
-    "import os, resource, sys; n = int(sys.argv[1]); "
-    "resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)); os.execv(sys.argv[2], sys.argv[2:])"
-)
 STARTED = re.compile(r"serving .* at (\S+); (?:new )?token in (/\S+) \(")
 
 
@@ -52,10 +47,8 @@ def http_server(
     """``semfs mcp --http BIND:PORT ARGS`` until the block ends (stopped even on failure);
     ``open_files``: its RLIMIT_NOFILE."""
     port = free_port()
-    # The limit is set by a small exec wrapper, not preexec_fn (unsafe beside threads).
-    limited = [sys.executable, "-c", _LIMITED, str(open_files)] if open_files is not None else []
     proc = subprocess.Popen(
-        [*limited, SEMFS, "mcp", "--http", f"{bind}:{port}", *args],
+        [*with_open_files(open_files), SEMFS, "mcp", "--http", f"{bind}:{port}", *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -27,7 +27,7 @@ import pytest
 
 from semfs.ingest.pipeline import IngestReport, ingest
 from semfs.ingest.store.backends import open_store
-from tests.helpers import SEMFS
+from tests.helpers import SEMFS, with_open_files
 
 # Limits that only catch a hang: a loaded shared machine is slow, never this slow.
 MOUNT_TIMEOUT = 60.0
@@ -75,6 +75,37 @@ def small_tmpfs(parent: Path, megabytes: int) -> Iterator[Path]:
         yield disk
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@contextlib.contextmanager
+def small_ext4(parent: Path, megabytes: int, reserved_percent: int) -> Iterator[Path]:
+    """An ext4 of ``megabytes`` MiB (a loop device over a file in ``parent``) with
+    ``reserved_percent`` of its blocks reserved for root, at ``parent/ext4``, open to all
+    (1777), unmounted after; the test skips where it cannot be mounted (not root, no loop
+    device; scripts/setup.sh installs mkfs.ext4)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting an ext4 image needs root")
+    image, disk = parent / "ext4.img", parent / "ext4"
+    with open(image, "wb") as f:
+        f.truncate(megabytes << 20)
+    disk.mkdir()
+    made = subprocess.run(
+        ["mkfs.ext4", "-q", "-F", "-m", str(reserved_percent), str(image)],
+        capture_output=True,
+        text=True,
+    )
+    if made.returncode == 0:
+        made = subprocess.run(["mount", "-o", "loop", str(image), str(disk)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot make a small ext4 (no loop device?): {made.stderr!r}")
+    try:
+        disk.chmod(0o1777)
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+        if os.path.ismount(disk):
+            subprocess.run(["umount", "-l", str(disk)], check=False)
+        image.unlink()
 
 
 def ingest_hash(
@@ -179,14 +210,19 @@ def mounted(
     *args: str,
     expect_log: Sequence[str] = (),
     env: dict[str, str] | None = None,
+    open_files: int | None = None,
 ) -> Iterator[Mount]:
-    """``semfs mount -f MOUNTPOINT ARGS...`` for the duration of the block; always unmounted."""
+    """``semfs mount -f MOUNTPOINT ARGS...`` for the duration of the block; always unmounted.
+    ``open_files``: the daemon's RLIMIT_NOFILE."""
     require_mount_marker("mounted")
     mountpoint.mkdir(parents=True, exist_ok=True)
     log = mountpoint.with_name(mountpoint.name + ".log")
     with open(log, "ab") as err:
         proc = subprocess.Popen(
-            [SEMFS, "mount", "-f", str(mountpoint), "--log-file", str(log), *args],
+            [
+                *with_open_files(open_files),
+                *(SEMFS, "mount", "-f", str(mountpoint), "--log-file", str(log), *args),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=err,
             stderr=err,

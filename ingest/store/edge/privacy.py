@@ -7,6 +7,8 @@ Rules a caller may rely on:
   every file and folder created meanwhile (Qdrant Edge's segments and WAL, created from its
   own threads at any time, included) is owner-only. The umask is process-wide; the previous
   one comes back when the last block ends.
+* :func:`user_umask` is the umask the process had before (what files made for the user, not
+  for the store, should follow).
 * :func:`make_private` takes group and other bits off everything under a folder that this
   user owns (what was created before the umask was set).
 * :func:`warn_if_exposed` logs one warning per folder and process when a user other than the
@@ -22,6 +24,8 @@ import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+
+from semfs.ingest import portable
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +77,16 @@ def release() -> None:
         _holders -= 1
         if _holders == 0:
             os.umask(_saved_umask)
+
+
+def user_umask() -> int:
+    """The process's umask outside :func:`owner_only_files` blocks (read without changing
+    it where the system tells, else the common 022)."""
+    with _lock:
+        if _holders:
+            return _saved_umask
+    umask = portable.process_umask()
+    return 0o022 if umask is None else umask
 
 
 def make_private(top: Path) -> None:
