@@ -1,6 +1,13 @@
 """Slow clients against `semfs mcp --http`: does a normal request still get answered, how fast,
-and what does the server's log cost? (issue 29's reproduction: a 1024 open-files limit, 1,100
-connections each sending one more request-head byte every 5 s, reconnecting when closed.)
+and what does the server's log cost? Three attacks (``--attack``), each reconnecting what the
+server closes:
+
+* ``head`` (issue 29): a 1024 open-files limit, 1,100 connections each sending one more
+  request-head byte every 5 s;
+* ``body`` (issue 39): each connection sends a whole head without a token announcing a
+  4,000,000-byte body, gets 401, then sends one body byte every ``--interval`` seconds;
+* ``drop`` (issue 39): a token holder sends a head and part of a body, then closes, on every
+  connection every ``--interval`` seconds (what the server's log writes for it).
 
 Prints the normal requests' answers and times (one every 2 s, 10 s timeout each), how many slow
 connections the server closed, and its stderr's size, tracebacks and "refused" lines. The
@@ -43,6 +50,14 @@ LIMITED = (
 HEAD = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
 
 
+def whole_head(port: int, length: int, token: str | None = None) -> bytes:
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    return (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json, text/event-stream\r\nContent-Length: {length}\r\n{auth}\r\n"
+    ).encode()
+
+
 def normal(url: str, token: str) -> tuple[bool, float]:
     started = time.monotonic()
     try:
@@ -63,6 +78,7 @@ def main() -> None:
     ap.add_argument("--slow", type=int, default=1100, help="slow connections to hold")
     ap.add_argument("--interval", type=float, default=5.0, help="seconds between head bytes")
     ap.add_argument("--seconds", type=float, default=40.0, help="how long the flood lasts")
+    ap.add_argument("--attack", choices=("head", "body", "drop"), default="head")
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, args.slow + 256)), hard))
@@ -90,6 +106,11 @@ def main() -> None:
         if not ready.wait(120):
             sys.exit(f"no start-up line: {log.decode(errors='replace')}")
         token = token_file.read_text().strip()
+        opening = {
+            "head": HEAD,
+            "body": whole_head(port, 4_000_000) + b"{",
+            "drop": whole_head(port, 1000, token) + b'{"jsonrpc"',
+        }[args.attack]
         base_ok, base_time = normal(url, token)
         start_log = len(log)
         conns: list[socket.socket | None] = [None] * args.slow
@@ -115,7 +136,10 @@ def main() -> None:
                         if held is None:
                             fresh = socket.create_connection(("127.0.0.1", port), timeout=2)
                             conns[i] = fresh
-                            fresh.sendall(HEAD)
+                            fresh.sendall(opening)
+                            if args.attack == "drop":
+                                fresh.close()
+                                conns[i] = None
                         else:
                             held.sendall(b"a")
                     except OSError:
@@ -141,7 +165,10 @@ def main() -> None:
             proc.wait()
     flood_log = bytes(log[start_log:])
     times = [t for ok, t in results if ok]
-    print(f"server: {args.semfs}, RLIMIT_NOFILE {args.open_files}, {args.slow} slow clients")
+    print(
+        f"server: {args.semfs}, RLIMIT_NOFILE {args.open_files}, {args.slow} slow clients, "
+        f"attack: {args.attack}"
+    )
     print(f"baseline request: {'ok' if base_ok else 'FAILED'} in {base_time * 1000:.0f} ms")
     print(f"normal requests during the flood: {len(times)}/{len(results)} answered", end="")
     if times:

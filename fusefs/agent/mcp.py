@@ -490,7 +490,7 @@ def serve(
             file=sys.stderr,
             flush=True,
         )
-    protocol, guard = guarded_protocol()
+    protocol, guard = guarded_protocol(identify=verifier.subject_of, owner=verifier.owner_subject)
     config = uvicorn.Config(
         app,
         log_level="warning",

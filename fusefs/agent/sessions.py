@@ -29,6 +29,8 @@ from typing import Any
 import anyio
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from semfs.fusefs.agent.connections import WholeBodies
+
 logger = logging.getLogger(__name__)
 
 # How often sessions of revoked tokens are looked for (a stat of the tokens file each time).
@@ -54,6 +56,9 @@ class FairSessions(StreamableHTTPSessionManager):
         self.owner = owner
         self.alive = alive
         self.per_token = per_token
+        # The whole body before the SDK sees the request: one that ends mid-body is dropped
+        # quietly (the SDK logs a traceback for each).
+        self.asgi_app = WholeBodies(self._handle_request, self.max_request_body_size)  # type: ignore[assignment]
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:

@@ -261,17 +261,24 @@ class TokenVerifier:
         """The subjects (token digests) valid now: a session of any other is closed."""
         return self.scoped.digests() | {self.owner_subject}
 
-    async def verify_token(self, token: str) -> AccessToken | None:
+    def grant(self, token: str) -> Grant | None:
+        """The grant of ``token``: the owner's, a scoped one, or None."""
         if hmac.compare_digest(token.encode(), self._owner.encode()):
-            grant = Grant(OWNER)
-        else:
-            try:
-                found = self.scoped.grant(token)
-            except TokenError:
-                return None  # a damaged or unsafe file grants nothing (the start-up checked it)
-            if found is None:
-                return None
-            grant = found
+            return Grant(OWNER)
+        try:
+            return self.scoped.grant(token)
+        except TokenError:
+            return None  # a damaged or unsafe file grants nothing (the start-up checked it)
+
+    def subject_of(self, token: str) -> str | None:
+        """The subject of a token the server accepts (what a session is tied to), else None:
+        what the connection guard sorts connections by."""
+        return _digest(token) if self.grant(token) is not None else None
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        grant = self.grant(token)
+        if grant is None:
+            return None
         # client_id/subject: the SDK ties a session to the token that opened it; the subject
         # is the token's digest, so that a new token under a revoked one's name is another.
         return AccessToken(

@@ -1,0 +1,179 @@
+"""`semfs mcp --http` under a flood of slow requests (issue 39 item 2): clients without a token,
+and token holders, holding connections open with request bodies that never end.
+
+Each test runs a real server under a 256 open-files limit (so 128 connections at most, 32 of
+them kept for token holders) and attacks it with more raw sockets than that: a few seconds
+each, with no timed assertion (every wait is generous; only what is answered is checked).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from semfs.fusefs.agent.connections import REQUEST_SECONDS, connection_cap
+from tests.helpers.mcphttp import HttpServer, http_server
+from tests.helpers.mounting import ingest_hash, semfs
+
+pytestmark = pytest.mark.mount  # real servers, as the other MCP tests
+
+OPEN_FILES = 256
+ATTACKERS = 200  # past the cap of connection_cap(256) = 128
+WAIT = 60.0  # for an answer or a close: only catches a hang
+INIT = (
+    b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": '
+    b'"2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}}'
+)
+
+
+def _head(port: int, token: str | None, length: int) -> bytes:
+    lines = [
+        "POST /mcp HTTP/1.1",
+        f"Host: 127.0.0.1:{port}",
+        "Content-Type: application/json",
+        "Accept: application/json, text/event-stream",
+        f"Content-Length: {length}",
+    ]
+    if token is not None:
+        lines.append(f"Authorization: Bearer {token}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+@contextlib.contextmanager
+def _trickling(port: int, token: str | None, count: int) -> Iterator[list[socket.socket]]:
+    """``count`` connections that each send a whole head announcing a 4,000,000-byte body,
+    then one body byte a second (issue 39's attack sends one every 4 s), until the block
+    ends; closed after it."""
+    conns: list[socket.socket] = []
+    stop = threading.Event()
+
+    def trickle() -> None:
+        while not stop.wait(1.0):
+            for conn in conns:
+                with contextlib.suppress(OSError):
+                    conn.send(b" ")
+
+    sender = threading.Thread(target=trickle, daemon=True)
+    try:
+        for _ in range(count):
+            conn = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+            with contextlib.suppress(OSError):  # the server may close it at once (a bound)
+                conn.sendall(_head(port, token, 4_000_000) + b"{")
+            conns.append(conn)
+        sender.start()
+        yield conns
+    finally:
+        stop.set()
+        if sender.is_alive():
+            sender.join(WAIT)
+        for conn in conns:
+            conn.close()
+
+
+def _owner_answered(server: HttpServer, times: int = 5) -> int:
+    answered = 0
+    for _ in range(times):
+        answer = httpx.post(
+            server.url,
+            content=INIT,
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                "Authorization": f"Bearer {server.token}",
+            },
+            timeout=WAIT,
+        )
+        answered += answer.status_code == 200
+    return answered
+
+
+def _ended(conn: socket.socket, within: float) -> bool:
+    """Whether the server closes ``conn`` within ``within`` seconds (what it answered read
+    and dropped on the way)."""
+    deadline = time.monotonic() + within
+    conn.settimeout(1.0)
+    while time.monotonic() < deadline:
+        try:
+            if conn.recv(65536) == b"":
+                return True
+        except TimeoutError:
+            continue
+        except OSError:  # reset: closed too
+            return True
+    return False
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    (src / "deploy").mkdir(parents=True)
+    (src / "deploy" / "proxy.md").write_text("# Proxy\n\nServe the docs behind nginx.\n")
+    ingest_hash(src, tmp_path / "store")
+    return tmp_path / "store"
+
+
+def test_clients_without_a_token_cannot_lock_out_the_owner_with_slow_bodies(store: Path) -> None:
+    """Issue 39: each client sent a whole head announcing a 4 MB body, got 401, then sent a
+    body byte every 4 s: each byte reset uvicorn's keep-alive timer, so the connections stayed,
+    and at the connection cap every newcomer was closed, the owner's too (0 of 17 answered)."""
+    assert connection_cap(OPEN_FILES) < ATTACKERS
+    with (
+        http_server("--store", str(store), open_files=OPEN_FILES) as server,
+        _trickling(server.port, None, ATTACKERS) as attackers,
+    ):
+        assert _owner_answered(server) == 5
+        # Every attacker's connection ends: at a bound, or after its 401.
+        assert all(_ended(conn, WAIT) for conn in attackers)
+        assert _owner_answered(server) == 5
+    log = "".join(server.log)
+    assert "Traceback" not in log and "ERROR" not in log, log[-2000:]
+
+
+def test_a_token_holder_cannot_hold_the_slots_others_need(store: Path) -> None:
+    """A scoped token's 200 requests whose bodies never end (each bounded to REQUEST_SECONDS)
+    leave the owner and another token answered: at the cap, the token holding the most
+    connections loses its oldest."""
+    args = ("--store", str(store))
+    greedy = semfs("token", "create", "greedy", "--under", "deploy", *args).stdout.strip()
+    other = semfs("token", "create", "other", "--under", "deploy", *args).stdout.strip()
+    with (
+        http_server(*args, open_files=OPEN_FILES) as server,
+        _trickling(server.port, greedy, ATTACKERS) as hogs,
+    ):
+        assert _owner_answered(server) == 5
+        answer = httpx.post(
+            server.url,
+            content=INIT,
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                "Authorization": f"Bearer {other}",
+            },
+            timeout=WAIT,
+        )
+        assert answer.status_code == 200
+        # No request lasts past its deadline, however its body trickles.
+        assert all(_ended(conn, REQUEST_SECONDS + WAIT) for conn in hogs)
+    log = "".join(server.log)
+    assert "Traceback" not in log and "ERROR" not in log, log[-2000:]
+
+
+def test_requests_dropped_mid_body_leave_no_traceback(store: Path) -> None:
+    """Before: each request a token holder dropped mid-body logged two ERROR lines and a
+    traceback (2.47 MB in 30 s)."""
+    with http_server("--store", str(store)) as server:
+        for _ in range(50):
+            with socket.create_connection(("127.0.0.1", server.port), timeout=WAIT) as conn:
+                conn.sendall(_head(server.port, server.token, 1000) + b'{"jsonrpc"')
+        assert _owner_answered(server, 1) == 1  # served after all of them, so they are done
+        time.sleep(0.5)  # a last log line would come at once; none is waited for
+    log = "".join(server.log)
+    assert "Traceback" not in log and "ERROR" not in log, log[-2000:]
+    assert len(log) < 1000, len(log)
