@@ -36,7 +36,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
+from semfs.ingest import syntax
 from semfs.ingest.labels import dedupe_path, heading_label
+from semfs.ingest.store.schema import OutlineEntry
 
 __all__ = [
     "ChunkSpan",
@@ -110,6 +112,12 @@ class ChunkSpan:
     # The fence ("```", "~~~~") a chunk starts inside, else "": a chunk cut from a long code
     # block starts mid-fence, and its "# comment" lines are code, not headings.
     fence: str = ""
+    # Source code chunked by its syntax: the language, the definitions the chunk overlaps and
+    # the names of those whose signature it holds (see semfs.ingest.store.schema.ChunkRecord);
+    # ``heading`` is then the label path of the definitions around its first line.
+    syntax: str = ""
+    outline: tuple[OutlineEntry, ...] = ()
+    symbols: tuple[str, ...] = ()
 
 
 def chunk_text(
@@ -122,7 +130,9 @@ def chunk_text(
     """Split ``text`` into lossless chunks of at most ``max_tokens`` tokens and
     ``max_tokens * MAX_CHARS_PER_TOKEN`` characters each.
 
-    The split style follows ``path``'s extension (Markdown/MDX, code, anything else). Callers may
+    The split style follows ``path``'s extension (Markdown/MDX, code, anything else); source
+    code that a grammar reads (:mod:`semfs.ingest.syntax`) is cut at its definitions, see
+    :func:`_chunk_code`. Callers may
     rely on: ``"".join(c.text for c in chunks) == text``; byte offsets and line numbers as
     documented on :class:`ChunkSpan`; ``count_tokens([c.text])[0] <= max_tokens`` and
     ``len(c.text) <= max_tokens * MAX_CHARS_PER_TOKEN`` for every chunk, except a single
@@ -137,6 +147,8 @@ def chunk_text(
     if not text:
         return []
     ext = PurePath(path).suffix.lower()
+    if ext not in MARKDOWN_EXTS and (found := syntax.outline(text, path)) is not None:
+        return _chunk_code(text, found, count_tokens, max_tokens)
     kind = "md" if ext in MARKDOWN_EXTS else "code" if ext in CODE_EXTS else "text"
     count_tokens = _sized(count_tokens)
     lines = _split_lines(text)
@@ -494,3 +506,137 @@ def _verify(
                     todo.append(r)
         ranges = out
     return ranges
+
+
+def _chunk_code(
+    text: str, found: syntax.Outline, count_tokens: TokenCounter, max_tokens: int
+) -> list[ChunkSpan]:
+    """Chunks of source code that follow its definitions.
+
+    Blocks start at each definition (its comments and decorators first), after its end, at
+    each statement of a body or of the top level, and after blank lines. A definition that
+    fits a chunk is never cut: it starts a new chunk when the current one holds a quarter of
+    the budget or it would not fit there, else it joins it (short neighbours share a chunk).
+    One too long for a chunk is cut between its statements (then lines, as prose is), and
+    the definitions inside it are placed by the same rule. The invariants of
+    :func:`chunk_text` hold; each chunk's ``heading`` is the label path of the definitions
+    around its first non-blank line, and ``outline``/``symbols`` say what it overlaps.
+    """
+    lines = _split_lines(text)
+    n = len(lines)
+    blank = [not line.strip() for line in lines]
+    nonblank_after = [n] * (n + 1)
+    for r in range(n - 1, -1, -1):
+        nonblank_after[r] = r if not blank[r] else nonblank_after[r + 1]
+    defs = found.definitions
+    bounds = {0}
+    for d in defs:
+        if d.cut and d.start < n:
+            bounds.add(d.start)
+            bounds.add(nonblank_after[min(d.end + 1, n)])
+    bounds.update(r for r in found.statements if r < n)
+    bounds.update(r for r in range(1, n) if blank[r - 1] and not blank[r])
+    bounds.discard(n)
+    starts = sorted(bounds)
+    block_of = {row: i for i, row in enumerate(starts)}
+    blocks = ["".join(lines[a:b]) for a, b in itertools.pairwise([*starts, n])]
+    pieces, counts, origin = _refine(blocks, count_tokens, max_tokens)
+    first_piece: dict[int, int] = {}
+    for k, block in enumerate(origin):
+        first_piece.setdefault(block, k)
+    # The outermost definition starting at each piece, and the pieces it covers.
+    starting: dict[int, tuple[int, int]] = {}
+    for d in defs:
+        if not d.cut or d.start >= n:
+            continue
+        a = first_piece[block_of[d.start]]
+        after = nonblank_after[min(d.end + 1, n)]
+        b = first_piece[block_of[after]] if after < n else len(pieces)
+        if a not in starting or b > starting[a][1]:
+            starting[a] = (a, b)
+    prefix = [0, *itertools.accumulate(counts)]
+    ranges: list[tuple[int, int]] = []
+    first, total, k = 0, 0, 0
+    while k < len(pieces):
+        span = starting.get(k)
+        if span is not None:
+            size = prefix[span[1]] - prefix[k]
+            if k > first and (total * 4 >= max_tokens or total + size > max_tokens):
+                ranges.append((first, k))
+                first, total = k, 0
+            if total + size <= max_tokens:  # it fits: whole, its inner definitions with it
+                total += size
+                k = span[1]
+                continue
+        if k > first and total + counts[k] > max_tokens:
+            ranges.append((first, k))
+            first, total = k, 0
+        total += counts[k]
+        k += 1
+    ranges.append((first, len(pieces)))
+    ranges = _verify(pieces, ranges, count_tokens, max_tokens)
+    return _code_spans(pieces, ranges, lines, found)
+
+
+def _code_spans(
+    pieces: list[str], ranges: list[tuple[int, int]], lines: list[str], found: syntax.Outline
+) -> list[ChunkSpan]:
+    """The spans of ``ranges`` with their labels, outlines and symbols (one sweep over the
+    definitions, which are sorted by their first line)."""
+    defs = found.definitions
+    language = found.language
+    spans: list[ChunkSpan] = []
+    byte, line_no = 0, 1
+    nxt = 0  # the next definition not yet open
+    open_defs: list[int] = []  # definitions open at the current chunk's first line
+    entries: dict[int, OutlineEntry] = {}
+
+    def entry(i: int) -> OutlineEntry:
+        if i not in entries:
+            d = defs[i]
+            signature = lines[d.line].rstrip() if d.line < len(lines) else ""
+            entries[i] = OutlineEntry(
+                d.start + 1, d.end + 1, d.line + 1, " > ".join(found.path(i)), signature[:200]
+            )
+        return entries[i]
+
+    for index, (a, b) in enumerate(ranges):
+        chunk = pieces[a] if b - a == 1 else "".join(pieces[a:b])
+        newlines = chunk.count("\n")
+        size = len(chunk.encode())
+        end_line = line_no + newlines - (1 if chunk.endswith("\n") else 0)
+        stripped = len(chunk) - len(chunk.lstrip())
+        lead = line_no - 1 + chunk.count("\n", 0, stripped)  # 0-based first non-blank line
+        first, last = line_no - 1, end_line - 1
+        inside: list[int] = []
+        while nxt < len(defs) and defs[nxt].start <= last:
+            open_defs.append(nxt)
+            nxt += 1
+        open_defs = [i for i in open_defs if defs[i].end >= first]
+        overlapping = sorted(open_defs, key=lambda i: (defs[i].start, defs[i].depth))
+        # The definitions around the first line, outer to inner; of several on that line
+        # (a one-line file), the first at each depth.
+        label: int | None = None
+        for i in overlapping:
+            if defs[i].start <= lead <= defs[i].end and (label is None or label in defs[i].parents):
+                label = i
+        heading = " > ".join(found.path(label)) if label is not None else ""
+        inside = [i for i in overlapping if first <= defs[i].line <= last]
+        symbols = tuple(dict.fromkeys(name for i in inside for name in defs[i].names))
+        spans.append(
+            ChunkSpan(
+                index,
+                byte,
+                byte + size,
+                line_no,
+                end_line,
+                chunk,
+                heading,
+                "",
+                language,
+                tuple(entry(i) for i in overlapping),
+                symbols,
+            )
+        )
+        byte, line_no = byte + size, line_no + newlines
+    return spans

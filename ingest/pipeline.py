@@ -606,6 +606,9 @@ def _chunk_documents(embedder: Embedder, docs: Sequence[Document], gen: int) -> 
                 description,
                 where.of(s.start_line, s.end_line) if where else "",
                 s.fence,
+                s.syntax,
+                s.outline,
+                s.symbols,
             )
             for s in spans
         ]

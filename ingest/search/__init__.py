@@ -29,7 +29,7 @@ from semfs.ingest.search.ranking import DATED_PENALTY, asks_about_changes, is_da
 from semfs.ingest.store import DEFAULT_K, MAX_K, MODES, QueryService, SparseQuery, Store
 from semfs.ingest.store.bm25 import bm25_model
 from semfs.ingest.store.ipc.client import RemoteStore
-from semfs.ingest.store.schema import ScoredChunk
+from semfs.ingest.store.schema import OutlineEntry, ScoredChunk
 
 logger = logging.getLogger(__name__)
 
@@ -146,6 +146,7 @@ def hit_from_fields(fields: dict[str, Any]) -> Hit:
             str(e["heading"]),
             tuple((int(n), str(t)) for n, t in e["lines"]),
             bool(e.get("best", False)),
+            OutlineEntry(*e["definition"]) if e.get("definition") else None,
         )
         for e in fields["excerpts"]
     )

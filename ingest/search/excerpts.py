@@ -24,6 +24,11 @@ Rules a caller may rely on:
   answers most likely are rather than in fixed shares.
 * Dense (model) scoring of lines is not used: measured on the public question sets it
   found no more answers than the terms did, at ~20-40 ms of model time per line.
+* Source code chunked by its syntax (a chunk with ``syntax``) has no headings: each line's
+  label is the definition it sits in (``class Uploader > def retry_upload``), an excerpt
+  never spans two definitions, and carries the innermost one (``definition``: its line,
+  label and signature) for the results file to name. Its ``#`` lines are comments, and
+  lines of brackets alone are never picked.
 * Deterministic: the same chunks and query give the same excerpts.
 """
 
@@ -36,7 +41,7 @@ from dataclasses import dataclass, replace
 
 from semfs.ingest.labels import dedupe_path, heading_label
 from semfs.ingest.store.bm25 import Bm25, bm25_model
-from semfs.ingest.store.schema import ChunkRecord
+from semfs.ingest.store.schema import ChunkRecord, OutlineEntry
 
 # A heading match counts this much of a line match: it says the section is about the query.
 HEADING_WEIGHT = 0.5
@@ -56,6 +61,8 @@ _SENTENCE = re.compile(r"(?<=[.!?:;])\s+")
 # A line of only punctuation: rules, fences, table rules, admonition markers ("/// tip").
 _NOISE = re.compile(r"[\s\-*_=|`~#>:./]*(?:(?<=///)\s*\w+)?")
 _TAG = re.compile(r"\s*</?[A-Za-z][^<>]*/?>\s*")  # a line that is one HTML/MDX tag
+# A line of code that is only brackets and separators (``});``, ``]``, ``end``): no answer.
+_CODE_NOISE = re.compile(r"[\s{}()\[\];,.:]*(?:end)?[\s;]*")
 
 
 @dataclass(frozen=True)
@@ -69,18 +76,24 @@ class Excerpt:
     lines: tuple[tuple[int, str], ...]
     # Whether it holds the document's best line (the first anchor picked): a hit cites its page.
     best: bool = False
+    # Source code: the innermost definition around the excerpt's lines, else None.
+    definition: OutlineEntry | None = None
 
     @property
     def text(self) -> str:
         return "\n".join(text for _, text in self.lines)
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "start_line": self.start_line,
             "end_line": self.end_line,
             "heading": self.heading,
             "lines": [{"line": n, "text": t} for n, t in self.lines],
         }
+        if self.definition is not None:
+            d = self.definition
+            out["definition"] = {"line": d.line, "label": d.label, "signature": d.signature}
+        return out
 
 
 @dataclass(frozen=True)
@@ -89,6 +102,7 @@ class _Line:
     text: str
     heading: str
     chunk_rank: int
+    definition: OutlineEntry | None = None
 
 
 class ExcerptPicker:
@@ -268,6 +282,7 @@ def _join(group: list[tuple[_Line, str]]) -> Excerpt:
         group[-1][0].number,
         group[0][0].heading,
         tuple((line.number, text) for line, text in group),
+        definition=group[0][0].definition,
     )
 
 
@@ -303,6 +318,8 @@ def _lines(chunks: Sequence[ChunkRecord], title: str) -> list[_Line]:
 
     A line cut by a chunk boundary is joined again when both chunks are at hand; a piece
     whose other part is not is marked with ``…`` where it was cut."""
+    if chunks and all(c.syntax for c in chunks):
+        return _code_lines(chunks)
     pieces: dict[int, list[tuple[int, str]]] = {}
     heads: dict[int, tuple[str, int]] = {}
     for rank, chunk in enumerate(chunks):
@@ -345,6 +362,41 @@ def _lines(chunks: Sequence[ChunkRecord], title: str) -> list[_Line]:
         if _NOISE.fullmatch(text) or _TAG.fullmatch(text):
             continue
         out.append(_Line(number, text if whole else text + "…", heads[number][0], heads[number][1]))
+    return out
+
+
+def _code_lines(chunks: Sequence[ChunkRecord]) -> list[_Line]:
+    """The pickable lines of source code chunks, each labelled by the innermost definition
+    around it (from every chunk's outline: a long definition's signature may be in another)."""
+    entries = sorted(
+        {e for c in chunks for e in c.outline}, key=lambda e: (e.start_line, -e.end_line)
+    )
+    pieces: dict[int, list[tuple[int, str]]] = {}
+    ranks: dict[int, int] = {}
+    for rank, chunk in enumerate(chunks):
+        raw_lines = chunk.text.split("\n")
+        if raw_lines and raw_lines[-1] == "":
+            raw_lines.pop()
+        for offset, raw in enumerate(raw_lines):
+            number = chunk.start_line + offset
+            last = offset == len(raw_lines) - 1 and not chunk.text.endswith("\n")
+            pieces.setdefault(number, []).append((chunk.index, raw + ("" if last else "\n")))
+            ranks[number] = min(ranks.get(number, rank), rank)
+    out: list[_Line] = []
+    for number in sorted(pieces, key=lambda n: (ranks[n], n)):
+        joined = "".join(p for _, p in sorted(pieces[number]))
+        text = joined.rstrip()
+        if not text.strip() or _CODE_NOISE.fullmatch(text):
+            continue
+        where = None
+        for e in entries:  # sorted by start: the last that holds the line is the innermost
+            if e.start_line > number:
+                break
+            if e.end_line >= number:
+                where = e
+        heading = where.label if where is not None else ""
+        shown = text if joined.endswith("\n") else text + "…"
+        out.append(_Line(number, shown, heading, ranks[number], where))
     return out
 
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from semfs.ingest.labels import dedupe_path, heading_label
+from semfs.ingest.store.schema import OutlineEntry
 
 if TYPE_CHECKING:
     from semfs.ingest.search import Hit
@@ -33,6 +34,9 @@ _BACKTICKS = re.compile(r"`+")
 _WORD = re.compile(r"[a-z0-9]+")
 # Characters of one heading level in a window's label.
 LABEL_LEVEL_CHARS = 40
+# Between the levels of a code label: not ">" (C++ and Rust names hold it), and one a reader
+# takes for "inside" (as Sourcegraph and IDE breadcrumbs show it).
+CODE_SEPARATOR = " \u203a "
 # Characters of a title in the ranked list: one line, not a paragraph.
 TITLE_CHARS = 60
 # Characters of the query in the title line: the agent wrote it (and a query directory is
@@ -91,7 +95,10 @@ def list_entry(hit: Hit) -> str:
 def windows(hit: Hit) -> list[str]:
     """A hit's windows: ``## RANK. PATH`` (and its place, for a converted document), then
     numbered lines, a ``[section]`` label wherever the heading path changes (the title's
-    level left out: the list shows it)."""
+    level left out: the list shows it). Source code names its definitions instead: see
+    :func:`code_windows`."""
+    if any(ex.definition is not None for ex in hit.excerpts):
+        return code_windows(hit)
     # A converted document's place (a page, a slide) tells where its text view came from.
     out = [f"## {hit.rank}. {hit.path}" + (f" ({hit.place})" if hit.place else "")]
     shown: str | None = None
@@ -104,6 +111,37 @@ def windows(hit: Hit) -> list[str]:
         out += [f"{number}: {line}" for number, line in ex.lines]
     out.append("")
     return out
+
+
+def code_windows(hit: Hit) -> list[str]:
+    """A source code hit's windows: ``## RANK. PATH:LINE · LABEL`` (the definition of its
+    first lines, at its signature's line; see :func:`code_label`), then that signature as its
+    first line, then the answering lines. Where the lines move to another definition, its
+    label in brackets and its signature come first."""
+    out: list[str] = []
+    shown: OutlineEntry | None = None
+    for ex in hit.excerpts:
+        where = ex.definition
+        if not out:
+            head = f"## {hit.rank}. {hit.path}"
+            out.append(f"{head}:{where.line} · {code_label(where.label)}" if where else head)
+        elif where != shown:
+            out.append(f"[{code_label(where.label)}]" if where else "[(outside definitions)]")
+        if where is not None and where != shown and where.line < ex.start_line:
+            out.append(f"{where.line}: {where.signature}")
+        shown = where
+        out += [f"{number}: {line}" for number, line in ex.lines]
+    out.append("")
+    return out
+
+
+def code_label(label: str) -> str:
+    """A definition's label path as a results file shows it, its levels joined by
+    :data:`CODE_SEPARATOR` (``class Uploader`` U+203A ``def f``): its last three levels, each
+    cut to ``LABEL_LEVEL_CHARS``."""
+    parts = [one_line(p) for p in label.split(" > ") if p.strip()]
+    cut = [p if len(p) <= LABEL_LEVEL_CHARS else p[: LABEL_LEVEL_CHARS - 1] + "…" for p in parts]
+    return CODE_SEPARATOR.join((["…"] if len(cut) > 3 else []) + cut[-3:])
 
 
 def short_heading(heading: str, title: str) -> str:

@@ -39,7 +39,7 @@ import sys
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from semfs.ingest.errors import SchemaVersionError
 
@@ -60,7 +60,7 @@ KIND_BLOB = "blob"
 KIND_MANIFEST = "manifest"
 
 # Payload fields with an index: everything a reader filters by.
-INDEXED_KEYWORDS = ("kind", "path", "dirs")
+INDEXED_KEYWORDS = ("kind", "path", "dirs", "symbols")
 INDEXED_INTEGERS = ("gen",)
 # Full-text index on chunk text (word tokens, lowercased): grep's prefilter. Added after the
 # first stores were made; a store without it answers the same filters, only slower.
@@ -402,6 +402,18 @@ class DirectoryRecord:
         )
 
 
+class OutlineEntry(NamedTuple):
+    """A definition a chunk of source code overlaps (lines 1-based): from ``start_line``
+    (its comments and decorators) to ``end_line``, its signature on ``line`` (whose text is
+    ``signature``), and its label path (``class Uploader > def retry_upload``)."""
+
+    start_line: int
+    end_line: int
+    line: int
+    label: str
+    signature: str
+
+
 @dataclass(frozen=True)
 class ChunkRecord:
     """One chunk as stored: an exact byte span of its document, and its text.
@@ -428,8 +440,22 @@ class ChunkRecord:
     # The code fence the chunk starts inside ("```"), else "" (and in older stores): its
     # "# " lines are code, not headings (semfs.ingest.chunking.ChunkSpan).
     fence: str = ""
+    # Source code chunked by its syntax (semfs.ingest.syntax): the language ("python"), the
+    # definitions the chunk overlaps, outer before inner, and the names of those whose
+    # signature is in it (what a lookup by name matches: ``retry_upload``,
+    # ``Uploader.retry_upload``). Empty for prose, and in stores written before them.
+    syntax: str = ""
+    outline: tuple[OutlineEntry, ...] = ()
+    symbols: tuple[str, ...] = ()
 
     def to_payload(self) -> dict[str, Any]:
+        code: dict[str, Any] = {}
+        if self.syntax:  # prose chunks carry no empty fields: their payload stays as it was
+            code = {
+                "syntax": self.syntax,
+                "outline": [list(e) for e in self.outline],
+                "symbols": list(self.symbols),
+            }
         return {
             "kind": KIND_CHUNK,
             "path": self.path,
@@ -446,6 +472,7 @@ class ChunkRecord:
             "description": self.description,
             "place": self.place,
             "fence": self.fence,
+            **code,
         }
 
     @classmethod
@@ -464,6 +491,12 @@ class ChunkRecord:
             description=str(p.get("description", "")),
             place=str(p.get("place", "")),
             fence=str(p.get("fence", "")),
+            syntax=str(p.get("syntax") or ""),
+            outline=tuple(
+                OutlineEntry(int(e[0]), int(e[1]), int(e[2]), str(e[3]), str(e[4]))
+                for e in p.get("outline") or ()
+            ),
+            symbols=tuple(str(n) for n in p.get("symbols") or ()),
         )
 
 

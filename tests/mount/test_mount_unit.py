@@ -801,7 +801,7 @@ def test_the_mount_start_does_not_import_click() -> None:
         "from semfs.fusefs import cli\nfrom semfs.fusefs.cli import fastmount\n"
         "assert fastmount.parse(['/mnt/x'], {}) is not None\n"
         "import semfs.fusefs.mount.logfile, semfs.fusefs.mount.start\n"
-        "ours = ('click', 'semfs', 'qdrant_edge', 'zipfile', 'uuid')\n"
+        "ours = ('click', 'semfs', 'qdrant_edge', 'zipfile', 'uuid', 'tree_sitter')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ours))\n"
     )
     out = subprocess.run(
@@ -820,6 +820,7 @@ def test_the_mount_start_does_not_import_click() -> None:
     )
     # Nor what only a search or a followed folder needs: each module is paid at every start.
     reading = {"semfs.ingest.sources", "semfs.ingest.formats", "zipfile", "uuid"}
+    reading |= {"semfs.ingest.syntax", "tree_sitter"}  # the code parser: only an ingest
     assert not (reading | {"semfs.ingest.search"}) & loaded
 
 

@@ -282,7 +282,18 @@ def test_code_splits_at_definitions() -> None:
     # Each chunk starts at a definition (its decorator first); the imports stay with the first.
     assert starts == ["import os", "@decorator", "class Third:"]
     assert chunks[0].text.startswith("import os\nimport sys\n\n\ndef first():\n")
-    assert all(c.heading == "" for c in chunks)
+    # Labelled by the definition around each chunk's first line (semfs.ingest.syntax).
+    assert [c.heading for c in chunks] == ["", "def second", "class Third"]
+    # A language without a grammar splits the same way, by the line patterns, unlabelled.
+    rb = text.replace("@decorator\n", "# decorator\n")
+    rb_chunks = chunk_text(rb, "m.rb", words, 60)
+    check(rb, rb_chunks, words, 60)
+    assert [c.text.lstrip("\n").split("\n", 1)[0] for c in rb_chunks] == [
+        "import os",
+        "# decorator",
+        "class Third:",
+    ]
+    assert all(c.heading == "" and not c.syntax for c in rb_chunks)
     js = "".join(f"export function f{i}(a) {{\n  return a + {i};\n}}\n\n" for i in range(30))
     js_chunks = chunk_text(js, "m.ts", words, 30)
     check(js, js_chunks, words, 30)
