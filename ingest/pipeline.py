@@ -28,6 +28,7 @@ from semfs.ingest.embedding.embedder import (
     load_embedder,
 )
 from semfs.ingest.errors import DiskFullError, ModelMismatchError
+from semfs.ingest.ignores import rules_folder
 from semfs.ingest.origin import Claim, claim_source
 from semfs.ingest.skipmemo import SkipMemo
 from semfs.ingest.sources import (
@@ -52,6 +53,8 @@ from semfs.ingest.store.schema import (
     DocumentRecord,
     StoreMeta,
 )
+from semfs.ingest.unsearched import KINDS as UNSEARCHED_KINDS
+from semfs.ingest.unsearched import kind_of
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +82,9 @@ class IngestReport:
     unsearched: list[Skipped] = field(default_factory=list)
     # Documents that failed to read this time and keep their previous version (keep_failed).
     kept: list[str] = field(default_factory=list)
+    # Paths the source's .gitignore and .ignore files leave out (a folder with a "/": not
+    # entered), as ripgrep would (semfs.ingest.ignores).
+    ignored: list[str] = field(default_factory=list)
     chunks_embedded: int = 0
     seconds: float = 0.0
     model: str = ""
@@ -89,6 +95,15 @@ class IngestReport:
     notes: list[str] = field(default_factory=list)
     # Words past MAX_WORD_CHARS that keyword search indexes by their beginning only.
     words_cut: int = 0
+
+    def unsearched_counts(self) -> dict[str, int]:
+        """How many files of ``unsearched`` each kind of reason holds (``vendored``,
+        ``not a document``, ``binary file``, ...), most first."""
+        counts: dict[str, int] = {}
+        for s in self.unsearched:
+            kind = kind_of(s.reason)
+            counts[kind] = counts.get(kind, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     @property
     def chunks_per_second(self) -> float:
@@ -102,7 +117,9 @@ class IngestReport:
             "deleted": len(self.deleted),
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
             "unsearched": [{"path": s.path, "reason": s.reason} for s in self.unsearched],
+            "unsearched_counts": self.unsearched_counts(),
             "kept": self.kept,
+            "ignored": self.ignored,
             "chunks_embedded": self.chunks_embedded,
             "seconds": round(self.seconds, 3),
             "chunks_per_second": round(self.chunks_per_second, 1),
@@ -237,14 +254,18 @@ def ingest(
         logger.info("%s", claim.note)
         report.notes.append(claim.note)
     dirs: list[DirectoryRecord] | None = None
+    if paths is not None:
+        # A changed .gitignore or .ignore may take or leave any file of its folder.
+        folders = {rules_folder(p.strip("/")) for p in paths} - {None}
+        paths = None if "" in folders else {*paths, *(f for f in folders if f)}
     if paths is None:
         dirs = []
-        files, report.skipped = scan(source, include, exclude, dirs)
+        files, report.skipped = scan(source, include, exclude, dirs, report.ignored)
         existing = {d.path: d for d in store.list_documents()}
     else:
         scope = {p.strip("/") for p in paths}
         dirs = []
-        files, report.skipped = scan_paths(source, scope, include, exclude, dirs)
+        files, report.skipped = scan_paths(source, scope, include, exclude, dirs, report.ignored)
         # A converted file's record is its view's: report.pdf in scope covers report.pdf.md.
         stored = scope | {v for v in map(formats.view_path, scope) if v is not None}
         existing = {d.path: d for d in store.list_documents() if in_scope(d.path, stored)}
@@ -430,7 +451,12 @@ def reading_jobs(jobs: int | None) -> int:
 def doc_unreadable(doc: Document, old: DocumentRecord | None) -> bool:
     """Whether ``doc`` is a searchable document (``old``) that its bytes no longer let be
     read: stored as it is now for its content, not for its name."""
-    return doc.unsearched not in ("", NOT_A_DOCUMENT) and old is not None and not old.as_is
+    return (
+        doc.unsearched not in ("", NOT_A_DOCUMENT)
+        and kind_of(doc.unsearched) not in UNSEARCHED_KINDS  # kept out for what it is
+        and old is not None
+        and not old.as_is
+    )
 
 
 def _delete(store: Store, paths: Sequence[str], existing: dict[str, DocumentRecord]) -> None:

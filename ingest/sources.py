@@ -11,9 +11,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from semfs.ingest import formats, portable
+from semfs.ingest import formats, portable, unsearched
 from semfs.ingest.embedding.embedder import DEFAULT_BATCH_SIZE
 from semfs.ingest.errors import SourceError
+from semfs.ingest.ignores import IgnoreRules
 from semfs.ingest.limits import DEFAULT_MAX_BYTES
 from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord
 
@@ -147,6 +148,7 @@ def scan(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     dirs: list[DirectoryRecord] | None = None,
+    ignored: list[str] | None = None,
 ) -> tuple[list[SourceFile], list[Skipped]]:
     """Files under ``source`` to ingest, sorted by path, and the entries skipped with reasons.
 
@@ -156,11 +158,16 @@ def scan(
     ``shard/edge_config.json``) and a semfs mount inside ``source`` are skipped with a reason:
     ingesting either would feed the collection its own copy. When ``dirs`` is a list, a
     record of every folder walked (``source`` itself as ``""``) is appended to it.
+
+    What the source's ``.gitignore`` and ``.ignore`` files leave out
+    (:mod:`semfs.ingest.ignores`) is not listed, nor entered; when ``ignored`` is a list, each
+    such path is appended to it (a folder with a trailing ``/``).
     """
     check_source(source)
     files: list[SourceFile] = []
     skipped: list[Skipped] = []
-    _walk(source, str(source), include, exclude, files, skipped, dirs)
+    rules = ignore_rules(source)
+    _walk(source, str(source), include, exclude, files, skipped, dirs, rules, ignored)
     files.sort(key=lambda f: f.path)
     return files, skipped
 
@@ -171,21 +178,24 @@ def scan_paths(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     dirs: list[DirectoryRecord] | None = None,
+    ignored: list[str] | None = None,
 ) -> tuple[list[SourceFile], list[Skipped]]:
     """What :func:`scan` would find at or below each of ``paths`` (relative, '/'-separated).
 
     Exactly the same rules: an entry that a full scan would not reach (below a VCS folder,
-    an excluded folder or a symlink to a directory) is not found here either. Paths that no
-    longer exist yield nothing; folders are recorded in ``dirs`` as :func:`scan` does.
+    an excluded or ignored folder or a symlink to a directory) is not found here either.
+    Paths that no longer exist yield nothing; folders are recorded in ``dirs`` as
+    :func:`scan` does.
     Raises :class:`SourceError` as :func:`scan` does.
     """
     check_source(source)
     files: list[SourceFile] = []
     skipped: list[Skipped] = []
     mounts = semfs_devices()
+    rules = ignore_rules(source)
     for rel in _outermost(paths):
         parts = rel.split("/")
-        if not _reachable(source, parts[:-1], exclude, mounts):
+        if not _reachable(source, parts[:-1], exclude, mounts, rules):
             continue
         full = os.path.join(source, *parts)
         try:
@@ -196,14 +206,26 @@ def scan_paths(
         if stat.S_ISDIR(st.st_mode):
             if name in VCS_DIRS or (exclude and _matches(rel, exclude)) or _semfs_dir(full, mounts):
                 continue
-            _walk(source, full, include, exclude, files, skipped, dirs)
+            if rules.ignored(rel, is_dir=True):
+                if ignored is not None:
+                    ignored.append(rel + "/")
+                continue
+            _walk(source, full, include, exclude, files, skipped, dirs, rules, ignored)
         elif stat.S_ISLNK(st.st_mode) and os.path.isdir(full):
             if not (exclude and _matches(rel, exclude)):
                 skipped.append(Skipped(rel, "symlink to a directory (not followed)"))
+        elif rules.ignored(rel, is_dir=False):
+            if ignored is not None:
+                ignored.append(rel)
         else:
             _add_file(rel, full, include, exclude, files, skipped, str(source))
     files.sort(key=lambda f: f.path)
     return files, skipped
+
+
+def ignore_rules(source: Path) -> IgnoreRules:
+    """The .gitignore and .ignore rules of ``source``, its folders opened beneath it."""
+    return IgnoreRules(source, lambda rel: open_beneath(str(source), rel, directory=True))
 
 
 def _semfs_dir(full: str, mounts: frozenset[int]) -> bool:
@@ -229,7 +251,11 @@ def _outermost(paths: Iterable[str]) -> list[str]:
 
 
 def _reachable(
-    source: Path, dirs: Sequence[str], exclude: Sequence[str], mounts: frozenset[int]
+    source: Path,
+    dirs: Sequence[str],
+    exclude: Sequence[str],
+    mounts: frozenset[int],
+    rules: IgnoreRules,
 ) -> bool:
     """Whether a full scan descends into the folder ``dirs`` (its components, from the top)."""
     for i, name in enumerate(dirs):
@@ -238,6 +264,8 @@ def _reachable(
             return False
         full = os.path.join(source, *dirs[: i + 1])
         if os.path.islink(full) or not os.path.isdir(full) or _semfs_dir(full, mounts):
+            return False
+        if rules.ignored(rel, is_dir=True):
             return False
     return True
 
@@ -250,8 +278,11 @@ def _walk(
     files: list[SourceFile],
     skipped: list[Skipped],
     dir_records: list[DirectoryRecord] | None = None,
+    rules: IgnoreRules | None = None,
+    ignored: list[str] | None = None,
 ) -> None:
-    """Add the files under ``top`` (``source`` or a folder inside it) to ``files``.
+    """Add the files under ``top`` (``source`` or a folder inside it) to ``files``; what
+    ``rules`` leave out is not (its paths go to ``ignored``).
 
     The walk goes through directory fds opened with ``O_NOFOLLOW`` from the source down
     (:func:`_walk_fds`): a folder swapped for a symlink while it runs is not entered, so
@@ -280,10 +311,17 @@ def _walk(
             rel_root = "" if rel_root == "." else rel_root.replace(os.sep, "/") + "/"
             if dir_records is not None:
                 _record_dir(root_fd, rel_root.rstrip("/"), dir_records)
+            if rules is not None:
+                rules.enter(rel_root.rstrip("/"), root_fd)
             keep_dirs = []
             for d, is_link in sorted(dirs):
                 rel = rel_root + d
                 if d in VCS_DIRS or (exclude and _matches(rel, exclude)):
+                    continue
+                # A symlink is matched as git sees it: a file, whatever it points to.
+                if rules is not None and rules.ignored(rel, is_dir=not is_link):
+                    if ignored is not None:
+                        ignored.append(rel + "/")
                     continue
                 full = os.path.join(root, d)
                 if is_link:
@@ -306,6 +344,10 @@ def _walk(
                 keep_dirs.append((d, is_link))
             dirs[:] = keep_dirs
             for name in sorted(names):
+                if rules is not None and rules.ignored(rel_root + name, is_dir=False):
+                    if ignored is not None:
+                        ignored.append(rel_root + name)
+                    continue
                 _add_file(
                     rel_root + name,
                     os.path.join(root, name),
@@ -582,6 +624,9 @@ def _document(
     sha256 = hashlib.sha256(data).hexdigest()
     if formats.stored_as_is(f.path):
         return _as_is(f, st, data, sha256, NOT_A_DOCUMENT)
+    kept_out = unsearched.reason(f.path, data)  # a lock file, vendored, generated, minified
+    if kept_out is not None:
+        return _as_is(f, st, data, sha256, kept_out)
     view = formats.view_path(f.path)
     if view is None:
         extracted = formats.extract(f.path, data)

@@ -94,8 +94,11 @@ def ingest_cmd(
     """Make a collection mirror SOURCE: add new files, re-embed changed ones, drop deleted ones.
 
     Unchanged files are not re-embedded (and an unchanged re-run loads no model). VCS folders
-    are skipped; files that are not documents (images, stylesheets, fonts, binaries, a scanned
-    PDF) are stored as they are, so a mount serves every file, but never searched; unreadable
+    are skipped, and so is what the source's .gitignore and .ignore files leave out (read as
+    ripgrep reads them); files that are not documents (images, stylesheets, fonts, binaries,
+    a scanned PDF) and text that is not the source's own writing (lock files, vendored,
+    generated and minified files, a Sphinx build's _sources copies) are stored as they are,
+    so a mount serves every file, but never searched; unreadable
     and oversized files (--max-size) are skipped with a reason, and so are symlinks that lead
     outside SOURCE (unless --follow-symlinks). A file that cannot be read this time keeps its
     ingested version. A converted file its extractor refused is not extracted again while
@@ -345,10 +348,17 @@ def _print_report(report: IngestReport, source: Path, collection: str, location:
             f"  {report.words_cut} words longer than {MAX_WORD_CHARS} characters: keyword "
             f"search indexes their first {MAX_WORD_CHARS}"
         )
+    if report.ignored:
+        folders = sum(1 for p in report.ignored if p.endswith("/"))
+        click.echo(
+            f"  left out by .gitignore/.ignore: {folders} folders, "
+            f"{len(report.ignored) - folders} files (--json lists them)"
+        )
     if report.repaired:
         click.echo(f"Repaired (damaged in the store): {', '.join(report.repaired)}")
     if report.unsearched:
-        click.echo(f"Stored as they are, not searched ({len(report.unsearched)}):")
+        kinds = ", ".join(f"{n} {kind}" for kind, n in report.unsearched_counts().items())
+        click.echo(f"Stored as they are, not searched ({len(report.unsearched)}: {kinds}):")
         for s in report.unsearched[:_UNSEARCHED_SHOWN]:
             click.echo(f"  {s.path!r}: {s.reason}" if "\n" in s.path else f"  {s.path}: {s.reason}")
         if len(report.unsearched) > _UNSEARCHED_SHOWN:

@@ -328,7 +328,9 @@ def test_skips_still_exit_zero(tmp_path: Path) -> None:
     )
     assert r.returncode == 0, r.stderr
     assert "skipped 1" in r.stdout and "broken.md: broken symlink" in r.stdout
-    assert "Stored as they are, not searched (1):\n  bad.bin: not a document" in r.stdout
+    assert "Stored as they are, not searched (1: 1 not a document):\n  bad.bin: not a document" in (
+        r.stdout
+    )
 
 
 @pytest.mark.model
