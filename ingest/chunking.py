@@ -147,10 +147,10 @@ def chunk_text(
     if not text:
         return []
     ext = PurePath(path).suffix.lower()
+    count_tokens = _sized(count_tokens)
     if ext not in MARKDOWN_EXTS and (found := syntax.outline(text, path)) is not None:
         return _chunk_code(text, found, count_tokens, max_tokens)
     kind = "md" if ext in MARKDOWN_EXTS else "code" if ext in CODE_EXTS else "text"
-    count_tokens = _sized(count_tokens)
     lines = _split_lines(text)
     starts, strong, heads, front, fenced = _scan(lines, kind, ext == ".mdx")
     bounds = [*starts, len(lines)]
