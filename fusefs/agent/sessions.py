@@ -15,10 +15,15 @@ rely on:
 * A session belongs to the exact token that opened it (the verifier's ``subject`` is the
   token's SHA-256): a revoked token's sessions close within :data:`SWEEP_SECONDS`, open GET
   streams included, even if the same name is given a new token.
+* Refused sessions are logged at most once per :data:`LOG_EVERY` seconds, with a count per
+  limit that fired (a token's own ``per_token``, or the table's ``max_sessions``), in place of
+  the SDK's line per refusal (1,426 lines in 20 s, which named the table's 256 when the
+  token's 16 had fired).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import math
@@ -35,6 +40,13 @@ logger = logging.getLogger(__name__)
 
 # How often sessions of revoked tokens are looked for (a stat of the tokens file each time).
 SWEEP_SECONDS = 1.0
+LOG_EVERY = 1.0  # seconds between two "refused sessions" lines
+# The SDK's own line for each refusal (the limit it names is the table's, whatever fired).
+_SDK_REFUSAL = "Refusing to open a new session"
+
+
+def _not_the_sdks_refusal(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith(_SDK_REFUSAL)
 
 
 class FairSessions(StreamableHTTPSessionManager):
@@ -56,6 +68,9 @@ class FairSessions(StreamableHTTPSessionManager):
         self.owner = owner
         self.alive = alive
         self.per_token = per_token
+        self._refusals: Counter[str] = Counter()
+        self._flush: asyncio.TimerHandle | None = None
+        logging.getLogger(StreamableHTTPSessionManager.__module__).addFilter(_not_the_sdks_refusal)
         # The whole body before the SDK sees the request: one that ends mid-body is dropped
         # quietly (the SDK logs a traceback for each).
         self.asgi_app = WholeBodies(self._handle_request, self.max_request_body_size)  # type: ignore[assignment]
@@ -114,7 +129,10 @@ class FairSessions(StreamableHTTPSessionManager):
             if victim is not None:
                 self._close(victim, f"its token opened more than {self.per_token} sessions")
             elif subject != self.owner:
-                return None  # all of its own sessions are busy: refuse it, and only it
+                # All of its own sessions are busy: refuse it, and only it.
+                name = requestor.get("client_id") or subject[:8]
+                self._refuse(f"token {name!r} has all {self.per_token} of its sessions busy")
+                return None
         full = self.max_sessions is not None and len(self._server_instances) >= self.max_sessions
         if full and subject != self.owner:
             victim = None
@@ -122,7 +140,8 @@ class FairSessions(StreamableHTTPSessionManager):
                 if other != self.owner and (victim := self._longest_idle(other)):
                     break
             if victim is None:
-                return None  # every session in the table is busy
+                self._refuse(f"the table's {self.max_sessions} sessions are all busy")
+                return None
             self._close(victim, "the session table is full")
         # The owner is admitted past the table's limit: lift it for this one call.
         limit, self.max_sessions = self.max_sessions, None
@@ -130,6 +149,23 @@ class FairSessions(StreamableHTTPSessionManager):
             return super()._admit_session(requestor)
         finally:
             self.max_sessions = limit
+
+    def _refuse(self, why: str) -> None:
+        """Count a refused session (logged within LOG_EVERY seconds, per limit)."""
+        self._refusals[why] += 1
+        if self._flush is None:
+            self._flush = asyncio.get_running_loop().call_later(LOG_EVERY, self._log_refusals)
+
+    def _log_refusals(self) -> None:
+        refusals, self._refusals, self._flush = self._refusals, Counter(), None
+        total = sum(refusals.values())
+        logger.warning(
+            "refused %d new session%s in the last %g s (%s)",
+            total,
+            "" if total == 1 else "s",
+            LOG_EVERY,
+            "; ".join(f"{count}: {why}" for why, count in refusals.most_common()),
+        )
 
     async def _sweep_revoked(self) -> None:
         while True:

@@ -177,3 +177,77 @@ def test_requests_dropped_mid_body_leave_no_traceback(store: Path) -> None:
     log = "".join(server.log)
     assert "Traceback" not in log and "ERROR" not in log, log[-2000:]
     assert len(log) < 1000, len(log)
+
+
+_client = httpx.Client(timeout=WAIT)  # keep-alive: one connection for many requests
+
+
+def _initialize(port: int, token: str) -> httpx.Response:
+    return _client.post(
+        f"http://127.0.0.1:{port}/mcp",
+        content=INIT,
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {token}",
+        },
+    )
+
+
+def _busy_session(port: int, token: str) -> socket.socket:
+    """A new session of ``token`` kept busy by an open GET event stream (a request in flight:
+    such a session is never the one closed to make room)."""
+    opened = _initialize(port, token)
+    assert opened.status_code == 200, opened.text
+    conn = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+    conn.sendall(
+        (
+            f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
+            f"Authorization: Bearer {token}\r\n"
+            f"mcp-session-id: {opened.headers['mcp-session-id']}\r\n\r\n"
+        ).encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = conn.recv(4096)
+        assert chunk, head
+        head += chunk
+    assert head.startswith(b"HTTP/1.1 200"), head
+    return conn
+
+
+def test_a_full_table_of_busy_sessions_admits_the_owner_and_logs_which_limit(
+    store: Path,
+) -> None:
+    """The table holds 256 sessions: with every one busy (16 tokens with 16 open event streams
+    each), a 17th token and a token at its own 16 are refused (503), the owner is admitted.
+    Before: each refusal logged a line of its own (1,426 in 20 s), which named the table's 256
+    when the token's 16 had fired."""
+    from semfs.fusefs.agent.mcp import MAX_SESSIONS, SESSIONS_PER_TOKEN
+    from semfs.fusefs.agent.tokens import ScopedTokens
+
+    tokens = ScopedTokens(store / "docs")
+    names = [f"t{i:02d}" for i in range(MAX_SESSIONS // SESSIONS_PER_TOKEN + 1)]
+    made = {name: tokens.create(name, ("deploy",)) for name in names}
+    streams: list[socket.socket] = []
+    with http_server("--store", str(store)) as server:
+        try:
+            for name in names[:-1]:
+                streams += [_busy_session(server.port, made[name]) for _ in range(16)]
+            assert len(streams) == MAX_SESSIONS
+            refused = [_initialize(server.port, made[names[-1]]) for _ in range(20)]
+            refused += [_initialize(server.port, made[names[0]]) for _ in range(20)]
+            assert [r.status_code for r in refused] == [503] * 40
+            assert _initialize(server.port, server.token).status_code == 200
+            assert _initialize(server.port, server.token).status_code == 200
+            time.sleep(1.5)  # the refusals' line comes within a second
+        finally:
+            for conn in streams:
+                conn.close()
+    lines = [line for line in server.log if "refused" in line and "session" in line]
+    assert lines and len(lines) <= 3, lines  # not one per refusal
+    log = "".join(lines)
+    assert "the table's 256 sessions are all busy" in log, log
+    assert "token 't00' has all 16 of its sessions busy" in log, log
+    assert sum(int(line.split("refused ")[1].split()[0]) for line in lines) == 40
+    assert "Refusing to open a new session" not in "".join(server.log)

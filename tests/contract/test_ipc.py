@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import stat
@@ -33,7 +34,14 @@ from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge.store import EdgeStore, collection_dir
 from semfs.ingest.store.ipc.client import RemoteStore, connect_daemon
 from semfs.ingest.store.ipc.server import StoreServer
-from semfs.ingest.store.ipc.wire import SOCKET_NAME, TOKEN_NAME
+from semfs.ingest.store.ipc.wire import (
+    CONNECT_TIMEOUT,
+    MAX_MESSAGE,
+    RECV_PIECE,
+    SOCKET_NAME,
+    TOKEN_NAME,
+    recv_frame,
+)
 from semfs.ingest.store.schema import (
     ChunkPoint,
     ChunkRecord,
@@ -426,6 +434,58 @@ def test_garbage_does_not_stop_the_server(served: Any) -> None:
         assert _hung_up(sock)
     with _remote(edge.dir) as remote:
         assert remote.count_chunks() == 0 and edge.exists()
+
+
+def test_a_hello_that_trickles_in_is_dropped_at_its_deadline(served: Any) -> None:
+    """The hello has CONNECT_TIMEOUT in all, not per recv. Before: a peer sending a byte of
+    its hello every 0.25 s was served in the end (300 such peers held 300 daemon threads)."""
+    edge, _server, _changes = served
+    token = (edge.dir / TOKEN_NAME).read_text()
+    body = json.dumps({"hello": token, "pid": os.getpid()}).encode()
+    data = struct.pack(">I", len(body)) + body
+    assert len(data) * 0.25 > 4 * CONNECT_TIMEOUT  # the trickle outlasts the deadline
+    with _raw(edge.dir) as sock:
+        sent = 0
+        for byte in data:
+            if select.select([sock], [], [], 0.25)[0]:
+                break  # the server spoke or hung up
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:  # hung up meanwhile
+                break
+            sent += 1
+        assert sent < len(data), "the whole hello was taken, a byte at a time"
+        assert _hung_up(sock)
+
+
+def test_a_frame_is_read_in_pieces_of_at_most_one_mib() -> None:
+    """What a peer announces is never asked of recv at once: each recv asks RECV_PIECE at
+    most, so the memory held grows with what arrives (resident memory cannot show the size
+    asked for: the kernel fills only what came)."""
+    asked: list[int] = []
+
+    class Recording(socket.socket):
+        def recv(self, size: int, *flags: int) -> bytes:
+            asked.append(size)
+            return super().recv(size, *flags)
+
+    left, right = socket.socketpair()
+    reader = Recording(fileno=right.detach())
+    payload = os.urandom(3 * RECV_PIECE + 5)
+
+    def write() -> None:
+        left.sendall(struct.pack(">I", len(payload)) + payload)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        assert recv_frame(reader, MAX_MESSAGE) == payload
+    finally:
+        writer.join(30)
+        left.close()
+        reader.close()
+    assert RECV_PIECE == 1 << 20 and asked[0] == 4
+    assert max(asked) <= RECV_PIECE and sum(asked) >= len(payload), asked
 
 
 def test_one_writer_at_a_time(served: Any) -> None:

@@ -19,6 +19,7 @@ import json
 import os
 import socket
 import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from semfs.ingest.errors import SemfsError, StoreUnavailableError
 # defined: backends looks for the socket before importing the client).
 SOCKET_NAME = "daemon.sock"
 TOKEN_NAME = "daemon.token"
+# A peer's whole hello (connect, peer check, hello frame): in total, however it trickles.
 CONNECT_TIMEOUT = 2.0
 # Replies to a large upsert or a full scroll take a while; this only catches a hung daemon.
 REPLY_TIMEOUT = 300.0
@@ -115,15 +117,22 @@ def send(sock: socket.socket, message: Any) -> None:
 RECV_PIECE = 1 << 20
 
 
-def _recv_exact(sock: socket.socket, size: int) -> bytes | None:
+def _recv_exact(sock: socket.socket, size: int, deadline: float | None = None) -> bytes | None:
     """``size`` bytes, or None at a clean end of stream before the first byte.
 
     Memory grows with what arrives, never with what was announced: the pieces are received
-    one at a time (at most :data:`RECV_PIECE` each) and joined at the end.
+    one at a time (at most :data:`RECV_PIECE` each) and joined at the end. With a
+    ``deadline`` (``time.monotonic()``), the whole read ends by then (TimeoutError), however
+    the bytes trickle in.
     """
     pieces: list[bytes] = []
     got = 0
     while got < size:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the peer was too slow to send its message")
+            sock.settimeout(left)
         piece = sock.recv(min(size - got, RECV_PIECE))
         if not piece:
             if got == 0:
@@ -134,15 +143,16 @@ def _recv_exact(sock: socket.socket, size: int) -> bytes | None:
     return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
-def recv_frame(sock: socket.socket, limit: int) -> bytes | None:
-    """One message's bytes, or None when the peer closed the connection between messages."""
-    header = _recv_exact(sock, 4)
+def recv_frame(sock: socket.socket, limit: int, deadline: float | None = None) -> bytes | None:
+    """One message's bytes, or None when the peer closed the connection between messages;
+    with a ``deadline`` (``time.monotonic()``), the whole message by then (TimeoutError)."""
+    header = _recv_exact(sock, 4, deadline)
     if header is None:
         return None
     (size,) = struct.unpack(">I", header)
     if size > limit:
         raise ProtocolError(f"message of {size} bytes exceeds the limit of {limit}")
-    body = _recv_exact(sock, size) if size else b""
+    body = _recv_exact(sock, size, deadline) if size else b""
     if body is None:
         raise ProtocolError("connection closed in the middle of a message")
     return body
