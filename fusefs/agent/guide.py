@@ -41,6 +41,10 @@ find work). Search it first, then read (a map first if it is new to you):
    Pages like one you found: ls "DOCS/.similar/PATH/" (a folder like a question's).
    A PDF, Word, PowerPoint, HTML or EPUB file is read as its text view beside it
    (report.pdf.md): hits name its page or slide, and grep -n '^## Page' finds the pages.
+   In source code a hit names the definition its lines are in, signature first:
+   "## 1. src/upload.py:120 · class Uploader › def retry_upload". Where a name is
+   defined, in one read: cat "DOCS/{DEFAULT_NAME}/@symbol/retry_upload/{RESULTS_NAME}"
+   (Class.method for a method); what calls it: grep -rn 'retry_upload(' DOCS | head.
 4. Options are folders before the question, in any order (a later one wins):
 {parameter_lines(indent=5)}
    e.g. cat "DOCS/{DEFAULT_NAME}/@keyword/@k=3/ERR_TOO_MANY_REDIRECTS/{RESULTS_NAME}"

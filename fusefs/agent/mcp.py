@@ -96,7 +96,10 @@ How to work:
    feature, setting or error, not the story of what broke): it ranks documents by meaning
    and keywords together (match 0-1: strong >= 0.5, fair >= 0.2, else weak) and shows the
    lines of the best ones that answer it, numbered as in the file. Narrow with
-   path="some/dir" when you know the product; mode="keyword" for exact terms.
+   path="some/dir" when you know the product; mode="keyword" for exact terms. In source
+   code a hit names its definition ("src/upload.py:120 · class Uploader › def retry_upload",
+   its signature first); mode="symbol" finds where a name is defined (query="retry_upload",
+   or "Uploader.retry_upload"), exactly, without ranking words.
 2. Use grep(pattern) when you know the exact text (a function name, an error message, a
    setting): it returns every matching line as path:line:text, like grep -rn. Literal by
    default; regex=true for an extended regular expression; ignore_case=true for -i.

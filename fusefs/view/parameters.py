@@ -147,6 +147,7 @@ _MODE_MEANINGS = {
     "hybrid": "meaning and words, dense + BM25 scores fused",
     "semantic": "meaning only, dense vectors",
     "keyword": "exact words only (BM25): names, flags, error messages",
+    "symbol": "the definition of a name in code: NAME or Class.method, exact",
 }
 assert set(_MODE_MEANINGS) == set(MODES), "a search mode without its @ folder, or the reverse"
 

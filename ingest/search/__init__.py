@@ -24,7 +24,7 @@ from typing import Any
 from semfs.ingest.embedding.embedder import Embedder, load_query_embedder, query_backend
 from semfs.ingest.embedding.owner import owner_embedder
 from semfs.ingest.errors import SemfsError, StoreUnavailableError
-from semfs.ingest.search.excerpts import Excerpt, ExcerptPicker
+from semfs.ingest.search.excerpts import Excerpt, ExcerptPicker, definition_excerpts
 from semfs.ingest.search.ranking import DATED_PENALTY, asks_about_changes, is_dated_entry
 from semfs.ingest.store import DEFAULT_K, MAX_K, MODES, QueryService, SparseQuery, Store
 from semfs.ingest.store.bm25 import bm25_model
@@ -82,6 +82,8 @@ def match_strength(score: float, mode: str) -> float:
     """How well a hit matches, 0-1, the same scale across queries and modes: the measured
     chance that a hit with this fused ``score`` (see :meth:`semfs.ingest.store.Store.query`) in
     ``mode`` answers the query. It rises with the score, so it never contradicts the rank."""
+    if mode == "symbol":  # an exact name: every hit defines it
+        return 1.0 if score > 0 else 0.0
     a, b = STRENGTH_FIT[mode]
     return 1.0 / (1.0 + math.exp(-(a + b * score)))
 
@@ -211,6 +213,20 @@ def place_fields(place: str) -> dict[str, Any]:
     return out
 
 
+_QUALIFIER = re.compile(r"::|->|#")
+
+
+def symbol_names(text: str) -> list[str]:
+    """The names a ``symbol`` search looks up: each word of ``text``, written as the chunker
+    records names (``Uploader::retry_upload()`` -> ``Uploader.retry_upload``)."""
+    names = []
+    for word in text.split():
+        name = _QUALIFIER.sub(".", word).removesuffix("()").strip(".")
+        if name and name not in names:
+            names.append(name)
+    return names
+
+
 def normalize_under(under: str | None) -> str | None:
     """``"deploy/"``, ``"./deploy"`` -> ``"deploy"``; the root -> None."""
     if under is None:
@@ -295,6 +311,11 @@ class Searcher:
             served = self._search_in_owner(self._owner, text, k, mode, under, min_score, more)
             if served is not None:
                 return served
+        if mode == "symbol":  # a lookup by name: no model, no vectors
+            found = self.store.definitions(
+                symbol_names(text), max(k * CHUNKS_PER_DOC, 50), normalize_under(under)
+            )
+            return self._documents(text, found, k, mode, min_score, committed, more, ())
         # A keyword query needs no model: it must not wait for one to load.
         dense = self.embedder.encode([text])[0] if mode != "keyword" else []
         sv = self._bm25.embed_query(text)
@@ -395,14 +416,21 @@ class Searcher:
         )
         budgets = [min(caps[min(i, len(caps) - 1)], total) for i in range(len(docs))]
         titles = [d[0].record.title for d in docs]
-        excerpts = picker.pick(
-            [[sc.record for sc in d] for d in docs],
-            budgets,
-            titles,
-            total=total,
-            weights=EXCERPT_WEIGHTS,
-            floor=0.0 if more else EXCERPT_FLOOR,
-        )
+        if mode == "symbol":  # the definitions themselves, not the lines that name them
+            names = symbol_names(text)
+            excerpts = [
+                definition_excerpts([sc.record for sc in d], names, budget)
+                for d, budget in zip(docs, budgets, strict=True)
+            ]
+        else:
+            excerpts = picker.pick(
+                [[sc.record for sc in d] for d in docs],
+                budgets,
+                titles,
+                total=total,
+                weights=EXCERPT_WEIGHTS,
+                floor=0.0 if more else EXCERPT_FLOOR,
+            )
         hits: list[Hit] = []
         for rank, (doc, ex) in enumerate(zip(docs, excerpts, strict=True), 1):
             best = doc[0].record

@@ -400,6 +400,47 @@ def _code_lines(chunks: Sequence[ChunkRecord]) -> list[_Line]:
     return out
 
 
+def definition_excerpts(
+    chunks: Sequence[ChunkRecord], names: Sequence[str], budget: int
+) -> list[Excerpt]:
+    """The definitions of ``names`` in ``chunks`` (a lookup by name): each from its signature
+    on, as many of its lines as ``budget`` characters hold (at least the signature), in
+    document order. A definition is one whose label's last part holds a name's last part
+    as a word (``def retry_upload`` for ``Uploader.retry_upload``)."""
+    words = [re.compile(rf"(?<![\w$]){re.escape(n.rpartition('.')[2])}(?![\w$])") for n in names]
+    lines = {line.number: line for line in _code_lines(chunks)}
+    found: list[Excerpt] = []
+    seen: set[OutlineEntry] = set()
+    left = budget
+    for chunk in sorted(chunks, key=lambda c: c.index):
+        for entry in chunk.outline:
+            last = entry.label.rpartition(" > ")[2]
+            if entry in seen or not chunk.start_line <= entry.line <= chunk.end_line:
+                continue
+            if not any(w.search(last) for w in words):
+                continue
+            seen.add(entry)
+            shown: list[tuple[int, str]] = []
+            for number in range(entry.line, entry.end_line + 1):
+                line = lines.get(number)
+                if line is None:
+                    if number > chunk.end_line:
+                        break  # the rest is in a chunk that was not fetched
+                    continue
+                cost = len(line.text) + 8
+                if shown and cost > left:
+                    break
+                shown.append((number, line.text))
+                left -= cost
+            if shown:
+                found.append(
+                    Excerpt(shown[0][0], shown[-1][0], entry.label, tuple(shown), not found, entry)
+                )
+            if left < MIN_PICK:
+                return found
+    return found
+
+
 def _inherited(heading: str, title: str) -> list[tuple[int, str]]:
     """The heading path a chunk starts under, with levels guessed: from 1 when its first
     entry is the document's title (an ``#`` heading), else from 2 (the title is elsewhere,

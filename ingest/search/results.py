@@ -37,6 +37,11 @@ LABEL_LEVEL_CHARS = 40
 # Between the levels of a code label: not ">" (C++ and Rust names hold it), and one a reader
 # takes for "inside" (as Sourcegraph and IDE breadcrumbs show it).
 CODE_SEPARATOR = " \u203a "
+# What an empty lookup by name says (every door shows the same results text).
+SYMBOL_MISS = (
+    "No definition has this exact name (case matters; Class.method names a method). "
+    "Search the words without @symbol, or grep -rn NAME."
+)
 # Characters of a title in the ranked list: one line, not a paragraph.
 TITLE_CHARS = 60
 # Characters of the query in the title line: the agent wrote it (and a query directory is
@@ -68,6 +73,8 @@ def render(
         lines.append("No documents match." if query else empty_hint)
         if empty_note:
             lines.append(empty_note)
+        if query and settings.split(" · ", 1)[0] == "symbol":
+            lines.append(SYMBOL_MISS)
         return "\n".join(lines) + "\n"
     lines += [list_entry(hit) for hit in hits]
     lines.append("")
@@ -115,21 +122,27 @@ def windows(hit: Hit) -> list[str]:
 
 def code_windows(hit: Hit) -> list[str]:
     """A source code hit's windows: ``## RANK. PATH:LINE · LABEL`` (the definition of its
-    first lines, at its signature's line; see :func:`code_label`), then that signature as its
-    first line, then the answering lines. Where the lines move to another definition, its
-    label in brackets and its signature come first."""
-    out: list[str] = []
-    shown: OutlineEntry | None = None
-    for ex in hit.excerpts:
+    best lines, at its signature's line; see :func:`code_label`), then that signature as its
+    first line, then those lines; then its other lines in file order. Where the lines move
+    to another definition, its label in brackets and its signature come first."""
+    # The best lines' definition first (it names the hit), then the others in file order.
+    best = next((e for e in hit.excerpts if e.best and e.definition), None)
+    best = best or next(e for e in hit.excerpts if e.definition)
+    ordered = [best, *(e for e in hit.excerpts if e is not best)]
+    where = best.definition
+    assert where is not None
+    out = [f"## {hit.rank}. {hit.path}:{where.line} · {code_label(where.label)}"]
+    shown: OutlineEntry | None = where
+    signed: set[OutlineEntry] = set()
+    for ex in ordered:
         where = ex.definition
-        if not out:
-            head = f"## {hit.rank}. {hit.path}"
-            out.append(f"{head}:{where.line} · {code_label(where.label)}" if where else head)
-        elif where != shown:
+        if where != shown:
             out.append(f"[{code_label(where.label)}]" if where else "[(outside definitions)]")
-        if where is not None and where != shown and where.line < ex.start_line:
+            shown = where
+        if where is not None and where not in signed and where.line < ex.start_line:
             out.append(f"{where.line}: {where.signature}")
-        shown = where
+        if where is not None:
+            signed.add(where)
         out += [f"{number}: {line}" for number, line in ex.lines]
     out.append("")
     return out

@@ -38,7 +38,7 @@ from semfs.ingest.store.schema import (
 )
 
 DEFAULT_COLLECTION = "docs"
-MODES = ("hybrid", "semantic", "keyword")
+MODES = ("hybrid", "semantic", "keyword", "symbol")
 # Documents per search. 3, not 5 (issue 28): on the public question sets hits 4-5 rarely
 # held the right page (hit@3 0.95-0.97), and the bytes of their list lines, spent on the
 # answering lines instead (EXCERPT_TOTAL 800), raised answer-in-results from 0.35-0.38 to
@@ -221,6 +221,15 @@ class Store(ABC):
         ``similarity`` to ``dense`` when ``dense`` is given. One request to Qdrant: a prefetch
         of :data:`FUSION_CANDIDATES` per retriever of ``mode`` (hybrid: dense and BM25), fused
         by DBSF, so ``score`` is the sum of the retrievers' normalised scores (each ~0-1)."""
+
+    @abstractmethod
+    def definitions(
+        self, names: Sequence[str], limit: int, under: str | None = None
+    ) -> list[ScoredChunk]:
+        """Chunks of source code, any generation, that define one of ``names`` (an exact
+        ``ChunkRecord.symbols`` entry: ``retry_upload``, ``Uploader.retry_upload``), at most
+        ``limit``, by path and chunk; each scored 1.0. No vector is looked at: the ``symbol``
+        search mode, a lookup cheaper than a query."""
 
     @abstractmethod
     def count_chunks(self) -> int: ...
@@ -412,6 +421,11 @@ class DelegatingStore(Store):
         under: str | None = None,
     ) -> list[ScoredChunk]:
         return self.inner.query(dense, sparse, mode, limit, under)
+
+    def definitions(
+        self, names: Sequence[str], limit: int, under: str | None = None
+    ) -> list[ScoredChunk]:
+        return self.inner.definitions(names, limit, under)
 
     def count_chunks(self) -> int:
         return self.inner.count_chunks()

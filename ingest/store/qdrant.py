@@ -421,8 +421,8 @@ class QdrantStore(Store):
         engine = self._open_engine()
         if engine is None:
             return []
-        if mode == "keyword" and not sparse.indices:
-            return []
+        if (mode == "keyword" and not sparse.indices) or mode == "symbol":
+            return []  # a lookup by name has no vectors: definitions() answers it
         # Every mode is one prefetch per retriever, fused by DBSF: each retriever's scores are
         # normalised over its own candidates, so a score means the same across queries and
         # modes (see semfs.ingest.store.FUSION_CANDIDATES).
@@ -445,6 +445,20 @@ class QdrantStore(Store):
             )
             for p in hits
         ]
+
+    def definitions(
+        self, names: Sequence[str], limit: int, under: str | None = None
+    ) -> list[ScoredChunk]:
+        engine = self._open_engine()
+        if engine is None or not names or limit < 1:
+            return []
+        where = Where((*_chunks_under(under), MatchAny("symbols", tuple(names))))
+        found: list[ChunkRecord] = []
+        for payload in self._scroll(engine, where, None):
+            found.append(ChunkRecord.from_payload(payload))
+        # Every generation is listed (the caller keeps the committed one): sort, then cut.
+        found.sort(key=lambda r: (r.path, r.index, r.gen))
+        return [ScoredChunk(r, 1.0) for r in found[:limit]]
 
     def chunk_paths_matching(
         self,

@@ -46,6 +46,7 @@ from semfs.ingest.store.schema import (
     ChunkPoint,
     ChunkRecord,
     DocumentRecord,
+    OutlineEntry,
     ScoredChunk,
     StoreMeta,
 )
@@ -247,13 +248,25 @@ def test_every_method_round_trips_like_the_store_itself(served: Any) -> None:
     assert [c.index for c in remote.get_chunks("a/one.md", 1, [2, 0])] == [2, 0]
 
     sparse = SparseQuery([1, 1001], [1.0, 0.5])
-    for mode in MODES:
+    for mode in (m for m in MODES if m != "symbol"):  # a lookup by name: definitions() below
         for under in (None, "a"):
             mine = remote.query(_vector(1), sparse, mode, 10, under=under)
             theirs = edge.query(_vector(1), sparse, mode, 10, under=under)
             # All of them (limit above the count): a tie at the cut-off would pick either.
             assert mine and _ranked(mine) == _ranked(theirs)
     assert remote.query(_vector(1), SparseQuery([], []), "keyword", 4) == []
+    # Code chunks carry their outline and the names they define, through the socket too.
+    code = ChunkRecord(
+        "c.py", 1, 0, 0, 30, 1, 2, "def f():\n    return 1\n", "def f",
+        syntax="python",
+        outline=(OutlineEntry(1, 2, 1, "def f", "def f():"),),
+        symbols=("f",),
+    )  # fmt: skip
+    remote.upsert_chunks([ChunkPoint(code, _vector(7), [5], [1.0])])
+    found = remote.definitions(["f", "g"], 10)
+    assert found == edge.definitions(["f", "g"], 10) and [h.record for h in found] == [code]
+    assert remote.definitions(["f"], 10, under="a") == [] == remote.definitions(["x"], 10)
+    remote.delete_stale_chunks("c.py", None)
 
     assert remote.chunk_versions() == edge.chunk_versions() == {("a/one.md", 1), ("two.md", 1)}
     assert remote.count_chunks() == edge.count_chunks() == 5

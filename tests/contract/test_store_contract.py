@@ -9,6 +9,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -197,6 +198,36 @@ def test_query_modes_and_scope(store: Store, mode: str) -> None:
     scoped = _query(store, "install npm key", mode, under="keys")
     assert scoped and all(p.startswith("keys/") for p in scoped)
     assert set(_query(store, "api key", mode, under="keys/sub")) <= {"keys/sub/revoke.md"}
+
+
+def test_definitions_by_exact_name(store: Store) -> None:
+    """A lookup by name (the symbol mode): chunks whose symbols hold one of the names,
+    exactly, by path and chunk, within a folder; no vector is needed."""
+    store.create(256)
+    for path, names in (
+        ("src/b.py", ("retry_upload", "Uploader.retry_upload")),
+        ("src/a.go", ("RetryUpload", "Uploader.RetryUpload", "retry_upload")),
+        ("other/c.py", ("retry_upload",)),
+        ("docs.md", ()),
+    ):
+        point = _points(path, 1, [f"text of {path}\n"])[0]
+        rec = replace(point.record, syntax="python" if names else "", symbols=names)
+        store.upsert_chunks([replace(point, record=rec)])
+    found = store.definitions(["retry_upload"], 10)
+    assert [h.record.path for h in found] == ["other/c.py", "src/a.go", "src/b.py"]
+    assert all(h.score == 1.0 and h.record.symbols for h in found)
+    assert [h.record.path for h in store.definitions(["retry_upload"], 10, "src")] == [
+        "src/a.go",
+        "src/b.py",
+    ]
+    assert [h.record.path for h in store.definitions(["Uploader.RetryUpload", "x"], 10)] == [
+        "src/a.go"
+    ]
+    assert store.definitions(["Retry_upload"], 10) == []  # exact: case matters
+    assert store.definitions(["retry"], 10) == [] == store.definitions([], 10)
+    assert len(store.definitions(["retry_upload"], 2)) == 2
+    sv = BM25.embed_query("retry_upload")
+    assert store.query([], SparseQuery(list(sv.indices), list(sv.values)), "symbol", 10) == []
 
 
 def test_same_ranking_on_edge_and_local(tmp_path: Path) -> None:

@@ -223,6 +223,11 @@ class RemoteStore(Store):
     ) -> list[ScoredChunk]:
         return self._call("query", Vector(dense), sparse, mode, limit, under=under)
 
+    def definitions(
+        self, names: Sequence[str], limit: int, under: str | None = None
+    ) -> list[ScoredChunk]:
+        return list(self._call("definitions", list(names), limit, under=under))
+
     def chunk_paths_matching(
         self,
         substrings: Sequence[str],

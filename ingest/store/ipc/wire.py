@@ -83,6 +83,7 @@ READS = frozenset(
         "chunk_versions",
         "read_blob",
         "query",
+        "definitions",
         "count_chunks",
         "chunk_paths_matching",
         "split_line_paths",

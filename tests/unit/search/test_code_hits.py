@@ -88,3 +88,62 @@ def test_lines_in_two_definitions_are_labelled_apart(tmp_path: Path) -> None:
     assert "[class Uploader › def abort]" in text
     abort = text.split("[class Uploader › def abort]\n", 1)[1].split("\n")
     assert abort[:2] == ["27:     def abort(self):", "28:         self.session.close()"]
+
+
+GO = """\
+package uploads
+
+// Uploader sends parts.
+type Uploader struct{ attempts int }
+
+// RetryUpload sends the part again.
+func (u *Uploader) RetryUpload(part []byte) error {
+	return u.send(part)
+}
+"""
+
+
+def test_a_definition_by_its_exact_name(tmp_path: Path) -> None:
+    """@symbol: the chunks that define a name, found by the name alone (no model, no
+    vectors), with the definition's signature first."""
+    src = tmp_path / "src"
+    (src / "uploads").mkdir(parents=True)
+    (src / "uploads" / "client.py").write_text(CLIENT)
+    (src / "uploads" / "client.go").write_text(GO)
+    (src / "README.md").write_text("# Uploads\n\nCall retry_upload after a failure.\n")
+    with open_store(tmp_path / "store") as store:
+        ingest(src, store, model="hash")
+        searcher = Searcher(store)
+        hits = searcher.search("retry_upload", k=5, mode="symbol")
+        qualified = searcher.search("Uploader.retry_upload", k=5, mode="symbol")
+        method = searcher.search("Uploader::RetryUpload()", k=5, mode="symbol")
+        classes = searcher.search("Uploader", k=5, mode="symbol")
+        none = searcher.search("retry", k=5, mode="symbol")
+        scoped = searcher.search("Uploader", k=5, mode="symbol", under="elsewhere")
+    # The README mentions the name but defines nothing: not a hit.
+    assert [h.path for h in hits] == ["uploads/client.py"]
+    assert [h.path for h in qualified] == ["uploads/client.py"]
+    assert [h.path for h in method] == ["uploads/client.go"]
+    assert [h.path for h in classes] == ["uploads/client.go", "uploads/client.py"]
+    assert none == [] and scoped == []
+    assert hits[0].strength == 1.0 and hits[0].strength_label == "strong"
+    text = render("retry_upload", hits, "symbol · k 5")
+    assert "## 1. uploads/client.py:13 · class Uploader › def retry_upload\n" in text
+    assert "\n13:     def retry_upload(self, part, attempts=3):\n" in text
+    missing = render("retry", none, "symbol · k 5")
+    assert "No documents match." in missing and "exact name" in missing
+
+
+def test_a_lookup_by_name_loads_no_model(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "client.py").write_text(CLIENT)
+    with open_store(tmp_path / "store") as store:
+        ingest(src, store, model="hash")
+
+        class NoModel:
+            def __getattr__(self, name: str) -> object:
+                raise AssertionError("a symbol lookup touched the model")
+
+        searcher = Searcher(store, embedder=NoModel())  # type: ignore[arg-type]
+        assert [h.path for h in searcher.search("abort", mode="symbol")] == ["client.py"]
