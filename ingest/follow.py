@@ -32,6 +32,7 @@ from semfs.ingest.resident import ResidentStore
 from semfs.ingest.search import Searcher
 from semfs.ingest.sources import SourceOptions, check_source
 from semfs.ingest.store import Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.syncstate import state_file
 from semfs.ingest.watch import OnBatch, SourceWatcher
 
@@ -45,10 +46,7 @@ class Follower:
     def __init__(
         self,
         source: Path,
-        store_path: Path | None,
-        url: str | None,
-        api_key: str | None,
-        collection: str,
+        address: CollectionAddress,
         options: SourceOptions,
         *,
         replace: bool = False,
@@ -56,18 +54,16 @@ class Follower:
         check_source(source)
         self.source = source
         self.options = options
-        self._state_file = state_file(store_path, url, collection)
+        self._state_file = state_file(address)
         # A mount that owns the store already is written through its socket, as `semfs ingest`.
-        self._resident = ResidentStore.open(
-            store_path, url=url, collection=collection, api_key=api_key, must_exist=False
-        )
+        self._resident = ResidentStore.open(address, must_exist=False)
         self.store: Store = self._resident.store
         try:
             # Another model: fail now, not per batch.
             self.embedder: Embedder = load_embedder(resolve_model(self.store, options.model))
             # Another folder: refuse now, not per batch. With replace, the first pass takes it.
             self._replace = claim_source(
-                self.store.read_meta(), source, collection, replace=replace
+                self.store.read_meta(), source, address.collection, replace=replace
             ).replaced
         except BaseException:
             self.close()

@@ -6,7 +6,7 @@ by hand::
 
     from semfs.ingest.resident import ResidentStore
 
-    with ResidentStore.open(store_path, url=url, collection=name) as resident:
+    with ResidentStore.open(address) as resident:
         store = resident.store                      # owned here, or the owner's over its socket
         searcher = ...                              # made on first need: Callable[[], Searcher]
         resident.serve(on_change=refresh, searcher=searcher)  # after any fork: starts threads
@@ -41,14 +41,14 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from semfs.ingest.errors import StoreOwnedError
-from semfs.ingest.store import DEFAULT_COLLECTION, QueryService, Store
+from semfs.ingest.store import QueryService, Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.owner import StoreOwner
 
@@ -67,34 +67,16 @@ class ResidentStore:
 
     @classmethod
     def open(
-        cls,
-        store_path: str | os.PathLike[str] | None = None,
-        url: str | None = None,
-        collection: str = DEFAULT_COLLECTION,
-        api_key: str | None = None,
-        timeout: float = 10.0,
-        must_exist: bool = True,
-        through_owner: bool = True,
+        cls, address: CollectionAddress, must_exist: bool = True, through_owner: bool = True
     ) -> ResidentStore:
         """The collection, owned by this process if no other owns it. ``must_exist``: when we
         own it, it must be ingested already (through an owner, the caller checks)."""
         try:
-            owner = StoreOwner.open(
-                store_path,
-                url=url,
-                collection=collection,
-                api_key=api_key,
-                timeout=timeout,
-                must_exist=must_exist,
-            )
+            owner = StoreOwner.open(address, must_exist=must_exist)
         except StoreOwnedError:
             if not through_owner:
                 raise
-            return cls(
-                open_store(
-                    store_path, url=url, collection=collection, api_key=api_key, timeout=timeout
-                )
-            )
+            return cls(open_store(address))
         return cls(owner.store, owner)
 
     @property

@@ -27,7 +27,7 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from semfs.ingest.sources import Fingerprint, Skipped
-from semfs.ingest.syncstate import state_file
+from semfs.ingest.store.address import CollectionAddress
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +37,9 @@ FORMAT = 1
 MAX_ENTRIES = 100_000
 
 
-def memo_file(store_path: Path | None, url: str | None, collection: str) -> Path:
-    """Where the skipped files of ``collection`` are remembered."""
-    return state_file(store_path, url, collection).with_name(MEMO_NAME)
+def memo_file(address: CollectionAddress) -> Path:
+    """Where the skipped files of the collection at ``address`` are remembered."""
+    return address.local_dir / MEMO_NAME
 
 
 class SkipMemo:

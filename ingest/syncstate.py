@@ -4,9 +4,9 @@ A :class:`SyncState` is what ``semfs status`` shows and what a mount answers in 
 extended attributes and its results files: which folder is followed (by which process, with
 which kind of watcher), when the last batch committed, how many changes wait, and which
 files failed, with why. The watcher updates it; it writes it (owner-only, 0600, replaced
-atomically) to ``watch.json`` in the collection folder, so ``semfs status`` can read it
-even while the watching process holds the store. For a Qdrant server the file lives under
-the default store folder, in ``servers/HOST/COLLECTION/``.
+atomically) to ``watch.json`` in the collection's local folder
+(:attr:`~semfs.ingest.store.address.CollectionAddress.local_dir`), so ``semfs status`` can read
+it even while the watching process holds the store.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -22,21 +21,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from semfs.ingest.store import default_store_path
+from semfs.ingest.store.address import CollectionAddress
 
 STATE_NAME = "watch.json"
 # Reasons kept per failed file in the state file; status shows them all with --json.
 MAX_FAILED = 1000
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
-def state_file(store_path: Path | None, url: str | None, collection: str) -> Path:
-    """Where the state of a watcher following ``collection`` is kept."""
-    if url:
-        host = _UNSAFE.sub("_", url.split("://", 1)[-1]).strip("_") or "server"
-        return default_store_path() / "servers" / host / collection / STATE_NAME
-    # The embedded collection's own folder (edge.store.collection_dir; not imported: slow).
-    return (store_path or default_store_path()) / collection / STATE_NAME
+def state_file(address: CollectionAddress) -> Path:
+    """Where the state of a watcher following the collection at ``address`` is kept."""
+    return address.local_dir / STATE_NAME
 
 
 @dataclass

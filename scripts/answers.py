@@ -330,9 +330,10 @@ def ask_in_process(
     ``budgets``, every question once per excerpt budget (the Searcher's total, its per-rank
     caps scaled alike), by budget."""
     from semfs.ingest.search import Searcher
+    from semfs.ingest.store.address import CollectionAddress
     from semfs.ingest.store.backends import open_store
 
-    with open_store(store) as s:
+    with open_store(CollectionAddress(store=store)) as s:
         searcher = Searcher(s)
         searcher.warm_up()
         if not budgets:

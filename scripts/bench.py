@@ -90,6 +90,7 @@ from benchmarks.searching import (
 from benchmarks.storage import compare_backends
 
 from semfs.ingest.embedding.embedder import DEFAULT_MODEL, HASH_MODEL
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 
 # -- one corpus, end to end ----------------------------------------------------------------
@@ -208,7 +209,7 @@ def prepare_real(cfg: Config, res: Results) -> CorpusInfo | None:
     info.hash_store = info.store
     if model_store is not None and cfg.model_slice_bytes is None:
         info.store, info.model = model_store, DEFAULT_MODEL
-        with open_store(info.store) as store:
+        with open_store(CollectionAddress(store=info.store)) as store:
             info.chunks = store.count_chunks()
     else:
         info.note = "hash stand-in embedder for mount, reading and search figures" + (

@@ -228,6 +228,7 @@ def section_rankings(args: argparse.Namespace) -> dict[str, Any]:
 
     from semfs.ingest.embedding.embedder import PACKAGED_MODEL, load_torch_embedder, query_backend
     from semfs.ingest.search import Searcher
+    from semfs.ingest.store.address import CollectionAddress
     from semfs.ingest.store.backends import open_store
 
     torch = load_torch_embedder(PACKAGED_MODEL)
@@ -235,7 +236,7 @@ def section_rankings(args: argparse.Namespace) -> dict[str, Any]:
     for spec in args.rank_store:
         name, _, path = spec.partition("=")
         qs = questions_of(name)
-        with open_store(Path(path)) as store:
+        with open_store(CollectionAddress(store=Path(path))) as store:
             onnx = Searcher(store)
             assert query_backend(onnx.embedder) == "onnxruntime fp32", query_backend(onnx.embedder)
             ref = Searcher(store, embedder=torch)

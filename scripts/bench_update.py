@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.syncstate import load_state, state_file
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,7 +96,7 @@ def watcher_memory(side: str, env: dict[str, str], source: Path, store: Path) ->
     try:
 
         def batches() -> int:
-            s = load_state(state_file(store, None, "docs"))
+            s = load_state(state_file(CollectionAddress("docs", store=store)))
             ok = s is not None and s.pid == proc.pid and s.pending == 0
             return s.batches if ok and s is not None else -1
 

@@ -44,6 +44,7 @@ from typing import Any
 
 from benchmarks.harness import require_linux
 
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.syncstate import SyncState, load_state, state_file
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,7 +70,7 @@ def wait_for(pred: Callable[[], bool], timeout: float, what: str) -> float:
 
 
 def sync_state(store: Path) -> SyncState | None:
-    return load_state(state_file(store, None, "docs"))
+    return load_state(state_file(CollectionAddress("docs", store=store)))
 
 
 def settled(store: Path, pid: int, batches: int = 0) -> bool:

@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.syncstate import load_state, state_file
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,7 +61,7 @@ def wait_for(pred: Callable[[], bool], timeout: float, what: str) -> float:
 
 
 def settled(store: Path) -> bool:
-    state = load_state(state_file(store, None, "docs"))
+    state = load_state(state_file(CollectionAddress("docs", store=store)))
     return state is not None and state.batches > 0 and state.pending == 0
 
 
@@ -147,7 +148,7 @@ def close_to_hit(mnt: Path, store: Path, edits: int) -> dict[str, Any]:
     for i in range(edits):
         word = "".join(rnd.choices("bcdfghjklmnpqrstvwxz", k=6)) + "ium"
         rel = f"notes/n{i}.md"
-        before = load_state(state_file(store, None, "docs"))
+        before = load_state(state_file(CollectionAddress("docs", store=store)))
         text = f"# Note {i}\n\nThe build log says {word} failed twice.\n"
         with open(mnt / rel, "w") as f:
             f.write(text)
@@ -163,7 +164,7 @@ def close_to_hit(mnt: Path, store: Path, edits: int) -> dict[str, Any]:
 
         wait_for(hit, 600, f"a hit for {rel}")
         latencies.append(time.perf_counter() - start)
-        after = load_state(state_file(store, None, "docs"))
+        after = load_state(state_file(CollectionAddress("docs", store=store)))
         if after and after.last_batch and (before is None or after.batches > before.batches):
             batches.append(after.last_batch.seconds)
         settle(store)

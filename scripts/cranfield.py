@@ -133,6 +133,7 @@ def write_corpus(docs: Sequence[CranDoc], folder: Path) -> None:
 
 def ingest_corpus(corpus: Path, store_dir: Path, model: str | None) -> None:
     from semfs.ingest.pipeline import ingest
+    from semfs.ingest.store.address import CollectionAddress
     from semfs.ingest.store.backends import open_store
 
     state = {"total": 0, "done": 0, "shown": -1}
@@ -148,7 +149,7 @@ def ingest_corpus(corpus: Path, store_dir: Path, model: str | None) -> None:
             state["shown"] = tenth
             print(f"  {state['done']}/{state['total']}", file=sys.stderr)
 
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         report = ingest(corpus, store, model=model, on_start=on_start, on_progress=on_progress)
     print(
         f"ingested: {len(report.added)} added, {len(report.updated)} updated, "
@@ -169,11 +170,12 @@ def run_semfs(
 ) -> tuple[dict[str, list[list[int]]], dict[str, float]]:
     """Ranked doc ids per mode per query, and the mean seconds per query per mode."""
     from semfs.ingest.search import Searcher
+    from semfs.ingest.store.address import CollectionAddress
     from semfs.ingest.store.backends import open_store
 
     runs: dict[str, list[list[int]]] = {}
     seconds: dict[str, float] = {}
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         searcher = Searcher(store)
         searcher.warm_up()
         for mode in MODES:

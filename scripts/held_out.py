@@ -46,6 +46,7 @@ import strength_fit
 from semfs.ingest.search import FAIR, STRONG, Searcher, match_strength
 from semfs.ingest.store import FUSION_CANDIDATES
 from semfs.ingest.store import qdrant as qdrant_core
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 
 # Candidate counts per retriever to pick from: around the default, as when it was chosen.
@@ -60,7 +61,7 @@ def cranfield_split(work: Path) -> dict[str, Any]:
     positions = [p for p in range(1, len(texts) + 1) if qrels_by_pos.get(p)]
     halves = {"odd": [p for p in positions if p % 2], "even": [p for p in positions if not p % 2]}
     ndcg: dict[int, dict[str, float]] = {}
-    with open_store(work / "store") as store:
+    with open_store(CollectionAddress(store=work / "store")) as store:
         searcher = Searcher(store)
         searcher.warm_up()
         for count in CANDIDATES:

@@ -34,6 +34,7 @@ import answers
 import cranfield
 
 from semfs.ingest.search import FAIR, MODES, STRONG, Searcher
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 
 Judged = list[tuple[str, set[str]]]  # (query, paths judged right)
@@ -58,7 +59,7 @@ def judged_sets(
 
 
 def collect(store: Path, judged: Judged, mode: str) -> list[tuple[float, bool]]:
-    with open_store(store) as s:
+    with open_store(CollectionAddress(store=store)) as s:
         searcher = Searcher(s)
         return [
             (h.score, h.path in right) for q, right in judged for h in searcher.search(q, 10, mode)

@@ -1,7 +1,8 @@
 """Who may use ``semfs mcp --http``: bearer tokens, and the folders each one may see.
 
-Files, in the collection's folder (``STORE/COLLECTION/``; for a Qdrant server, a folder of its
-own under the default store), all owner-only (0600, the folder 0700):
+Files, in the collection's local folder
+(:attr:`~semfs.ingest.store.address.CollectionAddress.local_dir`: ``STORE/COLLECTION/``; for a
+Qdrant server ``STORE/servers/SERVER/COLLECTION/``), all owner-only (0600, the folder 0700):
 
 * ``mcp.token``: the owner's token, made on first use; it sees the whole collection. Another
   file can stand in for it (``--token-file``). Its text is the token, so that a client can be
@@ -42,7 +43,7 @@ from mcp.server.auth.provider import AccessToken
 
 from semfs.fusefs.agent.grep import normalize_path
 from semfs.ingest.errors import TokenError
-from semfs.ingest.store import default_store_path
+from semfs.ingest.store.address import CollectionAddress
 
 OWNER_TOKEN = "mcp.token"
 SCOPED_TOKENS = "mcp-tokens.json"
@@ -64,14 +65,19 @@ class Grant:
         return not self.under
 
 
-def token_folder(store_path: Path | None, url: str | None, collection: str) -> Path:
-    """Where a collection's token files live: beside its shard, or for a server collection
-    in ``STORE/servers/HOST_PORT_COLLECTION`` (there is no folder of the collection here)."""
-    if url is None:
-        return (store_path or default_store_path()) / collection
-    parts = urlsplit(url)
-    where = re.sub(r"[^A-Za-z0-9.-]+", "_", parts.netloc or parts.path).strip("_") or "local"
-    return (store_path or default_store_path()) / "servers" / f"{where}_{collection}"
+def token_folder(address: CollectionAddress) -> Path:
+    """Where a collection's token files live: its local folder. A server collection's tokens
+    made before it (in ``STORE/servers/HOST_PORT_COLLECTION``) are moved there on first use,
+    so a client given the owner token keeps working."""
+    folder = address.local_dir
+    if address.url is not None and not folder.exists():
+        parts = urlsplit(address.url)
+        where = re.sub(r"[^A-Za-z0-9.-]+", "_", parts.netloc or parts.path).strip("_") or "local"
+        legacy = address.store_dir / "servers" / f"{where}_{address.collection}"
+        if legacy.is_dir() and not legacy.is_symlink():
+            _private_folder(folder.parent)
+            os.rename(legacy, folder)
+    return folder
 
 
 def _private_folder(folder: Path) -> None:

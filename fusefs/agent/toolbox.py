@@ -36,7 +36,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from semfs.fusefs.agent.grep import (
@@ -64,6 +63,7 @@ from semfs.ingest.errors import (
 from semfs.ingest.resident import ResidentStore
 from semfs.ingest.search import MAX_K, Hit, Searcher, place_fields
 from semfs.ingest.store import MODES, Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.schema import DocumentRecord
 
 logger = logging.getLogger(__name__)
@@ -537,13 +537,7 @@ class Toolbox:
 
 
 @contextmanager
-def open_toolbox(
-    store_path: Path | None,
-    url: str | None,
-    api_key: str | None,
-    collection: str,
-    budget: int = DEFAULT_BUDGET,
-) -> Iterator[Toolbox]:
+def open_toolbox(address: CollectionAddress, budget: int = DEFAULT_BUDGET) -> Iterator[Toolbox]:
     """A started :class:`Toolbox` on the collection, reached the way the mount reaches it.
 
     An embedded store another process owns (a mount, another ``semfs mcp``) is used through
@@ -551,13 +545,14 @@ def open_toolbox(
     so ``semfs ingest`` and other readers keep working (and the tree follows their writes).
     """
     # A mount (or another semfs mcp) that owns the store is used through its socket.
-    resident = ResidentStore.open(store_path, url=url, collection=collection, api_key=api_key)
+    resident = ResidentStore.open(address)
     store = resident.store
     stops: list[Callable[[], None]] = [resident.close]
     try:
         if not store.exists():
             raise StoreNotFoundError(
-                f"no collection {collection!r} at {store.location}: run `semfs ingest DIR` first"
+                f"no collection {address.collection!r} at {store.location}: "
+                "run `semfs ingest DIR` first"
             )
         box = Toolbox(store, budget=budget)
         stops.append(box.close)

@@ -16,6 +16,7 @@ import click
 from semfs.fusefs.agent.guide import guide
 from semfs.fusefs.cli.common import handle_errors, store_options
 from semfs.fusefs.view.searchdir import DEFAULT_NAME
+from semfs.ingest.store.address import CollectionAddress
 
 
 @click.command(name="mcp")
@@ -64,10 +65,7 @@ from semfs.fusefs.view.searchdir import DEFAULT_NAME
 @handle_errors
 def mcp_cmd(
     ctx: click.Context,
-    store_path: Path | None,
-    url: str | None,
-    api_key: str | None,
-    collection: str,
+    address: CollectionAddress,
     http: str | None,
     token_file: Path | None,
     allow_hosts: tuple[str, ...],
@@ -105,7 +103,7 @@ def mcp_cmd(
         parse_http_address(http)  # a bad address fails before the store is opened
     _stop_on_sigterm()
     try:
-        with open_toolbox(store_path, url, api_key, collection, budget) as box:
+        with open_toolbox(address, budget) as box:
             from semfs.fusefs.agent.mcp import serve
 
             box.writable = writable
@@ -113,7 +111,7 @@ def mcp_cmd(
                 box,
                 http,
                 token_file=token_file,
-                tokens_folder=token_folder(store_path, url, collection),
+                tokens_folder=token_folder(address),
                 allowed_hosts=allow_hosts,
                 session_timeout=session_timeout,
             )
@@ -161,10 +159,7 @@ def token_create(
     name: str,
     under: tuple[str, ...],
     write: bool,
-    store_path: Path | None,
-    url: str | None,
-    api_key: str | None,
-    collection: str,
+    address: CollectionAddress,
 ) -> None:
     """Make a token NAME that sees only the folders given with --under; print it once.
 
@@ -180,7 +175,7 @@ def token_create(
     """
     from semfs.fusefs.agent.tokens import ScopedTokens, token_folder
 
-    token = ScopedTokens(token_folder(store_path, url, collection)).create(name, under, write)
+    token = ScopedTokens(token_folder(address)).create(name, under, write)
     click.echo(token)
     does = "sees and writes" if write else "sees"
     click.echo(f"token {name!r} {does} {', '.join(sorted(set(under)))} only", err=True)
@@ -190,9 +185,7 @@ def token_create(
 @store_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list (no secrets in it).")
 @handle_errors
-def token_list(
-    store_path: Path | None, url: str | None, api_key: str | None, collection: str, as_json: bool
-) -> None:
+def token_list(address: CollectionAddress, as_json: bool) -> None:
     """List the scoped tokens: name, when made, read or write, and the folders each sees.
 
     \b
@@ -204,7 +197,7 @@ def token_list(
 
     from semfs.fusefs.agent.tokens import ScopedTokens, token_folder
 
-    tokens = ScopedTokens(token_folder(store_path, url, collection)).list()
+    tokens = ScopedTokens(token_folder(address)).list()
     if as_json:
         # Named fields only: whatever else a token's entry holds (its hash) stays in its file.
         shown = [
@@ -229,9 +222,7 @@ def token_list(
 @click.argument("name")
 @store_options
 @handle_errors
-def token_revoke(
-    name: str, store_path: Path | None, url: str | None, api_key: str | None, collection: str
-) -> None:
+def token_revoke(name: str, address: CollectionAddress) -> None:
     """Revoke the scoped token NAME: the next request with it is refused (401).
 
     To change the owner token, delete mcp.token and restart `semfs mcp --http`.
@@ -243,7 +234,7 @@ def token_revoke(
     from semfs.fusefs.agent.tokens import ScopedTokens, token_folder
     from semfs.ingest.errors import TokenError
 
-    if not ScopedTokens(token_folder(store_path, url, collection)).revoke(name):
+    if not ScopedTokens(token_folder(address)).revoke(name):
         raise TokenError(f"no token named {name!r}: `semfs token list` shows them")
     click.echo(f"revoked {name!r}", err=True)
 

@@ -6,9 +6,8 @@ work and refuses a collection a process owns; :func:`register` adds the group to
 
 from __future__ import annotations
 
-import contextlib
 import json
-from pathlib import Path
+import shutil
 
 import click
 
@@ -16,6 +15,7 @@ from semfs.fusefs.cli.common import catalog_options, handle_errors, opened_catal
 from semfs.fusefs.cli.status import collection_row, collection_table
 from semfs.ingest import display
 from semfs.ingest.errors import StoreLockedError
+from semfs.ingest.store.address import CollectionAddress
 
 
 @click.group()
@@ -35,9 +35,7 @@ def collections() -> None:
 @click.option("--bytes", "raw_bytes", is_flag=True, help="Sizes in bytes, not KiB/MiB/GiB.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list (sizes in bytes).")
 @handle_errors
-def collections_list(
-    store_path: Path | None, url: str | None, api_key: str | None, raw_bytes: bool, as_json: bool
-) -> None:
+def collections_list(address: CollectionAddress, raw_bytes: bool, as_json: bool) -> None:
     """List the collections: documents, chunks, size, model, source folder, last ingest.
 
     \b
@@ -45,10 +43,10 @@ def collections_list(
         semfs collections list
         semfs collections list --url http://localhost:6333 --json
     """
-    with opened_catalog(store_path, url, api_key) as catalog:
+    with opened_catalog(address) as catalog:
         names = catalog.names()
         where = catalog.location
-    rows = [collection_row(store_path, url, api_key, name) for name in names]
+    rows = [collection_row(address.named(name)) for name in names]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -64,9 +62,7 @@ def collections_list(
 @catalog_options
 @click.option("-y", "--yes", is_flag=True, help="Do not ask first.")
 @handle_errors
-def collections_rm(
-    name: str, store_path: Path | None, url: str | None, api_key: str | None, yes: bool
-) -> None:
+def collections_rm(name: str, address: CollectionAddress, yes: bool) -> None:
     """Remove collection NAME and everything it holds (the source folder is not touched).
 
     Asks first unless -y. Refused while a mount, `semfs mcp` or a watcher owns it.
@@ -76,26 +72,23 @@ def collections_rm(
         semfs collections rm semfs-demo
         semfs collections rm old --url http://localhost:6333 -y
     """
-    with opened_catalog(store_path, url, api_key) as catalog:
+    with opened_catalog(address) as catalog:
         catalog.require(name)
         where = catalog.location
-    _refuse_if_followed(store_path, url, name)
+    _refuse_if_followed(address.named(name))
     if not yes:
-        row = collection_row(store_path, url, api_key, name)
+        row = collection_row(address.named(name))
         about = row.get("error") or (
             f"{row['documents']} documents, {display.size(row['bytes'])}, "
             f"from {row['source'] or 'an unknown folder'}"
         )
         click.confirm(f"Remove collection {name!r} ({about}) at {where}?", abort=True)
-    with opened_catalog(store_path, url, api_key) as catalog:
+    with opened_catalog(address) as catalog:
         catalog.remove(name)
-    if url:  # a server collection's watcher state is kept beside the embedded store
-        from semfs.ingest.skipmemo import memo_file
-        from semfs.ingest.syncstate import state_file
-
-        for local in (state_file(store_path, url, name), memo_file(store_path, url, name)):
-            with contextlib.suppress(OSError):
-                local.unlink()
+    if address.url is not None:
+        # A server collection's local files (watch state, skip memo, tokens, log) are kept
+        # on this machine: they go with it (the embedded store's went with its folder).
+        shutil.rmtree(address.named(name).local_dir, ignore_errors=True)
     click.echo(f"Removed collection {name!r}")
 
 
@@ -104,9 +97,7 @@ def collections_rm(
 @click.argument("new")
 @catalog_options
 @handle_errors
-def collections_rename(
-    old: str, new: str, store_path: Path | None, url: str | None, api_key: str | None
-) -> None:
+def collections_rename(old: str, new: str, address: CollectionAddress) -> None:
     """Rename collection OLD to NEW (refused while a mount, `semfs mcp` or a watcher owns it).
 
     On a Qdrant server, which cannot rename, the points are copied to NEW, then OLD is
@@ -116,21 +107,26 @@ def collections_rename(
     Example:
         semfs collections rename docs fastapi
     """
-    with opened_catalog(store_path, url, api_key) as catalog:
+    with opened_catalog(address) as catalog:
         catalog.require(old)
-        _refuse_if_followed(store_path, url, old)
+        _refuse_if_followed(address.named(old))
         catalog.rename(old, new)
+    if address.url is not None:  # the local files follow (the embedded folder was renamed)
+        before, after = address.named(old).local_dir, address.named(new).local_dir
+        if before.is_dir() and not after.exists():
+            before.rename(after)
     click.echo(f"Renamed collection {old!r} to {new!r}")
 
 
-def _refuse_if_followed(store_path: Path | None, url: str | None, name: str) -> None:
+def _refuse_if_followed(address: CollectionAddress) -> None:
     """A watcher of a server collection holds no lock: its state file says it runs."""
     from semfs.ingest.syncstate import load_state, state_file
 
-    state = load_state(state_file(store_path, url, name))
+    state = load_state(state_file(address))
     if state is not None and state.running:
         raise StoreLockedError(
-            f"collection {name!r} is followed by pid {state.pid} ({state.source}): stop it first"
+            f"collection {address.collection!r} is followed by pid {state.pid} "
+            f"({state.source}): stop it first"
         )
 
 

@@ -20,7 +20,8 @@ import click
 
 from semfs.fusefs.cli.options import CATALOG, MIN_SCORE, MODE, SOURCE, STORE, K, Param
 from semfs.ingest.errors import SemfsError, engine_damage
-from semfs.ingest.store import Store
+from semfs.ingest.store import DEFAULT_COLLECTION, Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 
 if TYPE_CHECKING:
@@ -148,14 +149,32 @@ def params(table: Iterable[Param]) -> Callable[[F], F]:
     return decorate
 
 
+def _as_address(func: F) -> F:
+    """``func`` called with one ``address`` (a :class:`CollectionAddress`) for the store
+    options' values (``store_path``, ``url``, ``api_key``, and ``collection`` if given)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        pieces = {name: kwargs.pop(name, None) for name in ("store_path", "url", "api_key")}
+        collection = kwargs.pop("collection", DEFAULT_COLLECTION)
+        address = CollectionAddress(
+            collection, pieces["store_path"], pieces["url"], pieces["api_key"]
+        )
+        return func(*args, address=address, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 def store_options(func: F) -> F:
-    """--store / --url / --api-key / --collection, shared by every command that opens a store."""
-    return params(STORE)(func)
+    """--store / --url / --api-key / --collection, shared by every command that opens a store:
+    the command takes them as one ``address: CollectionAddress``."""
+    return params(STORE)(_as_address(func))
 
 
 def catalog_options(func: F) -> F:
-    """--store / --url / --api-key: where the collections are (no --collection)."""
-    return params(CATALOG)(func)
+    """--store / --url / --api-key: where the collections are (no --collection); the command
+    takes them as one ``address: CollectionAddress`` (its collection the default)."""
+    return params(CATALOG)(_as_address(func))
 
 
 def search_options(k_help: str, mode_help: str, min_score_help: str) -> Callable[[F], F]:
@@ -172,10 +191,8 @@ def source_options(func: F) -> F:
 
 
 @contextmanager
-def opened(
-    store_path: Path | None, url: str | None, api_key: str | None, collection: str
-) -> Iterator[Store]:
-    store = open_store(store_path, url=url, collection=collection, api_key=api_key)
+def opened(address: CollectionAddress) -> Iterator[Store]:
+    store = open_store(address)
     try:
         yield store
     finally:
@@ -183,12 +200,10 @@ def opened(
 
 
 @contextmanager
-def opened_catalog(
-    store_path: Path | None, url: str | None, api_key: str | None
-) -> Iterator[Catalog]:
+def opened_catalog(address: CollectionAddress) -> Iterator[Catalog]:
     from semfs.ingest.store.backends import open_catalog
 
-    catalog = open_catalog(store_path, url, api_key)
+    catalog = open_catalog(address)
     try:
         yield catalog
     finally:

@@ -107,25 +107,25 @@ def run_mount(params: Mapping[str, Any], verbose: int) -> None:
     from semfs.fusefs.mount.logfile import configure_logging, default_log_file
     from semfs.fusefs.mount.start import mount
     from semfs.fusefs.view.searchdir import SearchOptions, check_folder_name
+    from semfs.ingest.store.address import CollectionAddress
 
     p = dict(params)
     search = SearchOptions(mode=p["mode"], k=p["k"], min_score=p["min_score"])  # before forking
     check_folder_name(p["search_dir"])
+    address = CollectionAddress(
+        p["collection"], p["store_path"], p["url"], p["api_key"], p["connect_timeout"]
+    )
     if p["log_file"] is None and not p["foreground"]:
         # A background mount has no terminal: keep its log where `semfs status` says.
-        p["log_file"] = default_log_file(p["store_path"], p["url"], p["collection"])
+        p["log_file"] = default_log_file(address)
     configure_logging(p["log_file"], verbose, p["foreground"])
     mount(
         MountConfig(
             mountpoint=p["mountpoint"],
-            store_path=p["store_path"],
-            url=p["url"],
-            api_key=p["api_key"],
-            collection=p["collection"],
+            address=address,
             options=parse_options(p["options"]),
             foreground=p["foreground"],
             log_file=p["log_file"],
-            connect_timeout=p["connect_timeout"],
             search_dir=p["search_dir"],
             search=search,
             watch=p["watch"],

@@ -25,6 +25,7 @@ from semfs.fusefs.cli.common import (
     store_options,
 )
 from semfs.fusefs.cli.maintenance import in_place
+from semfs.ingest.store.address import CollectionAddress
 
 if TYPE_CHECKING:
     from semfs.ingest.embedding.embedder import Embedder
@@ -73,10 +74,7 @@ if TYPE_CHECKING:
 @handle_errors
 def ingest_cmd(
     source: Path,
-    store_path: Path | None,
-    url: str | None,
-    api_key: str | None,
-    collection: str,
+    address: CollectionAddress,
     model: str | None,
     include: tuple[str, ...],
     exclude: tuple[str, ...],
@@ -127,23 +125,21 @@ def ingest_cmd(
     if dry_run:
         if watch:
             raise click.UsageError("--dry-run and --watch do not go together")
-        _dry_run(source, store_path, url, api_key, collection, model, include, exclude,
+        _dry_run(source, address, model, include, exclude,
                  max_bytes, follow_symlinks, replace, as_json, jobs)  # fmt: skip
         return
     if watch:
         from semfs.ingest.sources import SourceOptions
 
         opts = SourceOptions(model, include, exclude, batch_size, max_bytes, follow_symlinks, jobs)
-        _follow(
-            source, store_path, url, api_key, collection, opts, as_json=as_json, replace=replace
-        )
+        _follow(source, address, opts, as_json=as_json, replace=replace)
         return
 
     from semfs.ingest.embedding.embedder import load_embedder
     from semfs.ingest.pipeline import resolve_model
     from semfs.ingest.skipmemo import memo_file
 
-    with opened(store_path, url, api_key, collection) as store, _in_place_if(verify):
+    with opened(address) as store, _in_place_if(verify):
         # Made here, so that the export it may make on first use can be reported afterwards.
         embedder = load_embedder(resolve_model(store, model))
         # The model's load, then a bar (a line every 10 s when stderr is not a terminal).
@@ -164,7 +160,7 @@ def ingest_cmd(
                 on_progress=progress.advance if progress else None,
                 verify=verify,
                 replace_source=replace,
-                skip_memo=memo_file(store_path, url, collection),
+                skip_memo=memo_file(address),
                 retry_skipped=retry_skipped,
             )
         except KeyboardInterrupt:
@@ -187,7 +183,7 @@ def ingest_cmd(
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
-        _print_report(report, source, collection, location)
+        _print_report(report, source, address.collection, location)
 
 
 def _in_place_if(verify: bool) -> contextlib.AbstractContextManager[None]:
@@ -224,10 +220,7 @@ def _prepare_queries(embedder: Embedder, quiet: bool) -> None:
 
 def _follow(
     source: Path,
-    store_path: Path | None,
-    url: str | None,
-    api_key: str | None,
-    collection: str,
+    address: CollectionAddress,
     options: SourceOptions,
     *,
     as_json: bool,
@@ -236,9 +229,7 @@ def _follow(
     """`semfs ingest --watch`: what :class:`semfs.ingest.follow.Follower` does, printed."""
     from semfs.ingest.follow import Follower
 
-    with Follower(
-        source, store_path, url, api_key, collection, options, replace=replace
-    ) as follower:
+    with Follower(source, address, options, replace=replace) as follower:
         embedder = follower.embedder
         progress = None if as_json else _progress(embedder, "Syncing")
         prepared = threading.Event()
@@ -260,7 +251,9 @@ def _follow(
 
         def on_ready() -> None:
             if not as_json:
-                click.echo(f"Following {source} into collection {collection!r}; Ctrl-C stops.")
+                click.echo(
+                    f"Following {source} into collection {address.collection!r}; Ctrl-C stops."
+                )
             # SIGTERM stops as Ctrl-C does: the batch under way finishes, the state says so.
             signal.signal(signal.SIGTERM, _interrupt)
 
@@ -280,10 +273,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def _dry_run(
     source: Path,
-    store_path: Path | None,
-    url: str | None,
-    api_key: str | None,
-    collection: str,
+    address: CollectionAddress,
     model: str | None,
     include: tuple[str, ...],
     exclude: tuple[str, ...],
@@ -296,7 +286,7 @@ def _dry_run(
     """``semfs ingest --dry-run``: the run's report, with nothing written."""
     from semfs.ingest.pipeline import ingest
 
-    with opened(store_path, url, api_key, collection) as store:
+    with opened(address) as store:
         report = ingest(
             source,
             store,
@@ -313,8 +303,8 @@ def _dry_run(
         click.echo(json.dumps({**report.to_json(), "dry_run": True}, indent=2))
         return
     click.echo(
-        f"Dry run of {source} into collection {collection!r}: would add {len(report.added)}, "
-        f"update {len(report.updated)}, delete {len(report.deleted)}, skip "
+        f"Dry run of {source} into collection {address.collection!r}: would add "
+        f"{len(report.added)}, update {len(report.updated)}, delete {len(report.deleted)}, skip "
         f"{len(report.skipped)} ({len(report.unchanged)} unchanged); nothing written"
     )
     for what, paths in (("add", report.added), ("update", report.updated),

@@ -13,6 +13,7 @@ import click
 from semfs.fusefs.cli.common import handle_errors, one_line, opened, store_options
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store import Store
+from semfs.ingest.store.address import CollectionAddress
 
 
 @click.command()
@@ -37,10 +38,7 @@ from semfs.ingest.store import Store
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @handle_errors
 def check(
-    store_path: Path | None,
-    url: str | None,
-    api_key: str | None,
-    collection: str,
+    address: CollectionAddress,
     repair_source: Path | None,
     prune: bool,
     rebuild_source: Path | None,
@@ -73,17 +71,17 @@ def check(
     if sum(x is not None and x is not False for x in (repair_source, prune, rebuild_source)) > 1:
         raise click.UsageError("--repair, --prune and --rebuild exclude each other")
     if rebuild_source is not None:
-        if url:
+        if address.url is not None:
             raise click.UsageError("--rebuild sets an embedded shard aside: not with --url")
-        _rebuild(store_path, collection, rebuild_source, model, None)
+        _rebuild(address, rebuild_source, model, None)
     try:
-        with opened(store_path, url, api_key, collection):
+        with opened(address):
             pass  # an unreadable store can only be rebuilt
     except StoreDamagedError as exc:
-        if repair_source is None or url:
+        if repair_source is None or address.url is not None:
             raise
-        _rebuild(store_path, collection, repair_source, model, exc)
-    with opened(store_path, url, api_key, collection) as store:
+        _rebuild(address, repair_source, model, exc)
+    with opened(address) as store:
         report = check_store(store)
         fixed: list[str] = []
         if report.problems and prune:
@@ -155,22 +153,18 @@ def in_place(what: str) -> Iterator[None]:
 
 
 def _rebuild(
-    store_path: Path | None,
-    collection: str,
-    source: Path,
-    model: str | None,
-    why: Exception | None,
+    address: CollectionAddress, source: Path, model: str | None, why: Exception | None
 ) -> None:
     """Set the shard aside and ingest ``source`` afresh (a store the engine cannot open or
     repair in place)."""
     from semfs.ingest.pipeline import ingest
     from semfs.ingest.store.backends import set_aside
 
-    aside = set_aside(store_path, collection)
+    aside = set_aside(address)
     if why is not None:
         click.echo(f"unreadable: {why}", err=True)
     click.echo(f"set the damaged shard aside as {aside}; rebuilding from {source}")
-    with opened(store_path, None, None, collection) as store:
+    with opened(address) as store:
         ingest(source, store, model=model)
 
 
@@ -195,7 +189,7 @@ def _prune(store: Store, paths: list[str]) -> None:
 @click.command()
 @store_options
 @handle_errors
-def compact(store_path: Path | None, url: str | None, api_key: str | None, collection: str) -> None:
+def compact(address: CollectionAddress) -> None:
     """Reclaim the space of replaced and deleted chunks now (ingest also does it by itself).
 
     Runs Qdrant Edge's optimizers on the embedded store: segments where a fifth or more of
@@ -207,7 +201,7 @@ def compact(store_path: Path | None, url: str | None, api_key: str | None, colle
         semfs compact
         semfs compact --store /data/semfs --collection acme
     """
-    with opened(store_path, url, api_key, collection) as store:
+    with opened(address) as store:
         before = store.disk_bytes()
         changed = store.compact()
         after = store.disk_bytes()

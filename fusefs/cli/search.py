@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import click
 
 from semfs.fusefs.cli.common import handle_errors, opened, search_options, store_options
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store import Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import missing_collection
 
 
@@ -38,10 +38,7 @@ from semfs.ingest.store.backends import missing_collection
 @handle_errors
 def search(
     query: str,
-    store_path: Path | None,
-    url: str | None,
-    api_key: str | None,
-    collection: str,
+    address: CollectionAddress,
     k: int,
     mode: str,
     under: str | None,
@@ -68,17 +65,17 @@ def search(
     from semfs.ingest.search.results import render
 
     scope = normalize_under(under)
-    with opened(store_path, url, api_key, collection) as store:
+    with opened(address) as store:
         meta = store.read_meta()
         found = meta is not None
         if found:
             if scope is not None:
-                _check_folder(store, scope, collection)
+                _check_folder(store, scope, address.collection)
             hits = Searcher(store).search(
                 query, k=k, mode=mode, under=scope, min_score=min_score, more=more
             )
     if not found:  # after closing: listing may open the store (a file: URL takes one client)
-        raise missing_collection(collection, store_path, url, api_key)
+        raise missing_collection(address)
     if as_json:
         click.echo(json.dumps([h.to_json() for h in hits], indent=2, ensure_ascii=False))
         return

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -15,7 +14,8 @@ from semfs.fusefs.cli.common import handle_errors, one_line, opened, store_optio
 from semfs.ingest import display
 from semfs.ingest.errors import SemfsError, StoreLockedError
 from semfs.ingest.logs import MOUNT_LOG
-from semfs.ingest.store import Store, default_store_path
+from semfs.ingest.store import Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import missing_collection
 
 if TYPE_CHECKING:
@@ -26,15 +26,13 @@ if TYPE_CHECKING:
 STATUS_FAILED_SHOWN = 20
 
 
-def store_info(
-    store_path: Path | None, url: str | None, api_key: str | None, collection: str
-) -> dict[str, Any]:
-    with opened(store_path, url, api_key, collection) as store:
+def store_info(address: CollectionAddress) -> dict[str, Any]:
+    with opened(address) as store:
         meta = store.read_meta()
         if meta is not None:
-            return _collection_info(store, meta, collection)
+            return _collection_info(store, meta, address.collection)
     # After closing: listing may open the store (a file: URL takes one client).
-    raise missing_collection(collection, store_path, url, api_key)
+    raise missing_collection(address)
 
 
 def _collection_info(store: Store, meta: StoreMeta, collection: str) -> dict[str, Any]:
@@ -169,13 +167,12 @@ def print_watch(watch: SyncState) -> None:
         click.echo(f"{'':>13}... and {len(watch.failed) - STATUS_FAILED_SHOWN} more (--json)")
 
 
-def collection_row(
-    store_path: Path | None, url: str | None, api_key: str | None, name: str
-) -> dict[str, Any]:
+def collection_row(address: CollectionAddress) -> dict[str, Any]:
     """One line of `semfs collections list`: from the meta and the document records (a
     manifest read on the embedded store), without counting chunks in the engine."""
+    name = address.collection
     try:
-        with opened(store_path, url, api_key, name) as store:
+        with opened(address) as store:
             meta = store.read_meta()
             if meta is None:
                 return {"name": name, "error": "empty (no meta): ingest into it or remove it"}
@@ -236,14 +233,7 @@ def shown_size(n: int | None, raw: bool) -> str:
 @click.option("--bytes", "raw_bytes", is_flag=True, help="Sizes in bytes, not KiB/MiB/GiB.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (sizes in bytes).")
 @handle_errors
-def status(
-    store_path: Path | None,
-    url: str | None,
-    api_key: str | None,
-    collection: str,
-    raw_bytes: bool,
-    as_json: bool,
-) -> None:
+def status(address: CollectionAddress, raw_bytes: bool, as_json: bool) -> None:
     """Show what a collection holds (documents, chunks, model, size, source folder, last
     ingest) and, when a folder is followed (--watch), how fresh it is: last sync, pending
     and failed changes.
@@ -255,18 +245,18 @@ def status(
     """
     from semfs.ingest.syncstate import load_state, state_file
 
-    watch = load_state(state_file(store_path, url, collection))
+    watch = load_state(state_file(address))
     try:
-        info = store_info(store_path, url, api_key, collection)
+        info = store_info(address)
     except StoreLockedError as exc:
         # `semfs ingest --watch` holds an embedded store: its state file still answers.
         if watch is None or not watch.running:
             raise
-        info = {"collection": collection, "store": str(exc)}
+        info = {"collection": address.collection, "store": str(exc)}
     if watch is not None:
         info["watch"] = {**watch.to_json(), "running": watch.running}
-    log = (store_path or default_store_path()).expanduser() / collection / MOUNT_LOG
-    if url is None and log.is_file():  # where a background mount of it logs (damage too)
+    log = address.local_dir / MOUNT_LOG
+    if log.is_file():  # where a background mount of it logs (damage too)
         info["mount_log"] = str(log)
     if as_json:
         click.echo(json.dumps(info, indent=2))

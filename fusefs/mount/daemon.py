@@ -42,8 +42,8 @@ from semfs.fusefs.view.tree import InodeMap, Ownership
 from semfs.ingest import portable
 from semfs.ingest.errors import MountError, StoreOwnedError
 from semfs.ingest.resident import ResidentStore
-from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, Store
-from semfs.ingest.store.catalog import mount_source
+from semfs.ingest.store import DEFAULT_K, Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.check import require_counts
 from semfs.ingest.store.manifest import collector_paused
 
@@ -68,14 +68,10 @@ Ready = Callable[[str | None], None]
 @dataclass
 class MountConfig:
     mountpoint: Path
-    store_path: Path | None = None
-    url: str | None = None
-    api_key: str | None = None
-    collection: str = DEFAULT_COLLECTION
+    address: CollectionAddress = field(default_factory=CollectionAddress)
     options: dict[str, str | bool] = field(default_factory=dict)
     foreground: bool = False
     log_file: Path | None = None
-    connect_timeout: float = 10.0
     poll_interval: float = DEFAULT_INTERVAL
     search_dir: str = DEFAULT_NAME
     search: SearchOptions = field(default_factory=SearchOptions)  # defaults for queries
@@ -117,11 +113,11 @@ def fuse_options(cfg: MountConfig) -> dict[str, Any]:
         "ro": not cfg.writable,
         "use_ino": True,
         "default_permissions": True,
-        "fsname": mount_source(cfg.collection, cfg.url),  # `collections rm` looks for it
+        "fsname": cfg.address.mount_source,  # `collections rm` looks for it
         "entry_timeout": timeout,
         "attr_timeout": timeout,
     }
-    opts.update(portable.mount_options(cfg.collection))  # Linux: the type reads fuse.semfs
+    opts.update(portable.mount_options(cfg.address.collection))  # Linux: the type reads fuse.semfs
     # We check emptiness ourselves; libfuse 2 also refuses unless told, libfuse 3 never does.
     if user.pop("nonempty", False) and fuse_major_version() == 2:
         opts["nonempty"] = True
@@ -133,28 +129,25 @@ def open_mount_store(cfg: MountConfig) -> ResidentStore:
     """The store the mount reads, owned by this process; never a proxy to another daemon."""
     try:
         return ResidentStore.open(
-            cfg.store_path,
-            url=cfg.url,
-            collection=cfg.collection,
-            api_key=cfg.api_key,
-            timeout=cfg.connect_timeout,
+            cfg.address,
             must_exist=cfg.watch is None,  # --watch creates it
             through_owner=False,
         )
     except StoreOwnedError as exc:  # another daemon owns the shard: never stack on it
+        collection, where = cfg.address.collection, cfg.address.where
         if exc.is_mount:
             raise MountError(
-                f"collection {cfg.collection!r} at {cfg.store_path} is already mounted by "
+                f"collection {collection!r} at {where} is already mounted by "
                 f"{exc.holder}: `semfs umount` it first"
             ) from None
         if exc.by_watcher:  # one process follows and mounts: `semfs mount --watch`
             raise MountError(
-                f"collection {cfg.collection!r} at {cfg.store_path} is followed by `semfs "
+                f"collection {collection!r} at {where} is followed by `semfs "
                 f"ingest --watch` (pid {exc.pid}): stop it (Ctrl-C, or kill {exc.pid}), then "
                 "`semfs mount MOUNTPOINT --watch SOURCE` follows the folder and mounts it"
             ) from None
         raise MountError(
-            f"collection {cfg.collection!r} at {cfg.store_path} is held by {exc.holder}, "
+            f"collection {collection!r} at {where} is held by {exc.holder}, "
             "which serves it to readers but not to a mount: stop it first"
         ) from None
 
@@ -185,7 +178,7 @@ class MountDaemon:
             store,
             self._source(),
             embedder=embedder,
-            state_file=state_file(self.cfg.store_path, self.cfg.url, self.cfg.collection),
+            state_file=state_file(self.cfg.address),
             on_batch=lambda _report, _state: refresher.wake(),
         )
 
@@ -221,7 +214,7 @@ class MountDaemon:
 
                 model = resolve_model(store, self._source().model)  # another model: fail now
                 # Another folder than the collection's: fail now, not once per batch.
-                claim_source(store.read_meta(), self.cfg.watch, self.cfg.collection)
+                claim_source(store.read_meta(), self.cfg.watch, self.cfg.address.collection)
                 documents = load_embedder(model)
                 if not store.exists():
                     # The first pass creates the collection: mount (empty) at once, without

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from semfs.ingest.logs import MOUNT_LOG
-from semfs.ingest.store import default_store_path
+from semfs.ingest.store.address import CollectionAddress
 
 # A log file is cut at this size and kept with one older part (``.1``): a mount that runs for
 # months logs a line per store change, and a bad store can log one per read.
@@ -25,13 +25,11 @@ class _OwnerOnlyLog(logging.handlers.RotatingFileHandler):
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
 
-def default_log_file(cfg_store: Path | None, url: str | None, collection: str) -> Path | None:
-    """Where a background mount logs without --log-file: ``STORE/COLLECTION/mount.log`` for
-    an embedded store whose collection folder exists (owner-only, like the store); None
-    for a server, whose collection has no folder here."""
-    if url is not None:
-        return None
-    folder = (cfg_store or default_store_path()).expanduser() / collection
+def default_log_file(address: CollectionAddress) -> Path | None:
+    """Where a background mount logs without --log-file: ``mount.log`` in the collection's
+    local folder (:attr:`~semfs.ingest.store.address.CollectionAddress.local_dir`) when it
+    exists (owner-only, like the store); None before anything made it."""
+    folder = address.local_dir
     return folder / MOUNT_LOG if folder.is_dir() else None
 
 

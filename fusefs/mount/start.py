@@ -19,6 +19,7 @@ import signal
 import stat
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from semfs.fusefs.mount.bindings import can_invalidate, library_path
@@ -26,7 +27,6 @@ from semfs.fusefs.mount.daemon import MountConfig, MountDaemon, fuse_options
 from semfs.fusefs.mount.unmount import is_stale
 from semfs.ingest import portable
 from semfs.ingest.errors import MountError, SemfsError, engine_damage
-from semfs.ingest.store import default_store_path
 
 logger = logging.getLogger(__name__)
 
@@ -98,8 +98,8 @@ class _PipeReady:
 def _absolute(cfg: MountConfig) -> MountConfig:
     """The config with every path absolute: the daemon runs from /, like any daemon."""
     cfg.mountpoint = cfg.mountpoint.absolute()
-    if cfg.url is None:
-        cfg.store_path = (cfg.store_path or default_store_path()).expanduser().absolute()
+    if cfg.address.url is None:
+        cfg.address = replace(cfg.address, store=cfg.address.store_dir.absolute())
     if cfg.log_file is not None:
         cfg.log_file = cfg.log_file.absolute()
     if cfg.watch is not None:
@@ -129,7 +129,7 @@ def mount(cfg: MountConfig) -> None:
         os.close(read_fd)
         os._exit(_child(cfg, write_fd))
     os.close(write_fd)
-    _await_child(pid, read_fd, cfg.connect_timeout + START_GRACE)
+    _await_child(pid, read_fd, cfg.address.timeout + START_GRACE)
 
 
 def _child(cfg: MountConfig, write_fd: int) -> int:

@@ -1,104 +1,110 @@
-"""Which class serves a collection: the one place that maps a backend name to a factory.
+"""Which class serves a collection: the one table that maps an address to a backend.
 
-:mod:`semfs.ingest.store` declares the interface and imports no implementation; this module is the
-composition root that picks one (like ratarmount's ``ARCHIVE_BACKENDS`` table):
+:mod:`semfs.ingest.store` declares the interface and imports no implementation; this module is
+the composition root that picks one (like ratarmount's ``ARCHIVE_BACKENDS`` table). Every
+store and catalog is opened through :data:`BACKENDS`, by the first backend that serves the
+:class:`~semfs.ingest.store.address.CollectionAddress`:
 
-* ``embedded``: :class:`semfs.ingest.store.edge.store.EdgeStore`, Qdrant Edge in this process, or,
-  when a process already owns the shard and serves it (``semfs mount``), an
+* ``server``: :class:`semfs.ingest.store.server_store.ServerStore`, qdrant-client against the
+  address's URL (a ``file:`` URL opens qdrant-client's local mode: the stand-in server of the
+  tests).
+* ``embedded``: :class:`semfs.ingest.store.edge.store.EdgeStore`, Qdrant Edge in this process,
+  or, when a process already owns the shard and serves it (``semfs mount``), an
   :class:`semfs.ingest.store.ipc.client.RemoteStore` talking to that owner.
-* ``server``: :class:`semfs.ingest.store.server_store.ServerStore`, qdrant-client against ``--url``
-  (a ``file:`` URL opens qdrant-client's local mode: the stand-in server of the tests).
 
 To add a backend: write a :class:`~semfs.ingest.store.Store` subclass in its own module (run the
-contract tests in ``tests/contract/test_store_contract.py`` against it), add a factory below that
-imports it lazily, and add its name to :data:`BACKENDS` and :func:`backend_for`.
-Implementations are imported inside the factories: qdrant_client costs ~1 s to import and
-the embedded path must not pay for it.
+contract tests in ``tests/contract/test_store_contract.py`` against it) and add one
+:class:`Backend` row to :data:`BACKENDS`, before any row that would also serve its addresses,
+whose factories import it lazily: qdrant_client costs ~1 s to import and the embedded path
+must not pay for it.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from semfs.ingest.errors import SemfsError, StoreNotFoundError
-from semfs.ingest.store import DEFAULT_COLLECTION, Store, check_collection_name, default_store_path
+from semfs.ingest.store import Store, check_collection_name
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.catalog import Catalog, missing
 from semfs.ingest.store.schema import check_schema
 
 
 @dataclass(frozen=True)
-class StoreAddress:
-    """Where a collection is: everything a backend factory may need."""
+class Backend:
+    """One way to reach collections: which addresses it serves, and its two factories."""
 
-    collection: str = DEFAULT_COLLECTION
-    path: Path | None = None  # the embedded store's folder; None: default_store_path()
-    url: str | None = None  # a Qdrant server, or file:PATH for qdrant-client's local mode
-    api_key: str | None = None
-    timeout: float = 10.0  # seconds to reach a server
+    name: str  # also each of its Stores' ``backend`` attribute
+    serves: Callable[[CollectionAddress], bool]
+    store: Callable[[CollectionAddress], Store]
+    catalog: Callable[[CollectionAddress], Catalog]  # the collections where the address is
 
 
-def _embedded(address: StoreAddress) -> Store:
+def _embedded(address: CollectionAddress) -> Store:
     from semfs.ingest.store.edge.catalog import finish_removals
-    from semfs.ingest.store.edge.store import EdgeStore, collection_dir
+    from semfs.ingest.store.edge.store import EdgeStore
     from semfs.ingest.store.ipc.wire import SOCKET_NAME
 
-    store_dir = address.path or default_store_path()
-    coll_dir = collection_dir(store_dir, address.collection)
-    finish_removals(store_dir)
+    finish_removals(address.store_dir)
     # No socket, no owner: skip importing the ipc client (a mount's start-up pays for it).
-    if not (coll_dir / SOCKET_NAME).exists():
-        return EdgeStore(store_dir, address.collection)
+    if not (address.local_dir / SOCKET_NAME).exists():
+        return EdgeStore(address.store_dir, address.collection)
     from semfs.ingest.store.ipc.client import connect_daemon
 
     # Ask the owner first: even a failed second load of a live shard rewrites its files.
-    remote = connect_daemon(coll_dir, address.collection)
+    remote = connect_daemon(address.local_dir, address.collection)
     if remote is not None:
         return remote
-    return EdgeStore(store_dir, address.collection)
+    return EdgeStore(address.store_dir, address.collection)
 
 
-def _server(address: StoreAddress) -> Store:
+def _embedded_catalog(address: CollectionAddress) -> Catalog:
+    from semfs.ingest.store.edge.catalog import EdgeCatalog, finish_removals
+
+    catalog = EdgeCatalog(address.store_dir)
+    finish_removals(catalog.store_dir)
+    return catalog
+
+
+def _server(address: CollectionAddress) -> Store:
     from semfs.ingest.store.server_store import ServerStore
 
-    if address.url is None:
-        raise ValueError("the server backend needs a URL")
+    assert address.url is not None  # served only with a URL
     return ServerStore(
         address.url, address.collection, api_key=address.api_key, timeout=address.timeout
     )
 
 
-# Backend name -> factory. The name is also each Store's ``backend`` attribute.
-BACKENDS: dict[str, Callable[[StoreAddress], Store]] = {
-    "embedded": _embedded,
-    "server": _server,
+def _server_catalog(address: CollectionAddress) -> Catalog:
+    from semfs.ingest.store.server_store import ServerCatalog
+
+    assert address.url is not None
+    return ServerCatalog(address.url, api_key=address.api_key, timeout=address.timeout)
+
+
+# Backend name -> backend, in the order they are asked whether they serve an address.
+BACKENDS: dict[str, Backend] = {
+    b.name: b
+    for b in (
+        Backend("server", lambda a: a.url is not None, _server, _server_catalog),
+        Backend("embedded", lambda a: a.url is None, _embedded, _embedded_catalog),
+    )
 }
 
 
-def backend_for(address: StoreAddress) -> str:
-    """The backend an address names: a URL is a server, anything else the embedded store."""
-    return "server" if address.url else "embedded"
+def backend_for(address: CollectionAddress) -> Backend:
+    """The first backend of :data:`BACKENDS` that serves ``address``."""
+    for backend in BACKENDS.values():
+        if backend.serves(address):
+            return backend
+    raise SemfsError(f"no backend serves {address.where}")  # not reached: embedded serves all
 
 
-def open_catalog(
-    store_path: str | os.PathLike[str] | None = None,
-    url: str | None = None,
-    api_key: str | None = None,
-    timeout: float = 10.0,
-) -> Catalog:
-    """The collections of the embedded store at ``store_path`` (default
-    :func:`default_store_path`), or of the Qdrant server at ``url``."""
-    if url:
-        from semfs.ingest.store.server_store import ServerCatalog
-
-        return ServerCatalog(url, api_key=api_key, timeout=timeout)
-    from semfs.ingest.store.edge.catalog import EdgeCatalog, finish_removals
-
-    catalog = EdgeCatalog(Path(store_path) if store_path else default_store_path())
-    finish_removals(catalog.store_dir)
-    return catalog
+def open_catalog(address: CollectionAddress) -> Catalog:
+    """The collections where ``address`` is (its collection name is not used)."""
+    return backend_for(address).catalog(address)
 
 
 def user_umask() -> int:
@@ -110,22 +116,18 @@ def user_umask() -> int:
     return umask()
 
 
-def set_aside(store_path: str | os.PathLike[str] | None, collection: str) -> Path:
+def set_aside(address: CollectionAddress) -> Path:
     """Rename an embedded collection's damaged shard aside (``semfs check --rebuild``); the
     new path. Under the collection's lock: refused while a process has it open."""
     from semfs.ingest.store.edge.store import set_aside as edge_set_aside
 
-    return edge_set_aside(Path(store_path) if store_path else default_store_path(), collection)
+    if backend_for(address) is not BACKENDS["embedded"]:
+        raise SemfsError("only an embedded store's shard can be set aside: rebuild it instead")
+    return edge_set_aside(address.store_dir, check_collection_name(address.collection))
 
 
-def open_store(
-    store_path: str | os.PathLike[str] | None = None,
-    url: str | None = None,
-    collection: str = DEFAULT_COLLECTION,
-    api_key: str | None = None,
-    timeout: float = 10.0,
-) -> Store:
-    """Open a collection: a Qdrant server at ``url`` if given, else the embedded store.
+def open_store(address: CollectionAddress) -> Store:
+    """Open the collection at ``address``, through the backend that serves it.
 
     A store written at another schema version is refused here, with one line
     (:func:`semfs.ingest.store.schema.check_schema`), before any caller reads or writes it.
@@ -134,14 +136,8 @@ def open_store(
     tests (slow; one process at a time). The embedded store proxies to a live owner (a
     ``semfs mount`` daemon) when there is one, so ingesting while mounted works.
     """
-    address = StoreAddress(
-        collection=check_collection_name(collection),
-        path=Path(store_path) if store_path else None,
-        url=url,
-        api_key=api_key,
-        timeout=timeout,
-    )
-    store = BACKENDS[backend_for(address)](address)
+    check_collection_name(address.collection)
+    store = backend_for(address).store(address)
     try:
         meta = store.read_meta()
         if meta is not None:
@@ -152,17 +148,12 @@ def open_store(
     return store
 
 
-def missing_collection(
-    collection: str,
-    store_path: str | os.PathLike[str] | None = None,
-    url: str | None = None,
-    api_key: str | None = None,
-) -> StoreNotFoundError:
+def missing_collection(address: CollectionAddress) -> StoreNotFoundError:
     """The error for a collection that does not exist, naming the ones that do."""
     try:
-        with open_catalog(store_path, url, api_key) as catalog:
-            return missing(collection, catalog.location, catalog.names())
+        with open_catalog(address) as catalog:
+            return missing(address.collection, catalog.location, catalog.names())
     except SemfsError as exc:  # the server went away meanwhile: say what we know
         return StoreNotFoundError(
-            f"no collection {collection!r} ({exc}): run `semfs ingest DIR` first"
+            f"no collection {address.collection!r} ({exc}): run `semfs ingest DIR` first"
         )

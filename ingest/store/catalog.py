@@ -20,37 +20,21 @@ Rules a caller may rely on:
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from semfs.ingest import portable
 from semfs.ingest.errors import SemfsError, StoreLockedError, StoreNotFoundError
 from semfs.ingest.store import check_collection_name
-
-# The kernel's name of a semfs mount is the daemon's fsname (mount_source) and its type.
-MOUNT_SOURCE_PREFIX = "semfs:"
-MOUNT_FSTYPE = "fuse.semfs"
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
-
-
-def mount_source(collection: str, url: str | None = None) -> str:
-    """What a mount of ``collection`` is called in the system's list of mounts: ``semfs:docs``
-    for the embedded store, ``semfs:docs@HOST:PORT`` for a server (no credentials, no path, except
-    for a ``file:`` URL), so that :func:`mounted_at` tells servers apart."""
-    if not url:
-        return MOUNT_SOURCE_PREFIX + collection
-    parts = urlsplit(url)
-    where = parts.path if parts.scheme == "file" else parts.netloc.rpartition("@")[2]
-    return f"{MOUNT_SOURCE_PREFIX}{collection}@{_UNSAFE.sub('_', where).strip('_') or 'server'}"
+from semfs.ingest.store.address import CollectionAddress
 
 
 def mounted_at(source: str, table: Path | None = None) -> list[str]:
-    """Mountpoints of the semfs mounts called ``source`` (:func:`mount_source`) here; empty
+    """Mountpoints of the semfs mounts called ``source``
+    (:attr:`~semfs.ingest.store.address.CollectionAddress.mount_source`) here; empty
     where the system's list of mounts cannot be read."""
     found = portable.mounts(table) or []
-    return [m.mountpoint for m in found if (m.fstype, m.source) == (MOUNT_FSTYPE, source)]
+    return [m.mountpoint for m in found if (m.fstype, m.source) == (portable.FSTYPE, source)]
 
 
 def missing(name: str, where: str, names: list[str]) -> StoreNotFoundError:
@@ -65,13 +49,13 @@ def missing(name: str, where: str, names: list[str]) -> StoreNotFoundError:
     )
 
 
-def refuse_if_mounted(name: str, url: str) -> None:
+def refuse_if_mounted(address: CollectionAddress) -> None:
     """A mount of a server collection holds no lock: the kernel's list of mounts tells.
     (The embedded store's lock covers its mounts, with the owner's command line.)"""
-    mounts = mounted_at(mount_source(name, url))
+    mounts = mounted_at(address.mount_source)
     if mounts:
         raise StoreLockedError(
-            f"collection {name!r} is mounted at {', '.join(mounts)}: "
+            f"collection {address.collection!r} is mounted at {', '.join(mounts)}: "
             f"run `semfs umount {mounts[0]}` first"
         )
 

@@ -9,8 +9,8 @@ another process owns the store, and serves searches::
 
     from semfs.ingest.store.owner import StoreOwner
 
-    owner = StoreOwner.open(store_path, url=url, collection=name)  # raises StoreOwnedError
-    try:                                        # when another process owns the store
+    owner = StoreOwner.open(address)  # StoreOwnedError when another process owns it
+    try:
         owner.serve(on_change=refresh)          # start serving writers (after any fork)
         ...  # read (and write) through owner.store
     finally:
@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 from semfs.ingest.errors import StoreOwnedError
-from semfs.ingest.store import DEFAULT_COLLECTION, QueryService, Store
+from semfs.ingest.store import QueryService, Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import missing_collection, open_store
 from semfs.ingest.store.ownerkind import owner_kind
 
@@ -67,32 +67,22 @@ class StoreOwner:
         self._closed = False
 
     @classmethod
-    def open(
-        cls,
-        store_path: str | os.PathLike[str] | None = None,
-        url: str | None = None,
-        collection: str = DEFAULT_COLLECTION,
-        api_key: str | None = None,
-        timeout: float = 10.0,
-        must_exist: bool = True,
-    ) -> StoreOwner:
+    def open(cls, address: CollectionAddress, must_exist: bool = True) -> StoreOwner:
         """Open the collection owned by this process; with ``must_exist``, ingested already."""
-        store = open_store(
-            store_path, url=url, collection=collection, api_key=api_key, timeout=timeout
-        )
+        store = open_store(address)
         pid = store.served_by()
         if pid is not None:
             holder, kind = _holder(store, pid)
             store.close()
             raise StoreOwnedError(
-                f"collection {collection!r} at {store_path} is owned by {holder}",
+                f"collection {address.collection!r} at {address.where} is owned by {holder}",
                 pid,
                 holder,
                 kind,
             )
         if must_exist and not store.exists():
             store.close()
-            raise missing_collection(collection, store_path, url, api_key)
+            raise missing_collection(address)
         return cls(store)
 
     @property

@@ -28,6 +28,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from semfs.ingest.errors import StoreNotFoundError, StoreUnavailableError
 from semfs.ingest.store import qdrant as core
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.catalog import Catalog, refuse_if_mounted
 from semfs.ingest.store.manifest import Manifest
 from semfs.ingest.store.schema import (
@@ -350,7 +351,7 @@ class ServerCatalog(Catalog):
 
     def remove(self, name: str) -> None:
         self.require(name)
-        refuse_if_mounted(name, self.url)
+        refuse_if_mounted(CollectionAddress(name, url=self.url))
         with _reaching(self.url):
             self.client.delete_collection(name)
 
@@ -360,7 +361,7 @@ class ServerCatalog(Catalog):
         fails midway deletes the new collection and leaves the old one whole."""
         self.require(old)
         self.check_new_name(new)
-        refuse_if_mounted(old, self.url)
+        refuse_if_mounted(CollectionAddress(old, url=self.url))
         meta = self._meta(old)
         assert meta is not None  # require() saw it
         target = ServerStore(self.url, new, client=self.client)

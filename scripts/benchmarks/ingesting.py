@@ -19,6 +19,7 @@ from semfs.ingest.chunking import chunk_text, document_title, embedding_text
 from semfs.ingest.embedding.embedder import DEFAULT_MODEL, HASH_MODEL, Embedder, load_embedder
 from semfs.ingest.pipeline import IngestReport, ingest
 from semfs.ingest.sources import DEFAULT_MAX_BYTES, Skipped, read_document, scan
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 
 from .config import Config
@@ -72,7 +73,7 @@ def ingest_into(source: Path, store_dir: Path, embedder: Embedder, batch_size: i
     """A fresh ingest of ``source`` into a new store at ``store_dir``."""
     if store_dir.exists():
         shutil.rmtree(store_dir)
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         # The model name is the embedder's: the store records it and later runs check it.
         return ingest(source, store, model=embedder.name, embedder=embedder, batch_size=batch_size)
 

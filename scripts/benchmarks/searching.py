@@ -7,6 +7,7 @@ import os
 from semfs.ingest.embedding.embedder import HASH_MODEL
 from semfs.ingest.search import Searcher
 from semfs.ingest.store import SparseQuery
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 
 from .config import Config
@@ -87,7 +88,7 @@ def measure_inprocess_search(cfg: Config, res: Results, info: CorpusInfo) -> Non
     """Searcher.search (embeds the query) and store.query with a precomputed vector."""
     import qdrant_edge as qe
 
-    with open_store(info.store) as store:
+    with open_store(CollectionAddress(store=info.store)) as store:
         res.add(disk_row(info, store))
         searcher = Searcher(store)
         searcher.warm_up()

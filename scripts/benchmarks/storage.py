@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from semfs.ingest.store import SparseQuery, Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import ChunkPoint, ChunkRecord
 
@@ -63,7 +64,11 @@ def compare_backends(cfg: Config, res: Results) -> None:
         path = cfg.workdir / "backends" / backend
 
         def opener(path: Path = path, backend: str = backend) -> Store:
-            return open_store(path) if backend == "edge" else open_store(url=f"file://{path}")
+            return (
+                open_store(CollectionAddress(store=path))
+                if backend == "edge"
+                else open_store(CollectionAddress(url=f"file://{path}"))
+            )
 
         with opener() as store:
             store.create(384)

@@ -26,6 +26,7 @@ from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
 from semfs.ingest.errors import PathError, PatternError, SlowPatternError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SAMPLE_CORPUS
 from tests.helpers.grepcorpus import PATTERNS, boundary_pattern, build, gnu_grep
@@ -59,9 +60,9 @@ def corpus_store(
     base = tmp_path_factory.mktemp(request.param)
     src = build(base / "src")
     if request.param == "embedded":
-        store = open_store(base / "store")
+        store = open_store(CollectionAddress(store=base / "store"))
     else:
-        store = open_store(url=f"file://{base / 'qdrant'}")
+        store = open_store(CollectionAddress(url=f"file://{base / 'qdrant'}"))
     ingest(src, store, model="hash")
     try:
         yield src, store
@@ -189,7 +190,7 @@ def test_store_without_text_index_gives_the_same_lines(tmp_path: Path) -> None:
 
     from semfs.ingest.store.edge.store import EdgeStore
 
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         assert isinstance(store, EdgeStore)
         grep, tree = engine(store)
         before = [grep.run(tree, p, regex=r, ignore_case=i).lines for p, r, i in PATTERNS]
@@ -224,7 +225,7 @@ def test_split_lines_flag_and_older_records(tmp_path: Path) -> None:
     stores) fall back to the chunks' line numbers, with the same answer."""
     src = build(tmp_path / "src")
     ingest_hash(src, tmp_path / "store")
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         records = store.list_documents()
         flagged = {r.path for r in records if r.split_lines}
         assert flagged == {"long/one-line.txt"} == set(store.split_line_paths())
@@ -270,7 +271,7 @@ def test_a_backtracking_regex_stops_at_its_deadline(tmp_path: Path) -> None:
     (src / "deploy").mkdir(parents=True)
     page = "deploy/reverse-proxy.mdx"  # of the Mintlify sample: a Markdown table of dashes
     (src / page).write_bytes((SAMPLE_CORPUS / page).read_bytes())
-    with open_store(tmp_path / "store") as s:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as s:
         ingest(src, s, model="hash")
         tree = Tree.build(s.list_documents(), InodeMap(), Ownership(0, 0))
         engine = Grep(s, DocumentReader(s), regex_seconds=0.5)

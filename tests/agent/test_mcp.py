@@ -18,6 +18,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import stdio_client
 
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SEMFS
 from tests.helpers.grepcorpus import LONG_PATH, PATTERNS, boundary_pattern, build, gnu_grep
@@ -158,7 +159,7 @@ def test_stdio_through_a_mounted_daemon(tmp_path: Path, corpus: Path) -> None:
     """Embedded store owned by a mount: semfs mcp goes through the daemon's socket."""
     store = tmp_path / "store"
     ingest_hash(corpus, store)
-    with open_store(store) as s:
+    with open_store(CollectionAddress(store=store)) as s:
         boundary = boundary_pattern(s)
     with mounted(tmp_path / "mnt", "--store", str(store)) as m:
 
@@ -183,7 +184,7 @@ def test_http_on_a_server_store(tmp_path: Path, corpus: Path) -> None:
     """qdrant-client local mode standing in for a server, over streamable HTTP."""
     url = f"file://{tmp_path / 'qdrant'}"
     ingest_hash(corpus, url=url)
-    with open_store(url=url) as s:
+    with open_store(CollectionAddress(url=url)) as s:
         boundary = boundary_pattern(s)
     with http_server("--url", url, *BIG) as server:
 
@@ -306,7 +307,9 @@ def test_client_gone_mid_call_leaves_nothing(tmp_path: Path, corpus: Path) -> No
     finally:
         stop_process(proc)  # type: ignore[arg-type]
     assert not (store / "docs" / "daemon.sock").exists()
-    with open_store(store) as s:  # neither locked nor served by a leftover process
+    with open_store(
+        CollectionAddress(store=store)
+    ) as s:  # neither locked nor served by a leftover process
         assert type(s).__name__ == "EdgeStore"
 
 

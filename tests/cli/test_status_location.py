@@ -10,6 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from semfs.fusefs.cli.group import cli
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.owner import StoreOwner
 from tests.helpers.mounting import ingest_hash
 
@@ -26,7 +27,7 @@ def test_status_json_location_is_a_path_beside_an_owner(sample_copy: Path, tmp_p
     alone = _status(store)
     assert alone["served_by"] is None
     assert Path(str(alone["location"])).is_dir()
-    with StoreOwner.open(store) as owner:
+    with StoreOwner.open(CollectionAddress(store=store)) as owner:
         owner.serve()
         served = _status(store)
         text = CliRunner().invoke(cli, ["status", "--store", str(store)]).output

@@ -30,6 +30,7 @@ from semfs.ingest.errors import (
 )
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import MODES, SparseQuery
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge.store import EdgeStore, collection_dir
 from semfs.ingest.store.ipc.client import RemoteStore, connect_daemon
@@ -572,7 +573,7 @@ def test_ingest_through_a_daemon_in_another_process(store_dir: Path, tmp_path: P
     src = tmp_path / "src"
     _write_docs(src)
     with _daemon(store_dir) as proc:
-        store = open_store(store_dir, collection=COLLECTION)
+        store = open_store(CollectionAddress(COLLECTION, store=store_dir))
         assert isinstance(store, RemoteStore)
         assert f"pid {proc.pid}" in store.location
         with store:
@@ -599,7 +600,7 @@ def test_ingest_through_a_daemon_in_another_process(store_dir: Path, tmp_path: P
         assert proc.poll() is None  # the daemon lives on
 
     # The daemon has exited: the writes are in its shard, which this process can now open.
-    with open_store(store_dir, collection=COLLECTION) as direct:
+    with open_store(CollectionAddress(COLLECTION, store=store_dir)) as direct:
         assert isinstance(direct, EdgeStore)
         assert sorted(d.path for d in direct.list_documents()) == ["alpha.md", "beta.md"]
         alpha = direct.get_document("alpha.md")
@@ -633,7 +634,7 @@ def test_cli_ingest_twice_while_mounted(store_dir: Path, tmp_path: Path) -> None
         assert out["updated_paths"] == ["beta.md"] and out["added"] == 0
         assert out["chunks_embedded"] > 0
         assert proc.poll() is None
-    with open_store(store_dir, collection=COLLECTION) as direct:
+    with open_store(CollectionAddress(COLLECTION, store=store_dir)) as direct:
         beta = direct.get_document("beta.md")
         assert beta is not None
         texts = [c.text for c in direct.get_chunks("beta.md", beta.gen, range(beta.chunks))]
@@ -641,15 +642,20 @@ def test_cli_ingest_twice_while_mounted(store_dir: Path, tmp_path: Path) -> None
 
 
 def test_opening_a_served_store_leaves_its_shard_alone(store_dir: Path) -> None:
-    with _daemon(store_dir, dim=DIM), open_store(store_dir, collection=COLLECTION) as first:
+    with (
+        _daemon(store_dir, dim=DIM),
+        open_store(CollectionAddress(COLLECTION, store=store_dir)) as first,
+    ):
         first.upsert_chunks(_points("a.md", 1, 2, "word"))
         first.put_document(_doc("a.md", 1, 2))
         first.write_meta(StoreMeta("hash:8", DIM, generation=1))
         first.flush()
-        open_store(store_dir, collection=COLLECTION).close()  # a second ingest, status...
+        open_store(
+            CollectionAddress(COLLECTION, store=store_dir)
+        ).close()  # a second ingest, status...
         first.write_meta(StoreMeta("hash:8", DIM, generation=2))  # the daemon flushes here
         assert first.count_chunks() == 2
-    with open_store(store_dir, collection=COLLECTION) as direct:
+    with open_store(CollectionAddress(COLLECTION, store=store_dir)) as direct:
         assert direct.read_meta() == StoreMeta("hash:8", DIM, generation=2)
 
 
@@ -662,7 +668,7 @@ def test_stale_socket_of_a_killed_daemon(store_dir: Path) -> None:
         proc.wait(10)
     assert (coll_dir / SOCKET_NAME).exists() and (coll_dir / TOKEN_NAME).exists()
     assert connect_daemon(coll_dir, COLLECTION) is None
-    with open_store(store_dir, collection=COLLECTION) as store:
+    with open_store(CollectionAddress(COLLECTION, store=store_dir)) as store:
         assert isinstance(store, EdgeStore)  # the lock died with the process
         server = StoreServer(store, coll_dir)
         server.start()  # replaces the stale files

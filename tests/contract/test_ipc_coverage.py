@@ -13,6 +13,7 @@ import pytest
 from semfs.ingest.errors import SchemaVersionError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import DelegatingStore, Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge.store import EdgeStore
 from semfs.ingest.store.ipc import wire
@@ -126,7 +127,7 @@ def test_a_store_at_another_schema_version_is_refused_in_one_line(
 ) -> None:
     _write_at(store_dir, schema)
     with pytest.raises(SchemaVersionError, match=says):
-        open_store(store_dir)
+        open_store(CollectionAddress(store=store_dir))
     # The refusal released the store, and the command line says it in one line.
     proc = subprocess.run(
         [SEMFS, "status", "--store", str(store_dir)], capture_output=True, text=True, check=False
@@ -135,7 +136,7 @@ def test_a_store_at_another_schema_version_is_refused_in_one_line(
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and f"schema version {schema}" in lines[0], proc.stderr
     _write_at(store_dir, SCHEMA_VERSION)  # the shard is free again; the current version opens
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         assert store.read_meta() == StoreMeta("hash:8", 8, generation=1)
 
 
@@ -144,12 +145,12 @@ def test_a_version_1_store_is_read_as_it_is_and_stamped_by_the_next_ingest(
 ) -> None:
     # Version 1 (before converted documents) lacks only blobs and optional fields.
     _write_at(store_dir, 1)
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         assert store.read_meta() == StoreMeta("hash:8", 8, schema=1, generation=1)
     src = tmp_path / "src"
     src.mkdir()
     (src / "a.md").write_text("# A\n")
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         ingest(src, store, model="hash:8")
         meta = store.read_meta()
         assert meta is not None and meta.schema == SCHEMA_VERSION

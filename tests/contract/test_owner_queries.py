@@ -21,6 +21,7 @@ from semfs.ingest.embedding.owner import OwnerEmbedder
 from semfs.ingest.errors import SemfsError, StoreOwnedError
 from semfs.ingest.search import Searcher
 from semfs.ingest.store import QueryService
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge.store import EdgeStore
 from semfs.ingest.store.ipc.client import RemoteStore, connect_daemon
@@ -79,7 +80,7 @@ def test_search_beside_a_watcher_goes_to_it_and_ranks_as_a_local_search(tmp_path
         status = semfs("status", "--store", str(store)).stdout
         assert f"in the owner (pid {proc.pid})" in status, status
         assert "semfs ingest --watch" in status, status
-        with open_store(store) as remote:
+        with open_store(CollectionAddress(store=store)) as remote:
             assert isinstance(remote, RemoteStore)
             searcher = Searcher(remote)
             assert isinstance(searcher.embedder, OwnerEmbedder)
@@ -137,7 +138,7 @@ def test_search_beside_a_mount_embeds_with_its_warm_model(tmp_path: Path) -> Non
     for f in sorted(SAMPLE_CORPUS.rglob("*.md*"))[:6]:
         (source / f.relative_to(SAMPLE_CORPUS)).parent.mkdir(parents=True, exist_ok=True)
         (source / f.relative_to(SAMPLE_CORPUS)).write_bytes(f.read_bytes())
-    with open_store(store) as s:
+    with open_store(CollectionAddress(store=store)) as s:
         from semfs.ingest.pipeline import ingest
 
         ingest(source, s, embedder=load_embedder())
@@ -254,7 +255,7 @@ def test_owner_refusal_names_the_watcher(tmp_path: Path) -> None:
     store = tmp_path / "store"
     with _watching(SAMPLE_CORPUS, store, "-m", "hash") as proc:
         with pytest.raises(StoreOwnedError) as info:
-            StoreOwner.open(store)
+            StoreOwner.open(CollectionAddress(store=store))
         assert info.value.pid == proc.pid and info.value.by_watcher
         # The socket is ours alone, as a mount's is.
         assert os.stat(store / "docs" / "daemon.sock").st_mode & 0o777 == 0o600

@@ -13,6 +13,7 @@ import pytest
 from semfs.ingest.errors import StoreOwnedError
 from semfs.ingest.resident import ResidentStore
 from semfs.ingest.search import Searcher
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.ipc.client import RemoteStore
 from tests.helpers import SAMPLE_CORPUS
 from tests.helpers.mounting import ingest_hash
@@ -21,25 +22,29 @@ from tests.helpers.mounting import ingest_hash
 def test_one_owner_serves_and_the_next_goes_through_its_socket(tmp_path: Path) -> None:
     store = tmp_path / "store"
     ingest_hash(SAMPLE_CORPUS, store)
-    with ResidentStore.open(store) as owner:
+    with ResidentStore.open(CollectionAddress(store=store)) as owner:
         assert owner.owned and not isinstance(owner.store, RemoteStore)
         local = Searcher(owner.store)
         owner.serve(searcher=lambda: local)
         owner.warm(lambda: local)
-        with ResidentStore.open(store) as guest:
+        with ResidentStore.open(CollectionAddress(store=store)) as guest:
             assert not guest.owned and isinstance(guest.store, RemoteStore)
             assert guest.store.owner_searches and guest.store.query_backend is not None
             guest.serve()  # a no-op through a socket
             hits = Searcher(guest.store).search("custom domain", k=3)
             assert hits == local.search("custom domain", k=3)
         with pytest.raises(StoreOwnedError) as info:
-            ResidentStore.open(store, through_owner=False)  # a mount never stacks on an owner
+            ResidentStore.open(
+                CollectionAddress(store=store), through_owner=False
+            )  # a mount never stacks on an owner
         assert info.value.holder
         owner.stop_serving()
         assert not (store / "docs" / "daemon.sock").exists()
         owner.close()
         owner.close()  # idempotent
-    with ResidentStore.open(store) as again:  # the store is free once closed
+    with ResidentStore.open(
+        CollectionAddress(store=store)
+    ) as again:  # the store is free once closed
         assert again.owned
 
 
@@ -51,7 +56,8 @@ def test_serving_imports_no_search_engine_until_a_query_comes(tmp_path: Path) ->
     code = (
         "import sys\n"
         "from semfs.ingest.resident import ResidentStore\n"
-        f"resident = ResidentStore.open({str(store)!r})\n"
+        "from semfs.ingest.store.address import CollectionAddress\n"
+        f"resident = ResidentStore.open(CollectionAddress(store={str(store)!r}))\n"
         "resident.serve(searcher=lambda: None)\n"
         "print('semfs.ingest.search' in sys.modules)\n"
         "resident.close()\n"

@@ -18,6 +18,7 @@ import qdrant_edge as qe
 from semfs.ingest.embedding.embedder import HashEmbedder
 from semfs.ingest.errors import StoreLockedError, StoreNotFoundError
 from semfs.ingest.store import SparseQuery, Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge import warming
 from semfs.ingest.store.edge.store import EdgeStore
@@ -55,7 +56,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         # calls go through the socket to it.
         owner = EdgeStore(tmp_path / "owned", "docs")
         stop = owner.serve_writers()
-        s = open_store(tmp_path / "owned", collection="docs")
+        s = open_store(CollectionAddress("docs", store=tmp_path / "owned"))
         assert isinstance(s, RemoteStore)
     elif request.param == "local":
         s = ServerStore(f"file://{tmp_path / 'local'}", "docs")
@@ -358,7 +359,7 @@ def test_edge_warms_the_read_path_once_an_interval(tmp_path: Path) -> None:
 
 
 def test_missing_collection_is_a_clear_error(tmp_path: Path) -> None:
-    s = open_store(tmp_path, collection="nothing")
+    s = open_store(CollectionAddress("nothing", store=tmp_path))
     with pytest.raises(StoreNotFoundError, match="semfs ingest"):
         s.get_chunks("a.md", 1, [0])
     s.close()

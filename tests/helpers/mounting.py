@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from semfs.ingest.pipeline import IngestReport, ingest
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SEMFS, with_open_files
 
@@ -112,7 +113,7 @@ def ingest_hash(
     source: Path, store: Path | None = None, url: str | None = None, **kwargs: object
 ) -> IngestReport:
     """Ingest ``source`` with the fast stand-in embedder (library call, this process)."""
-    with open_store(store, url=url) as s:
+    with open_store(CollectionAddress(store=store, url=url)) as s:
         return ingest(source, s, model="hash", **kwargs)  # type: ignore[arg-type]
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from semfs.fusefs.mount.unmount import daemon_pid, is_stale, process_alive, unmount
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.manifest import Manifest
 from tests.helpers import REPO, SAMPLE_CORPUS, SEMFS, shared_path
@@ -356,7 +357,9 @@ def test_start_up_errors_are_one_clear_line(
     assert not os.listdir(mnt) and not os.path.ismount(mnt)
 
     ingest_hash(sample_copy, store_dir)
-    with open_store(store_dir):  # held by a process that is not a mount (an ingest, say)
+    with open_store(
+        CollectionAddress(store=store_dir)
+    ):  # held by a process that is not a mount (an ingest, say)
         assert f"in use by pid {os.getpid()}" in fails(str(mnt), "--store", str(store_dir))
     with mounted(mnt, "--store", str(store_dir)) as m:
         assert "already a mount point" in fails(str(mnt), "--store", str(store_dir))

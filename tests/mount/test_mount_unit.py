@@ -47,6 +47,7 @@ from semfs.fusefs.view.tree import DIR, FILE, ROOT_INO, InodeMap, Node, Ownershi
 from semfs.ingest.errors import MountError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import DelegatingStore, Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import ChunkRecord, DirectoryRecord, DocumentRecord, StoreMeta
 from tests.helpers import SAMPLE_CORPUS, SEMFS
@@ -93,7 +94,7 @@ class CountingStore(DelegatingStore):
 def store(sample_copy: Path, store_dir: Path) -> Iterator[Store]:
     """The sample corpus ingested into a store of this test's own (free to change it)."""
     ingest_hash(sample_copy, store_dir)
-    s = open_store(store_dir)
+    s = open_store(CollectionAddress(store=store_dir))
     yield s
     s.close()
 
@@ -105,7 +106,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Pa
     source = root / "src"
     shutil.copytree(SAMPLE_CORPUS, source)
     ingest_hash(source, root / "store")
-    s = open_store(root / "store")
+    s = open_store(CollectionAddress(store=root / "store"))
     yield s, source
     s.close()
 
@@ -504,7 +505,7 @@ def test_refresher_follows_the_store(small_copy: Path, tmp_path: Path, backend: 
     """The polling path the server backend relies on, driven directly against a real store."""
     sample_copy = small_copy
     url = f"file://{tmp_path / 'qdrant'}" if backend == "server" else None
-    store = open_store(tmp_path / "store", url=url)
+    store = open_store(CollectionAddress(store=tmp_path / "store", url=url))
     try:
         ingest(sample_copy, store, model="hash")
         trees: list[Tree] = []

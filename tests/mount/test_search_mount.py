@@ -21,6 +21,7 @@ import pytest
 
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import DEFAULT_K
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SAMPLE_CORPUS, SEMFS
 from tests.helpers.mounting import Mount, ingest_hash, mounted, semfs, wait_until
@@ -77,7 +78,7 @@ def ranked_paths(mnt: Path, query_dir: Path) -> list[str]:
 def model_mount(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mount]:
     base = tmp_path_factory.mktemp("search-model")
     store = base / "store"
-    with open_store(store) as s:
+    with open_store(CollectionAddress(store=store)) as s:
         report = ingest(SAMPLE_CORPUS, s)
     assert len(report.added) == 42
     with mounted(base / "mnt", "--store", str(store)) as mount:

@@ -13,6 +13,7 @@ import pytest
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Searcher
 from semfs.ingest.store import Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SAMPLE_CORPUS, SEMFS
 from tests.helpers.paraphrases import QUESTIONS
@@ -24,11 +25,11 @@ pytestmark = pytest.mark.model
 def model_store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sample corpus ingested once with the real model; closed, so any process may open it."""
     location = tmp_path_factory.mktemp("model-store")
-    with open_store(location) as store:
+    with open_store(CollectionAddress(store=location)) as store:
         report = ingest(SAMPLE_CORPUS, store)
     # The default of a new store, recorded so searches follow it.
     assert report.model == "sentence-transformers/all-MiniLM-L6-v2"
-    with open_store(location) as store:
+    with open_store(CollectionAddress(store=location)) as store:
         meta = store.read_meta()
         assert meta is not None and meta.model == report.model
     assert len(report.added) == 42 and not report.skipped
@@ -37,7 +38,7 @@ def model_store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def model_store(model_store_dir: Path) -> Iterator[Store]:
-    with open_store(model_store_dir) as store:
+    with open_store(CollectionAddress(store=model_store_dir)) as store:
         yield store
 
 

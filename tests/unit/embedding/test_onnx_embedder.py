@@ -31,6 +31,7 @@ from semfs.ingest.embedding.onnx import OnnxEmbedder, split_backend
 from semfs.ingest.errors import ModelMismatchError, ModelUnavailableError
 from semfs.ingest.pipeline import ingest, resolve_model
 from semfs.ingest.search import Searcher
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import StoreMeta
 from tests.helpers import REPO, SAMPLE_CORPUS, SEMFS
@@ -54,11 +55,11 @@ def test_a_new_store_defaults_to_torch_and_each_store_keeps_its_backend(store_di
     is loaded: the embedders load on first use)."""
     assert DEFAULT_MODEL == TORCH and PACKAGED_MODEL == TORCH
     assert isinstance(load_embedder(), Fp32Embedder)  # torch's vectors, on its export once made
-    with open_store(store_dir / "new") as store:
+    with open_store(CollectionAddress(store=store_dir / "new")) as store:
         assert resolve_model(store, None) == TORCH
         assert resolve_model(store, "all-MiniLM-L6-v2@torch") == TORCH
         assert resolve_model(store, "all-MiniLM-L6-v2@onnx-int8") == INT8
-    with open_store(store_dir / "torch") as store:
+    with open_store(CollectionAddress(store=store_dir / "torch")) as store:
         # A torch store records the bare name.
         store.create(384)
         store.write_meta(StoreMeta(model=TORCH, dimension=384))
@@ -69,7 +70,7 @@ def test_a_new_store_defaults_to_torch_and_each_store_keeps_its_backend(store_di
         # Its queries: torch's weights, on ONNX Runtime once an ingest has checked the export
         # (tests/unit/embedding/test_query_embedding.py), else on torch.
         assert query_backend(Searcher(store).embedder) in (ONNX_QUERIES, TORCH_QUERIES)
-    with open_store(store_dir / "int8") as store:
+    with open_store(CollectionAddress(store=store_dir / "int8")) as store:
         store.create(384)
         store.write_meta(StoreMeta(model=INT8, dimension=384))
         assert resolve_model(store, None) == INT8
@@ -196,7 +197,7 @@ def test_int8_store_records_its_backend_and_queries_follow_it(
     assert cos.mean() >= 0.98, cos.mean()  # approximate, not equal: measured ~0.99
 
     source = _small_corpus(tmp_path / "src")
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         report = ingest(source, store, model="all-MiniLM-L6-v2@onnx-int8")
         assert report.model == INT8
         meta = store.read_meta()
@@ -218,7 +219,7 @@ def test_an_int8_store_keeps_ingesting_and_searching_with_int8(
     """A store built with int8 is not moved to the default (torch): a later ingest without
     --model embeds with int8, and searches embed queries with int8."""
     source = _small_corpus(tmp_path / "src")
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         first = ingest(source, store, model="all-MiniLM-L6-v2@onnx-int8")
         assert first.model == INT8 and first.chunks_embedded > 0
         (source / "new.md").write_text("# Rotating keys\n\nRotate the API key every month.\n")
@@ -325,7 +326,7 @@ def test_search_of_an_int8_store_imports_no_torch(cached: Path, tmp_path: Path) 
     onnxruntime alone, without torch's ~6 s import."""
     store = tmp_path / "int8-store"
     query_args = ["--store", str(store), "-k", "3", "--json"]
-    with open_store(store) as s:
+    with open_store(CollectionAddress(store=store)) as s:
         ingest(_small_corpus(tmp_path / "src"), s, model="all-MiniLM-L6-v2@onnx-int8")
     r = subprocess.run(
         [sys.executable, "-X", "importtime", SEMFS, "search", QUESTION, *query_args],

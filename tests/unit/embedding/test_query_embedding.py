@@ -40,6 +40,7 @@ from semfs.ingest.embedding.onnx import (
 )
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Searcher
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import StoreMeta
 from tests.helpers import REPO, SAMPLE_CORPUS, SEMFS, shared_path
@@ -67,7 +68,7 @@ def _questions() -> list[str]:
 
 def _torch_store(meta_dir: Path) -> None:
     """A store recorded as built by torch (nothing embedded: nothing loads)."""
-    with open_store(meta_dir) as store:
+    with open_store(CollectionAddress(store=meta_dir)) as store:
         store.create(384)
         store.write_meta(StoreMeta(model=PACKAGED_MODEL, dimension=384))
 
@@ -83,7 +84,7 @@ def test_torch_store_queries_run_on_onnx_with_the_same_vectors_and_rankings(
 
     torch = load_torch_embedder(PACKAGED_MODEL)
     assert isinstance(torch, SentenceTransformerEmbedder)
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         report = ingest(_corpus(tmp_path / "src"), store, embedder=torch)
         assert report.chunks_embedded > 0
         prepare_query_embedding(torch)  # None when an earlier test of the run did it
@@ -125,7 +126,10 @@ def test_torch_store_queries_run_on_onnx_with_the_same_vectors_and_rankings(
     # built ranks as the torch-built one for every question (the same query vectors).
     documents = load_embedder(PACKAGED_MODEL)
     assert isinstance(documents, Fp32Embedder) and documents.query_backend == ONNX_QUERIES
-    with open_store(store_dir) as by_torch, open_store(tmp_path / "by-onnx") as by_onnx:
+    with (
+        open_store(CollectionAddress(store=store_dir)) as by_torch,
+        open_store(CollectionAddress(store=tmp_path / "by-onnx")) as by_onnx,
+    ):
         ingest(_corpus(tmp_path / "src"), by_onnx, embedder=documents)
         assert isinstance(documents._embedder(), OnnxEmbedder)
         query = Searcher(by_torch).embedder
@@ -154,7 +158,7 @@ def test_a_search_never_exports_and_says_why_it_uses_torch(
     location = Path(model_location(PACKAGED_MODEL))
     with (
         caplog.at_level(logging.INFO, logger="semfs.ingest.embedding.embedder"),
-        open_store(store_dir) as s,
+        open_store(CollectionAddress(store=store_dir)) as s,
     ):
         searcher = Searcher(s)
         assert query_backend(searcher.embedder) == TORCH_QUERIES
@@ -308,7 +312,7 @@ def test_one_model_cache_for_store_flag_env_and_default_and_updates_run_without_
     assert r.returncode == 0, r.stderr[-2000:]
     assert "onnxruntime" in _imports(r.stderr)
     assert not _imports(r.stderr) & TORCH_MODULES
-    with open_store(store) as s:
+    with open_store(CollectionAddress(store=store)) as s:
         torch = load_torch_embedder(PACKAGED_MODEL)
         want = [h.path for h in Searcher(s, embedder=torch).search("custom domain", k=5)]
     assert [h["path"] for h in json.loads(r.stdout)] == want

@@ -16,6 +16,7 @@ import pytest
 
 from semfs.ingest import formats, sources
 from semfs.ingest.formats import worker
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.check import check_store
 from semfs.ingest.store.schema import BLOB_PART
@@ -100,7 +101,7 @@ def test_bad_files_get_a_reason_and_the_rest_is_ingested(tmp_path: Path, store_d
         assert reason in reasons[name], reasons[name]
         assert "\n" not in reasons[name]
     assert report.added == sorted([*BAD_REASONS, "good.pdf.md"])
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         for name in BAD_REASONS:
             rec = store.get_document(name)
             assert rec is not None and rec.as_is and rec.chunks == 0, name
@@ -161,7 +162,7 @@ def test_the_worker_runs_only_the_extractors_of_the_table() -> None:
 
 
 def _blob_versions(store_dir: Path) -> set[tuple[str, int]]:
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         docs = {d.path for d in store.list_documents()}
         return {(p, g) for p, g in store.chunk_versions() if p not in docs}
 
@@ -174,7 +175,7 @@ def test_a_view_and_its_original_are_ingested_incrementally(
     (src / "report.pdf").write_bytes((documents / "report.pdf").read_bytes())
     first = ingest_hash(src, store_dir)
     assert first.added == ["report.pdf.md"]
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         rec = store.get_document("report.pdf.md")
         assert rec is not None and rec.original == "report.pdf"
         data = (src / "report.pdf").read_bytes()
@@ -194,14 +195,14 @@ def test_a_view_and_its_original_are_ingested_incrementally(
 
     os.utime(src / "report.pdf", ns=(10**18, 10**18))  # touched only: the record follows
     ingest_hash(src, store_dir)
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         touched = store.get_document("report.pdf.md")
         assert touched is not None and touched.mtime_ns == 10**18 and touched.gen == rec.gen
 
     (src / "report.pdf").write_bytes(data.replace(b"Plant operations", b"Plant operationz"))
     changed = ingest_hash(src, store_dir)
     assert changed.updated == ["report.pdf.md"] and calls == ["report.pdf"]
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         new = store.get_document("report.pdf.md")
         assert new is not None and new.gen > rec.gen
     assert _blob_versions(store_dir) == {("report.pdf", new.gen)}  # the old parts are gone
@@ -217,7 +218,7 @@ def test_check_finds_a_damaged_original(tmp_path: Path, store_dir: Path, documen
     src.mkdir()
     (src / "report.pdf").write_bytes((documents / "report.pdf").read_bytes())
     ingest_hash(src, store_dir)
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         assert check_store(store).ok
         rec = store.get_document("report.pdf.md")
         assert rec is not None
@@ -227,7 +228,7 @@ def test_check_finds_a_damaged_original(tmp_path: Path, store_dir: Path, documen
     # ingest --verify repairs it: the original is stored again.
     repaired = ingest_hash(src, store_dir, verify=True)
     assert repaired.repaired == ["report.pdf.md"]
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         assert check_store(store).ok
 
 
@@ -241,7 +242,7 @@ def test_a_view_never_hides_a_real_file(tmp_path: Path, store_dir: Path, documen
     assert [(s.path, s.reason) for s in report.skipped] == [
         ("report.pdf", "its text view would hide the file report.pdf.md: not ingested")
     ]
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         rec = store.get_document("report.pdf.md")
         assert rec is not None and rec.original is None
 
@@ -261,7 +262,7 @@ def test_a_run_over_some_paths_updates_and_deletes_a_view_by_its_original(
     (src / "report.pdf").unlink()
     gone = ingest_hash(src, store_dir, paths=["report.pdf"])
     assert gone.deleted == ["report.pdf.md"]
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         assert store.list_documents() == []
         meta = store.read_meta()
         assert meta is not None and (meta.documents, meta.chunks) == (0, 0)
@@ -363,7 +364,7 @@ def test_a_pdf_hit_cites_the_page_of_its_answering_lines(tmp_path: Path, store_d
     src.mkdir()
     make_indexed_pdf(src / "manual.pdf")
     ingest_hash(src, store_dir)
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         rec = store.get_document("manual.pdf.md")
         assert rec is not None
         texts = store.chunk_texts(rec.path, rec.gen, range(rec.chunks))

@@ -19,6 +19,7 @@ from semfs.ingest import pipeline
 from semfs.ingest.errors import ModelMismatchError, SourceError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import DelegatingStore, Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge.store import EdgeStore
 from semfs.ingest.store.schema import DocumentRecord
@@ -50,7 +51,7 @@ def test_mirror_semantics(tmp_path: Path, store_dir: Path) -> None:
     write(src, "a.md", "# A\n\nalpha text\n")
     write(src, "dir/b.md", "# B\n\nbeta text\n")
     write(src, "c.txt", "gamma\n")
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         r1 = ingest(src, store, model="hash")
         assert sorted(r1.added) == ["a.md", "c.txt", "dir/b.md"] and r1.chunks_embedded >= 3
         r2 = ingest(src, store)
@@ -67,7 +68,7 @@ def test_mirror_semantics(tmp_path: Path, store_dir: Path) -> None:
 
 
 def test_chunks_reassemble_byte_for_byte(sample_copy: Path, store_dir: Path) -> None:
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         ingest(sample_copy, store, model="hash")
         for f in sample_copy.rglob("*"):
             if f.is_file():
@@ -78,7 +79,7 @@ def test_chunks_reassemble_byte_for_byte(sample_copy: Path, store_dir: Path) -> 
 def test_touch_updates_mtime_without_embedding(tmp_path: Path, store_dir: Path) -> None:
     src = tmp_path / "src"
     p = write(src, "a.md", "hello\n")
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         ingest(src, store, model="hash")
         os.utime(p, (1_000_000_000, 1_000_000_000))
         r = ingest(src, store)
@@ -91,7 +92,7 @@ def test_include_exclude_and_vcs(tmp_path: Path, store_dir: Path) -> None:
     src = tmp_path / "src"
     for rel in ["a.md", "b.mdx", "c.txt", "drafts/d.md", ".git/config", "sub/.hg/x", "docs.json"]:
         write(src, rel, "x\n")
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         r = ingest(src, store, model="hash", include=["*.md", "*.mdx"], exclude=["drafts"])
         assert sorted(r.added) == ["a.md", "b.mdx"]
         r = ingest(src, store)
@@ -114,7 +115,7 @@ def test_bad_input_is_skipped_with_reasons(tmp_path: Path, store_dir: Path) -> N
         write(src, name, f"name {name!r}\n")
     unreadable = write(src, "secret.md", "no\n")
     unreadable.chmod(0)
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         r = ingest(src, store, model="hash", max_bytes=1000)
     reasons = {s.path: s.reason for s in r.skipped}
     # Stored as they are (a mount serves every file), not searched, and why.
@@ -128,14 +129,14 @@ def test_bad_input_is_skipped_with_reasons(tmp_path: Path, store_dir: Path) -> N
     if os.geteuid() != 0:  # root reads anything
         assert "unreadable" in reasons["secret.md"]
     assert set(r.added) >= {"good.md", "empty.md", "link-to-good.md", *weird}
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         empty = store.get_document("empty.md")
         assert empty is not None and empty.size == 0 and empty.chunks == 0
         assert stored_text(store, "new\nline.md") == "name 'new\\nline.md'\n"
 
 
 def test_missing_source_and_model_guard(tmp_path: Path, store_dir: Path) -> None:
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         with pytest.raises(SourceError, match="does not exist"):
             ingest(tmp_path / "nope", store, model="hash")
         src = tmp_path / "src"
@@ -164,7 +165,7 @@ def test_kill_9_leaves_every_document_old_or_new(tmp_path: Path, store_dir: Path
     """Real SIGKILLs at several points of an ingest; every document stays whole."""
     src = tmp_path / "src"
     old = _make_corpus(src, 150, "old")
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         ingest(src, store, model="hash")
     delays = [0.05, 0.15, 0.3, 0.5, 0.8, 1.2]
     kills = 0
@@ -182,7 +183,7 @@ def test_kill_9_leaves_every_document_old_or_new(tmp_path: Path, store_dir: Path
             proc.send_signal(signal.SIGKILL)
             kills += 1
         proc.wait()
-        with open_store(store_dir) as store:
+        with open_store(CollectionAddress(store=store_dir)) as store:
             # A mount would read its tree from this: never a manifest of another state.
             manifest = store.read_manifest()
             meta = store.read_meta()
@@ -197,7 +198,7 @@ def test_kill_9_leaves_every_document_old_or_new(tmp_path: Path, store_dir: Path
                 assert text in (old[rel], new[rel]), f"{rel} is neither old nor new after kill"
         old = dict(new)
         # Whatever was killed, the last round's text is the target; finish the job.
-        with open_store(store_dir) as store:
+        with open_store(CollectionAddress(store=store_dir)) as store:
             report = ingest(src, store)
             assert not report.skipped
             assert all(stored_text(store, rel) == new[rel] for rel in new)
@@ -312,7 +313,7 @@ def test_dry_run_says_what_a_run_would_do_and_writes_nothing(tmp_path: Path) -> 
     report = json.loads(out.stdout)
     assert report["dry_run"] and report["added_paths"] == ["c.md"]
     assert report["updated_paths"] == ["a.md"] and report["deleted_paths"] == ["b.md"]
-    with open_store(store) as opened:
+    with open_store(CollectionAddress(store=store)) as opened:
         assert sorted(d.path for d in opened.list_documents()) == ["a.md", "b.md"]
         a = opened.get_document("a.md")
         assert a is not None and a.size == len("# A\n")
@@ -343,8 +344,10 @@ def test_unchanged_rerun_does_not_import_torch(tmp_path: Path) -> None:
     code = (
         "import sys, pathlib\n"
         "from semfs.ingest.pipeline import ingest\n"
+        "from semfs.ingest.store.address import CollectionAddress\n"
         "from semfs.ingest.store.backends import open_store\n"
-        "s = open_store(); r = ingest(pathlib.Path(sys.argv[1]), s); s.close()\n"
+        "s = open_store(CollectionAddress())\n"
+        "r = ingest(pathlib.Path(sys.argv[1]), s); s.close()\n"
         "print(r.chunks_embedded, any(m in sys.modules for m in ('torch', 'onnxruntime')))\n"
     )
     first = subprocess.run([sys.executable, "-c", code, str(src)], capture_output=True, text=True)
@@ -376,7 +379,7 @@ def test_a_long_ingest_compacts_as_it_goes_and_reads_whole(
     }
     for rel, text in texts.items():
         write(src, rel, text)
-    with open_store(store_dir) as inner:
+    with open_store(CollectionAddress(store=store_dir)) as inner:
         store = _CompactCounter(inner)
         report = ingest(src, store, model="hash", batch_size=1)
         assert report.chunks_embedded >= 40
@@ -404,17 +407,17 @@ def test_a_store_without_records_skips_the_deletes_of_older_chunks(
     without a record are cleaned first); a run over a store with records deletes as before."""
     src = tmp_path / "src"
     _make_corpus(src, 5, "one")
-    with open_store(store_dir) as inner:
+    with open_store(CollectionAddress(store=store_dir)) as inner:
         with pytest.raises(RuntimeError):
             ingest(src, _DiesAtFirstCommit(inner), model="hash", batch_size=1)
         assert inner.chunk_versions() and not inner.list_documents()
-    with open_store(store_dir) as inner:
+    with open_store(CollectionAddress(store=store_dir)) as inner:
         store = _StaleDeleteCounter(inner)
         report = ingest(src, store, model="hash")
         assert len(report.added) == 5 and store.stale_deletes == 0
         assert inner.chunk_versions() == {(d.path, d.gen) for d in inner.list_documents()}
     texts = _make_corpus(src, 5, "two")
-    with open_store(store_dir) as inner:
+    with open_store(CollectionAddress(store=store_dir)) as inner:
         store = _StaleDeleteCounter(inner)
         report = ingest(src, store, model="hash")
         assert len(report.updated) == 5 and store.stale_deletes >= 5

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from semfs.ingest.pipeline import ingest
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SEMFS
 
@@ -37,7 +38,7 @@ def test_symlinks_leaving_the_source_are_skipped_unless_asked(
     write(src, "sub/x.md", "x\n")
     os.symlink("../good.md", src / "sub" / "up-inside.md")
     os.symlink("relative.md", src / "chain.md")  # inside, but leads outside in the end
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         r = ingest(src, store, model="hash")
         reasons = {s.path: s.reason for s in r.skipped}
         # Up out of its own folder, even inside the source: the link rule (issue 29).
@@ -76,7 +77,7 @@ def test_a_link_is_followed_below_its_folder_through_folders_all_may_enter(
     os.symlink(str(src / "d" / "open" / "a.md"), src / "d" / "abs-link.md")
     os.symlink("shut/b.md", src / "d" / "b-link.md")
     os.symlink("../d/open/../shut/b.md", src / "d" / "open" / "around.md")
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         r = ingest(src, store, model="hash")
     reasons = {s.path: s.reason for s in r.skipped}
     assert sorted(r.added) == ["d/a-link.md", "d/abs-link.md", "d/open/a.md", "d/shut/b.md"]
@@ -90,7 +91,7 @@ def test_utf16_is_named(tmp_path: Path, store_dir: Path) -> None:
     src = tmp_path / "src"
     write(src, "le.txt", "hello\n".encode("utf-16"))  # with a BOM
     write(src, "be.txt", "\ufeffhello\n".encode("utf-16-be"))
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         r = ingest(src, store, model="hash")
     assert {s.path: s.reason for s in r.unsearched} == {
         "be.txt": "UTF-16 text is not supported (convert it to UTF-8)",

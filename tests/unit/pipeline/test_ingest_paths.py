@@ -11,6 +11,7 @@ import pytest
 
 from semfs.ingest.pipeline import in_scope, ingest
 from semfs.ingest.sources import scan, scan_paths
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.watch import limit_message
 
@@ -63,7 +64,7 @@ def test_in_scope() -> None:
 def test_a_restricted_run_touches_only_its_paths(tmp_path: Path) -> None:
     src = make_tree(tmp_path)
     store_dir = tmp_path / "store"
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         first = ingest(src, store, model="hash")
         assert "docs/c.md" in first.added
         (src / "a.md").write_text("alpha two\n")
@@ -85,7 +86,7 @@ def test_a_restricted_run_touches_only_its_paths(tmp_path: Path) -> None:
 
 def test_keep_failed_keeps_the_previous_version(tmp_path: Path) -> None:
     src = make_tree(tmp_path)
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         ingest(src, store, model="hash")
         (src / "a.md").write_bytes(b"now\x00binary")
         report = ingest(src, store, model="hash", paths={"a.md"}, keep_failed=True)
@@ -109,7 +110,7 @@ def test_watch_limit_message_names_the_fix(tmp_path: Path) -> None:
 
 def test_a_restricted_run_keeps_folder_records_in_step(tmp_path: Path) -> None:
     src = make_tree(tmp_path)
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         ingest(src, store, model="hash")
         (src / "docs").rename(src / "manual")
         (src / "empty").mkdir()

@@ -15,6 +15,7 @@ from semfs.ingest import formats, parallel
 from semfs.ingest.embedding.embedder import HashEmbedder
 from semfs.ingest.formats import worker
 from semfs.ingest.search import Searcher
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers.docfixtures import make_all, make_bad
 from tests.helpers.mounting import ingest_hash
@@ -92,7 +93,7 @@ def test_the_pool_never_runs_more_children_than_its_jobs(tmp_path: Path) -> None
 def _contents(store_dir: Path) -> dict[str, Any]:
     """Everything a reader can see of a store: records, chunks, vectors, originals."""
     out: dict[str, Any] = {}
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         for d in sorted(store.list_documents(), key=lambda d: d.path):
             chunks = store.get_chunks(d.path, d.gen, range(d.chunks))
             vectors = store.chunk_vectors(d.path, d.gen, range(d.chunks))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.progress import IngestProgress, eta_text
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SAMPLE_CORPUS, SEMFS
 
@@ -62,7 +63,7 @@ def test_the_pipeline_reports_every_model_batch(tmp_path: Path) -> None:
     from 0 to 100 % at once), adding up to what was embedded."""
     steps: list[int] = []
     totals: list[int] = []
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         report = ingest(
             SAMPLE_CORPUS,
             store,

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from semfs.ingest.pipeline import ingest
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SEMFS
 
@@ -28,7 +29,7 @@ def _semfs(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _paths(store_dir: Path, collection: str = "docs") -> list[str]:
-    with open_store(store_dir, collection=collection) as store:
+    with open_store(CollectionAddress(collection, store=store_dir)) as store:
         return sorted(d.path for d in store.list_documents())
 
 
@@ -42,7 +43,7 @@ def test_ingest_of_another_folder_deletes_nothing_and_fails(
     second = _semfs("ingest", str(b))
     assert second.returncode == 1
     assert _paths(store_dir) == ["cloud.md", "index.md"]
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         rec = store.get_document("index.md")
         assert rec is not None and rec.size == len("# Deploy\n")  # not "updated" from about/
     line = second.stderr.strip()
@@ -80,7 +81,7 @@ def test_another_collection_takes_the_other_folder(tmp_path: Path, store_dir: Pa
 
 def test_a_moved_folder_is_followed_with_a_note(tmp_path: Path, store_dir: Path) -> None:
     old = _tree(tmp_path / "old", {"one.md": "one\n", "sub/two.md": "two\n"})
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         ingest(old, store, model="hash")
         ino = store.read_meta().source_ino  # type: ignore[union-attr]
     new = tmp_path / "new"
@@ -89,7 +90,7 @@ def test_a_moved_folder_is_followed_with_a_note(tmp_path: Path, store_dir: Path)
     assert r.returncode == 0, r.stderr
     assert f"moved from {old} to {new}" in r.stderr and "deleted 0" in r.stdout
     assert "unchanged 2" in r.stdout
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         meta = store.read_meta()
         assert meta is not None and meta.source == str(new) and meta.source_ino == ino
         # The record was rewritten without a new generation: the manifest is current again.
@@ -105,7 +106,7 @@ def test_a_symlink_to_the_source_is_the_same_source(tmp_path: Path, store_dir: P
     real = _tree(tmp_path / "real", {"one.md": "one\n"})
     link = tmp_path / "link"
     link.symlink_to(real)
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         ingest(real, store, model="hash")
         report = ingest(link, store)
         meta = store.read_meta()
@@ -116,7 +117,7 @@ def test_a_symlink_to_the_source_is_the_same_source(tmp_path: Path, store_dir: P
 def test_the_first_ingest_records_the_folder_and_when(tmp_path: Path, store_dir: Path) -> None:
     src = _tree(tmp_path / "src", {"one.md": "one\n"})
     os.chdir(tmp_path)  # a relative path is recorded absolute
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         ingest(Path("src"), store, model="hash")
         meta = store.read_meta()
     st = src.stat()
@@ -131,7 +132,7 @@ def test_a_store_without_a_record_adopts_its_next_source(tmp_path: Path, store_d
     from dataclasses import replace
 
     src = _tree(tmp_path / "src", {"one.md": "one\n"})
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         ingest(src, store, model="hash")
         meta = store.read_meta()
         assert meta is not None
@@ -157,7 +158,7 @@ def test_check_prune_keeps_the_source_record(tmp_path: Path, store_dir: Path) ->
     from semfs.fusefs.cli.maintenance import _prune
 
     src = _tree(tmp_path / "src", {"one.md": "one two three\n", "two.md": "four five\n"})
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         ingest(src, store, model="hash")
         before = store.read_meta()
         _prune(store, ["one.md"])

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers import NOBODY, SEMFS
 from tests.helpers.mounting import ingest_hash, mounted
@@ -62,7 +63,7 @@ def _python_for_nobody() -> str:
 
 def _stored_text(store_path: Path) -> dict[str, str]:
     """Every document's stored text, by path (read back through the store interface)."""
-    with open_store(store_path) as store:
+    with open_store(CollectionAddress(store=store_path)) as store:
         out = {}
         for doc in store.list_documents():
             chunks = store.chunk_texts(doc.path, doc.gen, range(doc.chunks))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.syncstate import SyncState, load_state, state_file
 from tests.helpers import SEMFS
@@ -29,7 +30,7 @@ BAD_FILE_LOG = [r"cannot ingest"]
 
 
 def state(store: Path) -> SyncState:
-    got = load_state(state_file(store, None, "docs"))
+    got = load_state(state_file(CollectionAddress("docs", store=store)))
     assert got is not None, "no watch state saved"
     return got
 
@@ -46,7 +47,7 @@ def listed(mnt: Path) -> set[str]:
 def settled(store: Path, batches: int = 0, pid: int | None = None) -> bool:
     """The watcher (of process ``pid``, when given) committed more than ``batches`` batches
     and nothing waits."""
-    s = load_state(state_file(store, None, "docs"))
+    s = load_state(state_file(CollectionAddress("docs", store=store)))
     if s is None or (pid is not None and s.pid != pid):
         return False
     return s.batches > batches and s.pending == 0
@@ -262,7 +263,7 @@ def test_include_and_exclude_are_honoured(tmp_path: Path) -> None:
 
 def chunks_are_consistent(store: Path) -> None:
     """Every committed document has exactly its chunks; no chunk of a killed batch is left."""
-    with open_store(store) as s:
+    with open_store(CollectionAddress(store=store)) as s:
         meta = s.read_meta()
         assert meta is not None and not meta.dirty
         docs = {d.path: d for d in s.list_documents()}
@@ -286,7 +287,9 @@ def test_kill_9_in_a_batch_then_restart(tmp_path: Path) -> None:
         os.kill(m.pid, signal.SIGKILL)
         m.proc.wait(10)
         force_unmount(mnt)
-    with open_store(store) as s:  # killed in the middle: the run is marked interrupted
+    with open_store(
+        CollectionAddress(store=store)
+    ) as s:  # killed in the middle: the run is marked interrupted
         meta = s.read_meta()
         assert meta is not None and meta.dirty
         assert 0 < len(s.list_documents()) < 603
@@ -320,7 +323,7 @@ def test_ingest_watch_in_the_foreground(tmp_path: Path) -> None:
     assert proc.returncode == 0, out
     assert "Following" in out and "added 1" in out and "Stopped following" in out
     assert state(store).stopped
-    with open_store(store) as s:
+    with open_store(CollectionAddress(store=store)) as s:
         assert {d.path for d in s.list_documents()} == listed(src)
 
 
@@ -371,7 +374,7 @@ def test_watch_with_a_server_backend(tmp_path: Path) -> None:
         )
 
         def saved_batches() -> int:
-            saved = load_state(state_file(None, url, "docs"))
+            saved = load_state(state_file(CollectionAddress("docs", url=url)))
             return saved.batches if saved is not None and saved.pid == m.pid else 0
 
         # (The tree can show a document before its batch's state is saved.)

@@ -15,6 +15,7 @@ from semfs.ingest.chunking import chunk_text, document_description
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Searcher, match_strength, strength_label
 from semfs.ingest.search.excerpts import ExcerptPicker
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.bm25 import bm25_average_length, bm25_model
 from semfs.ingest.store.edge.store import EdgeStore
@@ -138,7 +139,7 @@ def test_store_records_bm25_length_and_keeps_it(tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()
     (src / "a.md").write_text("# A\n\nshort text about keys\n")
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         ingest(src, store, model="hash")
         meta = store.read_meta()
         assert meta is not None and meta.bm25_avg_len is not None
@@ -177,7 +178,7 @@ def test_old_store_keeps_the_default_length(tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()
     (src / "a.md").write_text("# A\n\ntext\n")
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         ingest(src, store, model="hash")
         meta = store.read_meta()
         assert meta is not None
@@ -189,7 +190,7 @@ def test_old_store_keeps_the_default_length(tmp_path: Path) -> None:
 
 
 def test_hits_carry_title_description_strength_and_excerpts(tmp_path: Path) -> None:
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         ingest(SAMPLE_CORPUS, store, model="hash")
         searcher = Searcher(store)
         hits = searcher.search("load Google Fonts by font family name", k=3)

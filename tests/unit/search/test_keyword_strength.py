@@ -7,6 +7,7 @@ from pathlib import Path
 
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import FAIR, STRONG, Searcher
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 
 
@@ -20,7 +21,7 @@ def _corpus(root: Path) -> Path:
 
 def test_a_word_in_one_file_is_a_strong_keyword_match(tmp_path: Path, store_dir: Path) -> None:
     src = _corpus(tmp_path / "src")
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         ingest(src, store, model="hash")
         searcher = Searcher(store)
         (hit,) = searcher.search("zanzibar", mode="keyword")

@@ -14,6 +14,7 @@ from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Searcher
 from semfs.ingest.search.ranking import DATED_PENALTY, asks_about_changes, is_dated_entry
 from semfs.ingest.store import SparseQuery
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import ChunkRecord
 
@@ -73,7 +74,7 @@ def test_the_task_page_outranks_a_changelog_that_matches_better(tmp_path: Path) 
     (src / "guides").mkdir()
     (src / "guides" / "webhooks.md").write_text(GUIDE)
     query = "configure webhook retries"
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         ingest(src, store, model="hash")
         sv = qe.Bm25().embed_query(query)
         raw = store.query([], SparseQuery(list(sv.indices), list(sv.values)), "keyword", 10)

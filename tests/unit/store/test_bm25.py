@@ -8,6 +8,7 @@ from pathlib import Path
 from semfs.ingest.embedding.embedder import HashEmbedder
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Searcher
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.bm25 import MAX_WORD_CHARS, Bm25, bm25_model, cut_long_words
 
@@ -45,7 +46,7 @@ def test_an_ingest_counts_the_words_it_cut_and_the_word_is_still_found(tmp_path:
     word = "k" + "y" * (512 * 1024)
     (src / "big.log").write_text(f"start of the log\n{word}\nend of the log\n")
     (src / "small.md").write_text("# Small\n\nnothing long here\n")
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         report = ingest(src, store, model="hash")
         # The chunker cut the word into pieces of at most 3,584 characters; BM25 cut each.
         assert report.words_cut == report.to_json()["words_cut"] >= 512 * 1024 // 3584

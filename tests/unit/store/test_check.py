@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from semfs.ingest.errors import StoreDamagedError
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import ChunkPoint, chunk_id
 from tests.helpers.mounting import ingest_hash, mounted, semfs
@@ -18,7 +19,7 @@ from tests.helpers.mounting import ingest_hash, mounted, semfs
 
 def damage_text(store: Path, path: str) -> None:
     """Change one chunk's stored text in place, same length: what bit rot looks like."""
-    with open_store(store) as s:
+    with open_store(CollectionAddress(store=store)) as s:
         rec = s.get_document(path)
         assert rec is not None and rec.chunks > 0
         chunk = s.get_chunks(path, rec.gen, [rec.chunks - 1])[0]
@@ -30,7 +31,7 @@ def damage_text(store: Path, path: str) -> None:
 
 
 def drop_chunk(store: Path, path: str) -> None:
-    with open_store(store) as s:
+    with open_store(CollectionAddress(store=store)) as s:
         rec = s.get_document(path)
         assert rec is not None
         shard = s.shard  # type: ignore[attr-defined]
@@ -74,7 +75,7 @@ def test_check_repair_and_prune(sample_copy: Path, tmp_path: Path) -> None:
     damage_text(store, "index.mdx")
     out = semfs("check", "--store", str(store), "--prune").stdout
     assert "pruned: index.mdx" in out and out.splitlines()[-1].startswith("ok: ")
-    with open_store(store) as s:
+    with open_store(CollectionAddress(store=store)) as s:
         assert s.get_document("index.mdx") is None
     # The pruned document is counted out: not a damaged store.
     assert semfs("status", "--store", str(store)).returncode == 0
@@ -157,7 +158,7 @@ def test_an_engine_error_at_a_deferred_load_is_one_line(sample_copy: Path, tmp_p
     fails, the error names the store in one line instead of the engine's bare exception."""
     store = tmp_path / "store"
     ingest_hash(sample_copy, store)
-    with open_store(store) as s:
+    with open_store(CollectionAddress(store=store)) as s:
         config = next(store.glob("*/shard/edge_config.json"))
         config.write_text("{broken")  # after the open's probe: only the load can see it
         # Bytes the engine cannot decode are damage: the line names the file and the way out.

@@ -15,7 +15,8 @@ from click.testing import CliRunner
 
 from semfs.fusefs.cli.group import cli
 from semfs.ingest import display
-from semfs.ingest.store.catalog import mount_source, mounted_at
+from semfs.ingest.store.address import CollectionAddress
+from semfs.ingest.store.catalog import mounted_at
 from semfs.ingest.syncstate import SyncState, state_file
 from tests.helpers import SEMFS
 from tests.helpers.mounting import mounted, stop_process, wait_until
@@ -171,7 +172,7 @@ def test_rm_refuses_a_collection_a_watcher_follows(tmp_path: Path, store_dir: Pa
         [SEMFS, "ingest", str(src), "--watch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     try:
-        state = state_file(store_dir, None, "docs")
+        state = state_file(CollectionAddress("docs", store=store_dir))
         wait_until(state.exists, 60, "the watcher's state file")
         code, _, err = _run("collections", "rm", "docs", "-y")
         assert code == 1 and f"followed by pid {watcher.pid}" in err and str(src) in err, err
@@ -186,13 +187,13 @@ def test_rm_refuses_a_server_collection_a_watcher_follows(tmp_path: Path) -> Non
     src = _tree(tmp_path / "src", {"one.md": "one\n"})
     assert _run("ingest", str(src), "--model", "hash", "--url", url)[0] == 0
     state = SyncState(source=str(src))  # this process: alive
-    state.save(state_file(None, url, "docs"))
+    state.save(state_file(CollectionAddress("docs", url=url)))
     code, _, err = _run("collections", "rm", "docs", "-y", "--url", url)
     assert code == 1 and f"followed by pid {os.getpid()}" in err
     state.stopped = True
-    state.save(state_file(None, url, "docs"))
+    state.save(state_file(CollectionAddress("docs", url=url)))
     assert _run("collections", "rm", "docs", "-y", "--url", url)[0] == 0
-    assert not state_file(None, url, "docs").exists()
+    assert not state_file(CollectionAddress("docs", url=url)).exists()
 
 
 def test_mountinfo_lists_semfs_mounts_of_a_collection(tmp_path: Path) -> None:
@@ -203,11 +204,12 @@ def test_mountinfo_lists_semfs_mounts_of_a_collection(tmp_path: Path) -> None:
         "38 35 0:42 / /mnt/y rw shared:1 - fuse.semfs semfs:docs@qdrant.example:6333 ro\n"
     )
     assert mounted_at("semfs:docs", info) == ["/home/me/mnt docs"]
-    server = mount_source("docs", "https://me:secret@qdrant.example:6333/x")
+    server = CollectionAddress("docs", url="https://me:secret@qdrant.example:6333/x").mount_source
     assert server == "semfs:docs@qdrant.example:6333"
     assert mounted_at(server, info) == ["/mnt/y"]
-    assert mounted_at(mount_source("docs", "http://other:6333"), info) == []
-    assert mount_source("docs") == "semfs:docs"
+    other = CollectionAddress("docs", url="http://other:6333").mount_source
+    assert mounted_at(other, info) == []
+    assert CollectionAddress("docs").mount_source == "semfs:docs"
     assert mounted_at("semfs:docs", tmp_path / "absent") == []
 
 

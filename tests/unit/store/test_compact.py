@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers.mounting import ingest_hash, mounted, semfs
 
 
 def disk_bytes(store: Path) -> int:
-    with open_store(store) as s:
+    with open_store(CollectionAddress(store=store)) as s:
         n = s.disk_bytes()
     assert n is not None
     return n
@@ -45,14 +46,14 @@ def test_ten_reingests_stay_within_one_and_a_half_fresh_stores(
 def test_compact_command_reclaims_deleted_documents(sample_copy: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"
     ingest_hash(sample_copy, store)
-    with open_store(store) as s:
+    with open_store(CollectionAddress(store=store)) as s:
         docs = sorted(d.path for d in s.list_documents())
         s.delete_documents(docs[: len(docs) * 2 // 3])  # a store API call: no compaction
     before = disk_bytes(store)
     out = semfs("compact", "--store", str(store)).stdout
     assert out.startswith("compacted: ")
     assert disk_bytes(store) < before * 0.8
-    with open_store(store) as s:
+    with open_store(CollectionAddress(store=store)) as s:
         assert len(s.list_documents()) == len(docs) - len(docs) * 2 // 3
     assert semfs("compact", "--store", str(store)).stdout.startswith("already compact: ")
 

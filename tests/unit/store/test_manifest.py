@@ -18,6 +18,7 @@ import pytest
 
 from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
 from semfs.ingest.store import Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge import shardprobe
 from semfs.ingest.store.edge.store import MANIFEST_NAME, EdgeStore
@@ -180,10 +181,10 @@ def ingested(request: pytest.FixtureRequest, sample_copy: Path, tmp_path: Path) 
     os.chmod(sample_copy / "quickstart.mdx", 0o755)
     if request.param == "edge":
         ingest_hash(sample_copy, tmp_path / "store")
-        return open_store(tmp_path / "store")
+        return open_store(CollectionAddress(store=tmp_path / "store"))
     url = f"file://{tmp_path / 'local'}"
     ingest_hash(sample_copy, url=url)
-    return open_store(None, url=url)
+    return open_store(CollectionAddress(url=url))
 
 
 def _nodes(tree: Tree) -> dict[str, tuple[Any, ...]]:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from semfs.ingest import pipeline
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge import store as edge_store
 from semfs.ingest.store.edge.store import MANIFEST_NAME, EdgeStore, stored_float
@@ -29,7 +30,7 @@ def _fields(record: Any) -> dict[str, Any]:
 
 
 def _assert_manifest_is_the_scrolled_one(store_path: Path) -> None:
-    with open_store(store_path) as store:
+    with open_store(CollectionAddress(store=store_path)) as store:
         assert isinstance(store, EdgeStore)
         data = (store.dir / MANIFEST_NAME).read_bytes()
         meta = store.read_meta()

@@ -18,6 +18,7 @@ from semfs.fusefs.view.tree import DIR, FILE, InodeMap, Ownership, Tree
 from semfs.ingest.errors import ToolInputError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SAMPLE_CORPUS
 from tests.helpers.docfixtures import make_pdf
@@ -27,7 +28,7 @@ OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    with open_store(tmp_path_factory.mktemp("map-sample")) as s:
+    with open_store(CollectionAddress(store=tmp_path_factory.mktemp("map-sample"))) as s:
         ingest(SAMPLE_CORPUS, s, model="hash")
         yield s
 
@@ -86,7 +87,7 @@ def big_folder(tmp_path: Path) -> Iterator[tuple[Path, Store]]:
     (src / "guide").mkdir()
     (src / "guide" / "intro.md").write_text("# Introduction\n\nWhere to start.\n")
     make_pdf(src / "guide" / "manual.pdf")
-    with open_store(tmp_path / "store") as s:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as s:
         ingest(src, s, model="hash")
         yield src, s
 
@@ -131,7 +132,7 @@ def test_the_map_follows_the_collection(tmp_path: Path) -> None:
     src = tmp_path / "src"
     (src / "a").mkdir(parents=True)
     (src / "a" / "one.md").write_text("# One\n\nFirst.\n")
-    with open_store(tmp_path / "store") as s:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as s:
         ingest(src, s, model="hash")
         maps = FolderMaps(s.get_chunks)
         before = maps.text(tree_of(s), "a")

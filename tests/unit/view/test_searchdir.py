@@ -45,6 +45,7 @@ from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Hit, Searcher
 from semfs.ingest.search.results import list_entry
 from semfs.ingest.store import Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SAMPLE_CORPUS
 
@@ -53,7 +54,7 @@ OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    with open_store(tmp_path_factory.mktemp("searchdir-store")) as s:
+    with open_store(CollectionAddress(store=tmp_path_factory.mktemp("searchdir-store"))) as s:
         ingest(SAMPLE_CORPUS, s, model="hash")
         yield s
 

@@ -16,6 +16,7 @@ from semfs.fusefs.view.tree import DIR, FILE, SYMLINK, InodeMap, Ownership, Tree
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Searcher
 from semfs.ingest.store import DEFAULT_K, Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 
 OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
@@ -32,7 +33,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     (src / "keys" / "revoke.md").write_text(f"# Revoke keys\n\n{KEYS} Revoke it today.\n")
     (src / "kitchen" / "keys.md").write_text(f"# Keys in the kitchen\n\n{KEYS} Keep it safe.\n")
     (src / "kitchen" / "bread.md").write_text(f"# Bread\n\n{BREAD}\n")
-    with open_store(tmp_path_factory.mktemp("similar-store")) as s:
+    with open_store(CollectionAddress(store=tmp_path_factory.mktemp("similar-store"))) as s:
         ingest(src, s, model="hash")
         yield s
 
