@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -57,32 +58,7 @@ For a Qdrant server, give its URL instead of the store folder (or -o url=URL).
 @params(MOUNT)
 @click.pass_context
 @handle_errors
-def mount_cmd(
-    ctx: click.Context,
-    mountpoint: Path,
-    store_path: Path | None,
-    url: str | None,
-    api_key: str | None,
-    collection: str,
-    foreground: bool,
-    options: tuple[str, ...],
-    log_file: Path | None,
-    search_dir: str,
-    no_views: bool,
-    k: int,
-    mode: str,
-    min_score: float | None,
-    connect_timeout: float,
-    watch: Path | None,
-    writable: bool,
-    model: str | None,
-    include: tuple[str, ...],
-    exclude: tuple[str, ...],
-    batch_size: int,
-    max_bytes: int,
-    follow_symlinks: bool,
-    jobs: int | None,
-) -> None:
+def mount_cmd(ctx: click.Context, **parameters: Any) -> None:
     """Show a collection as a read-only directory tree at MOUNTPOINT.
 
     The tree mirrors the ingested folder, file for file and byte for byte, so ls, cat,

@@ -71,17 +71,13 @@ def _embedded_catalog(address: CollectionAddress) -> Catalog:
 def _server(address: CollectionAddress) -> Store:
     from semfs.ingest.store.server_store import ServerStore
 
-    assert address.url is not None  # served only with a URL
-    return ServerStore(
-        address.url, address.collection, api_key=address.api_key, timeout=address.timeout
-    )
+    return ServerStore(address)
 
 
 def _server_catalog(address: CollectionAddress) -> Catalog:
     from semfs.ingest.store.server_store import ServerCatalog
 
-    assert address.url is not None
-    return ServerCatalog(address.url, api_key=address.api_key, timeout=address.timeout)
+    return ServerCatalog(address)
 
 
 # Backend name -> backend, in the order they are asked whether they serve an address.

@@ -53,8 +53,10 @@ MANIFEST_PARTS = 64
 MANIFEST_PART_BYTES = 4 << 20
 
 
-def _client(url: str, api_key: str | None, timeout: float) -> QdrantClient:
-    """A client for ``url`` (a ``file:`` URL: qdrant-client's local mode)."""
+def _client(address: CollectionAddress) -> QdrantClient:
+    """A client for the server at ``address`` (a ``file:`` URL: qdrant-client's local mode)."""
+    url = address.url
+    assert url is not None
     with _reaching(url):
         if url.startswith("file:"):
             return QdrantClient(path=url.removeprefix("file://").removeprefix("file:"))
@@ -62,7 +64,10 @@ def _client(url: str, api_key: str | None, timeout: float) -> QdrantClient:
         # prints a Python warning to stderr whenever it happens to finish, so an unreachable
         # server's one-line error sometimes came with three lines of noise.
         return QdrantClient(
-            url=url, api_key=api_key, timeout=int(timeout), check_compatibility=False
+            url=url,
+            api_key=address.api_key,
+            timeout=int(address.timeout),
+            check_compatibility=False,
         )
 
 
@@ -184,18 +189,13 @@ class ClientEngine(core.Engine):
 class ServerStore(core.QdrantStore):
     backend = "server"
 
-    def __init__(
-        self,
-        url: str,
-        collection: str,
-        api_key: str | None = None,
-        timeout: float = 10.0,
-        client: QdrantClient | None = None,
-    ) -> None:
-        """``client``: one to share (qdrant-client's local mode takes one per folder)."""
-        self.collection = collection
-        self.url = url
-        self.client = client if client is not None else _client(url, api_key, timeout)
+    def __init__(self, address: CollectionAddress, client: QdrantClient | None = None) -> None:
+        """The collection at ``address`` (its URL set); ``client``: one to share
+        (qdrant-client's local mode takes one per folder)."""
+        assert address.url is not None
+        collection = self.collection = address.collection
+        url = self.url = address.url
+        self.client = client if client is not None else _client(address)
         self._engine = ClientEngine(self.client, collection)
         # Never started: other clients may write the collection too, so a manifest scrolls.
         self.tree = TreeRecords()
@@ -325,9 +325,12 @@ class ServerStore(core.QdrantStore):
 class ServerCatalog(Catalog):
     """The semfs collections of a Qdrant server: those holding a semfs meta point."""
 
-    def __init__(self, url: str, api_key: str | None = None, timeout: float = 10.0) -> None:
-        self.url = url
-        self.client = _client(url, api_key, timeout)
+    def __init__(self, address: CollectionAddress) -> None:
+        """The collections of the server at ``address`` (its collection name is not used)."""
+        assert address.url is not None
+        self.address = address
+        self.url = address.url
+        self.client = _client(address)
 
     @property
     def location(self) -> str:
@@ -351,7 +354,7 @@ class ServerCatalog(Catalog):
 
     def remove(self, name: str) -> None:
         self.require(name)
-        refuse_if_mounted(CollectionAddress(name, url=self.url))
+        refuse_if_mounted(self.address.named(name))
         with _reaching(self.url):
             self.client.delete_collection(name)
 
@@ -361,10 +364,10 @@ class ServerCatalog(Catalog):
         fails midway deletes the new collection and leaves the old one whole."""
         self.require(old)
         self.check_new_name(new)
-        refuse_if_mounted(CollectionAddress(old, url=self.url))
+        refuse_if_mounted(self.address.named(old))
         meta = self._meta(old)
         assert meta is not None  # require() saw it
-        target = ServerStore(self.url, new, client=self.client)
+        target = ServerStore(self.address.named(new), client=self.client)
         with _reaching(self.url):
             target.create(meta.dimension)
             try:

@@ -59,14 +59,16 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         s = open_store(CollectionAddress("docs", store=tmp_path / "owned"))
         assert isinstance(s, RemoteStore)
     elif request.param == "local":
-        s = ServerStore(f"file://{tmp_path / 'local'}", "docs")
+        s = ServerStore(CollectionAddress(url=f"file://{tmp_path / 'local'}"))
     else:
         if not SERVER_URL:
             pytest.skip("QDRANT_URL is not set: no real Qdrant server to test against")
         s = ServerStore(
-            SERVER_URL,
-            f"semfs-test-{uuid.uuid4().hex[:8]}",
-            api_key=os.environ.get("QDRANT_API_KEY"),
+            CollectionAddress(
+                f"semfs-test-{uuid.uuid4().hex[:8]}",
+                url=SERVER_URL,
+                api_key=os.environ.get("QDRANT_API_KEY"),
+            )
         )
     try:
         yield s
@@ -238,7 +240,10 @@ def test_same_ranking_on_edge_and_local(tmp_path: Path) -> None:
     # Distinct lengths, so no two documents tie (tied ranks may come back in either order).
     texts = {f"d{i}.md": " ".join((words[i:] + words[:i])[: i + 1]) + "\n" for i in range(12)}
     results = []
-    for s in (EdgeStore(tmp_path / "e", "docs"), ServerStore(f"file://{tmp_path / 'l'}", "docs")):
+    for s in (
+        EdgeStore(tmp_path / "e", "docs"),
+        ServerStore(CollectionAddress(url=f"file://{tmp_path / 'l'}")),
+    ):
         s.create(256)
         for path, t in texts.items():
             _commit(s, path, 1, [t])
@@ -286,7 +291,7 @@ def test_int8_vectors_rank_and_score_like_an_exact_scan(tmp_path: Path) -> None:
     shard.optimize()
     shard.close()
     assert list(edge.shard_dir.rglob("quantized.data")), "no int8 vectors: nothing tested"
-    local = ServerStore(f"file://{tmp_path / 'l'}", "docs")
+    local = ServerStore(CollectionAddress(url=f"file://{tmp_path / 'l'}"))
     local.create(dim)
     local.upsert_chunks(points)
     edge = EdgeStore(tmp_path / "e", "docs")

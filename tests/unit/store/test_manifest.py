@@ -234,7 +234,7 @@ def test_any_write_drops_the_manifest(backend: str, tmp_path: Path) -> None:
     if backend == "edge":
         store: Store = EdgeStore(tmp_path, "docs")
     else:
-        store = ServerStore(f"file://{tmp_path / 'local'}", "docs")
+        store = ServerStore(CollectionAddress(url=f"file://{tmp_path / 'local'}"))
     try:
         store.create(256)
         store.write_meta(StoreMeta("hash:256", 256, generation=1, dirty=True))
@@ -343,7 +343,7 @@ def test_a_torn_server_manifest_is_ignored(tmp_path: Path, monkeypatch: pytest.M
     from semfs.ingest.store import server_store
 
     monkeypatch.setattr(server_store, "MANIFEST_PART_BYTES", 64)  # many parts
-    store = ServerStore(f"file://{tmp_path / 'local'}", "docs")
+    store = ServerStore(CollectionAddress(url=f"file://{tmp_path / 'local'}"))
     try:
         store.create(256)
         for i in range(20):
