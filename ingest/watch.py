@@ -16,7 +16,10 @@ Rules a caller may rely on:
   so in the log with the fix. Nothing runs while nothing changes.
 * **Debounced.** A batch starts once no event came for ``quiet`` seconds, or ``max_delay``
   after its first event; a `git checkout` of a thousand files is one batch. An editor's
-  save through a temporary file and a rename ends as one change of the real file.
+  save through a temporary file and a rename ends as one change of the real file. While
+  the source's git repository is mid-operation (its ``index.lock``, ``rebase-merge/``,
+  ``rebase-apply/`` or ``sequencer/`` exists), a batch waits for :data:`GIT_QUIET` without
+  events and ``max_delay`` does not apply: a rebase is one batch of its result.
 * **Faults keep the last good index.** A source folder that disappears or becomes
   unreadable changes nothing in the collection; the watcher waits for it and catches up.
   A file that fails to read keeps its previous version, its reason in the state. A batch
@@ -61,6 +64,13 @@ QUIET = 0.2
 # ... but no later than this after its first event (s), so a file written continuously
 # still gets indexed.
 MAX_DELAY = 2.0
+# While the source's git repository is mid-operation (a checkout, a rebase, a cherry-pick
+# series: see _GIT_BUSY), a batch waits for this long without events instead, and never
+# starts for MAX_DELAY alone: a rebase of twenty commits is one batch of its end result, not
+# twenty re-embeds of the states between (s).
+GIT_QUIET = 1.0
+# What git keeps in its folder while an operation is under way.
+_GIT_BUSY = ("index.lock", "rebase-merge", "rebase-apply", "sequencer")
 # While the source folder is missing or unreadable, look for it this often (s): one stat.
 RECHECK = 1.0
 # After the store refused a batch, wait this long before retrying it (s).
@@ -91,6 +101,29 @@ def limit_message(exc: OSError, source: Path) -> str:
             f" = {_sysctl(INSTANCES_SYSCTL)}). Raise it: sudo sysctl {INSTANCES_SYSCTL}=1024"
         )
     return f"cannot watch {source} for changes: {exc.strerror or exc}"
+
+
+def git_dir(source: Path) -> str | None:
+    """The git folder of the repository holding ``source`` (``.git``, or where a worktree's
+    ``.git`` file points), or None outside one."""
+    folder = os.path.abspath(source)
+    while True:
+        dot = os.path.join(folder, ".git")
+        if os.path.isdir(dot):
+            return dot
+        if os.path.isfile(dot):
+            try:
+                with open(dot, encoding="utf-8") as fh:
+                    line = fh.readline().strip()
+            except (OSError, UnicodeDecodeError):
+                return None
+            if line.startswith("gitdir:"):
+                return os.path.join(folder, line.removeprefix("gitdir:").strip())
+            return None
+        up = os.path.dirname(folder)
+        if up == folder:
+            return None
+        folder = up
 
 
 def inotify_watch_count() -> int | None:
@@ -163,6 +196,7 @@ class SourceWatcher:
         self._observer: Any = None
         self._thread: threading.Thread | None = None
         self._alarm = _OverflowAlarm(self._on_overflow)
+        self._git = git_dir(self.source)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -400,6 +434,8 @@ class SourceWatcher:
             while not self._stopping and not self._need_full and self._ready():
                 now = time.monotonic()
                 due = min(self._last_event + self.quiet, self._first_event + self.max_delay)
+                if self._git_busy():  # a checkout or rebase under way: its end result
+                    due = self._last_event + max(self.quiet, GIT_QUIET)
                 if now >= due:
                     break
                 self._cond.wait(due - now)
@@ -414,6 +450,12 @@ class SourceWatcher:
             self._last_event = 0.0
             self._in_batch = len(paths)
             return full, paths
+
+    def _git_busy(self) -> bool:
+        """Whether git is changing the source's working tree now (a few lstat calls)."""
+        return self._git is not None and any(
+            os.path.lexists(os.path.join(self._git, name)) for name in _GIT_BUSY
+        )
 
     def _requeue(self, paths: set[str], full: bool) -> None:
         with self._cond:
