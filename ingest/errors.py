@@ -104,6 +104,26 @@ class TokenError(SemfsError):
 _UNDECODABLE = ("decode", "decompress", "corrupt", "checksum", "deserializ")
 
 
+def not_text(what: str, text: str) -> ToolInputError | None:
+    """The error for ``text`` (a query, a pattern, a file's text) when it is not Unicode that
+    UTF-8 can hold: a byte that was not UTF-8 (a command line's surrogate escape) or a lone
+    surrogate (JSON's ``"\\ud800"``); None when it is fine. Say what was wrong, not
+    UnicodeEncodeError."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = ord(text[exc.start])
+        where = f"at character {exc.start + 1}"
+        if 0xDC80 <= bad <= 0xDCFF:
+            return ToolInputError(
+                f"{what} is not UTF-8 text: byte 0x{bad - 0xDC00:02x} {where} is not UTF-8"
+            )
+        return ToolInputError(
+            f"{what} is not valid Unicode: a lone surrogate U+{bad:04X} {where} (send UTF-8 text)"
+        )
+    return None
+
+
 def undecodable(exc: BaseException) -> bool:
     """Whether an engine error says the store's files hold bytes it cannot decode."""
     text = str(exc).lower()

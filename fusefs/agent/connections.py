@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import json
 import logging
 import resource
 from collections.abc import Callable
@@ -322,12 +323,46 @@ class WholeBodies:
                 return
             if not message.get("more_body", False):
                 break
+        if _nested_too_deep(body):
+            await _parse_error(send, "JSON nested deeper than the server parses")
+            return
         whole = [{"type": "http.request", "body": bytes(body), "more_body": False}]
 
         async def replay() -> Any:
             return whole.pop() if whole else await receive()
 
         await self.app(scope, replay, send)
+
+
+# More brackets than a request needs: parse it once here, where a RecursionError can be
+# answered as what it is (the SDK's parse logs a traceback and answers 500).
+_BRACKETS_CHECKED = 256
+
+
+def _nested_too_deep(body: bytes | bytearray) -> bool:
+    if body.count(b"[") + body.count(b"{") <= _BRACKETS_CHECKED:
+        return False
+    try:
+        json.loads(body)
+    except RecursionError:
+        return True
+    except ValueError:
+        pass  # not JSON: the SDK says so
+    return False
+
+
+async def _parse_error(send: Any, why: str) -> None:
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {why}"}}
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 400,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _too_large(send: Any) -> None:

@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from semfs.fusefs.agent.patterns import FALLBACK_SECONDS, LineMatcher, line_matcher
-from semfs.fusefs.view.reader import DocumentReader
+from semfs.fusefs.view.reader import ChunksMissingError, DocumentReader
 from semfs.fusefs.view.tree import DIR, FILE, Node, Tree
-from semfs.ingest.errors import PathError, PatternError
+from semfs.ingest.errors import PathError, PatternError, SemfsError, not_text
 from semfs.ingest.store import Store
 
 if sys.version_info >= (3, 11):
@@ -186,6 +186,9 @@ def _bracket(pattern: str, i: int, out: list[str]) -> int:
 def compile_pattern(pattern: str, regex: bool, ignore_case: bool) -> re.Pattern[str]:
     if "\n" in pattern:
         raise PatternError("a pattern cannot contain a newline: grep matches one line at a time")
+    bad = not_text("the pattern", pattern)
+    if bad is not None:
+        raise bad
     source = ere_to_python(pattern) if regex else re.escape(pattern)
     try:
         return re.compile(source, re.IGNORECASE if ignore_case else 0)
@@ -331,10 +334,15 @@ class Grep:
                 f"max_results must be between 1 and {MAX_RESULTS}, not {max_results}"
             )
         node = resolve(tree, path)
-        compiled = compile_pattern(pattern, regex, ignore_case)
-        p = plan(compiled)
+        try:
+            compiled = compile_pattern(pattern, regex, ignore_case)
+            p = plan(compiled)
+            matcher = line_matcher(compiled, regex, self.regex_seconds)
+        except RecursionError:
+            raise PatternError(
+                f"the pattern nests too deeply ({pattern.count('(')} groups): simplify it"
+            ) from None
         wanted = self.candidates(tree, node, p, scope)
-        matcher = line_matcher(compiled, regex, self.regex_seconds)
         result = GrepResult([], pushed_down=wanted is not None, plan=p)
         for doc_node in walk(node):
             result.documents_in_scope += 1
@@ -353,10 +361,16 @@ class Grep:
     ) -> None:
         shown = node.doc
         assert shown is not None
-        rec = self.reader.document(shown)
-        if rec is None:  # deleted since the tree was built
+        try:
+            found = self.reader.whole(shown)
+        except ChunksMissingError:
+            raise SemfsError(
+                f"{node.path} was re-ingested again and again while grep read it: "
+                "ask again once the ingest is done"
+            ) from None
+        if found is None:  # deleted since the tree was built
             return
-        data = self.reader.read(rec, 0, rec.size)
+        data = found[1]
         result.documents_read += 1
         result.bytes_read += len(data)
         search = matcher.search

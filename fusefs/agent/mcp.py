@@ -159,19 +159,54 @@ def _tool(
                 functools.partial(fn, *args, scope=scope, **kwargs)
             )
         except SemfsError as exc:
-            raise ToolError(str(exc)) from exc
+            raise ToolError(_wire_text(str(exc))) from exc
+        except OSError as exc:  # the system's own words (a full disk, a permission)
+            raise ToolError(f"{fn.__name__} failed: {exc.strerror or exc}") from exc
         except Exception as exc:
+            # A bug, not the caller's input (that is a SemfsError): the log has the details,
+            # the caller gets no Python names.
             logger.error(
-                "%s failed: %s", fn.__name__, exc, exc_info=logger.isEnabledFor(logging.DEBUG)
+                "%s failed: %s: %s",
+                fn.__name__,
+                type(exc).__name__,
+                exc,
+                exc_info=logger.isEnabledFor(logging.DEBUG),
             )
-            raise ToolError(f"{fn.__name__} failed: {type(exc).__name__}: {exc}") from exc
+            raise ToolError(
+                f"{fn.__name__} failed on the server (its log says why); try again, or "
+                "narrow the call"
+            ) from exc
         # The wire's camelCase names: the spelling both SDK majors accept.
         return CallToolResult.model_validate(
-            {"content": [{"type": "text", "text": out.text}], "structuredContent": out.data}
+            {
+                "content": [{"type": "text", "text": _wire_text(out.text)}],
+                "structuredContent": _wire_data(out.data),
+            }
         )
 
     wrapper.__signature__ = inspect.signature(fn).replace(parameters=params[:-1])  # type: ignore[attr-defined]
     return wrapper
+
+
+def _wire_text(text: str) -> str:
+    """``text`` as JSON can carry it: a file name that is not UTF-8 (a surrogate escape) or a
+    lone surrogate is shown escaped (``\\udcff``), where the SDK would fail to send the reply."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _wire_data(value: Any) -> Any:
+    """:func:`_wire_text` on every string of a structured result."""
+    if isinstance(value, str):
+        return _wire_text(value)
+    if isinstance(value, dict):
+        return {_wire_text(str(k)): _wire_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_wire_data(v) for v in value]
+    return value
 
 
 def build_server(

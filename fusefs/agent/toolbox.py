@@ -49,7 +49,7 @@ from semfs.fusefs.agent.grep import (
 )
 from semfs.fusefs.agent.writing import SourceWriter
 from semfs.fusefs.view.foldermap import FolderMaps
-from semfs.fusefs.view.reader import DocumentReader
+from semfs.fusefs.view.reader import ChunksMissingError, DocumentReader
 from semfs.fusefs.view.refresh import TreeRefresher
 from semfs.fusefs.view.searchdir import SearchOptions, SearchPath, link_names, render_results
 from semfs.fusefs.view.tree import DIR, FILE, InodeMap, Node, Ownership, Tree
@@ -311,10 +311,7 @@ class Toolbox:
             raise ToolInputError(f"start_line must be 1 or more, not {start_line}")
         if end_line is not None and end_line < start_line:
             raise ToolInputError(f"end_line ({end_line}) is before start_line ({start_line})")
-        rec = self.reader.document(node.doc)
-        if rec is None:
-            raise PathError(f"{node.path!r} was deleted from the collection")
-        lines = document_lines(self.reader.read(rec, 0, rec.size))
+        lines = document_lines(self._whole(node.doc))
         total = len(lines)
         if start_line > max(total, 1):
             raise ToolInputError(
@@ -384,10 +381,7 @@ class Toolbox:
             raise ToolInputError(
                 f"pages {pages!r}: the first must be 1 or more, and not after the last"
             )
-        rec = self.reader.document(doc)
-        if rec is None:
-            raise PathError(f"{doc.path!r} was deleted from the collection")
-        lines = document_lines(self.reader.read(rec, 0, rec.size))
+        lines = document_lines(self._whole(doc))
         starts: dict[int, int] = {}
         for number, line in enumerate(lines, 1):
             found = formats.MARKER.match(line)
@@ -431,6 +425,20 @@ class Toolbox:
         if notes and not cut:
             text += "".join(f"[{n}]\n" for n in notes)
         return self._fit(text, data, hint)
+
+    def _whole(self, doc: DocumentRecord) -> bytes:
+        """The text of ``doc``'s document as committed now (the newer version when it was
+        re-ingested meanwhile): one line when it was deleted, or kept changing."""
+        try:
+            found = self.reader.whole(doc)
+        except ChunksMissingError:
+            raise SemfsError(
+                f"{doc.path!r} was re-ingested again and again while it was read: "
+                "ask again once the ingest is done"
+            ) from None
+        if found is None:
+            raise PathError(f"{doc.path!r} was deleted from the collection")
+        return found[1]
 
     def list(
         self,

@@ -45,7 +45,7 @@ from semfs.fusefs.view.reserved import reserved_part
 from semfs.ingest import formats
 from semfs.ingest.beneath import SourceFolder
 from semfs.ingest.embedding.embedder import Embedder
-from semfs.ingest.errors import PathError, SemfsError, ToolInputError
+from semfs.ingest.errors import PathError, SemfsError, ToolInputError, not_text
 from semfs.ingest.sources import DEFAULT_MAX_BYTES, VCS_DIRS
 from semfs.ingest.store import Store
 from semfs.ingest.store.backends import user_umask
@@ -88,6 +88,8 @@ class SourceWriter:
         """Refuse, in one line, a path the write tool does not write."""
         if not rel:
             raise PathError("give the file to write, e.g. notes/today.md")
+        if "\x00" in rel:
+            raise PathError(f"{rel!r} holds a NUL character, which no file name can")
         parts = rel.split("/")
         if any(part in VCS_DIRS for part in parts):
             raise PathError(f"{rel!r} is inside a version-control folder: not written")
@@ -110,7 +112,10 @@ class SourceWriter:
         if mode not in MODES:
             raise ToolInputError(f"mode {mode!r}: use append or replace")
         self.check(rel)
-        data = text.encode("utf-8", "surrogatepass")
+        bad = not_text("the text", text)
+        if bad is not None:
+            raise bad
+        data = text.encode("utf-8")
         with self._lock:
             source = self.source()
             folder = SourceFolder(source)

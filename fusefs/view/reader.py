@@ -178,6 +178,23 @@ class DocumentReader:
             self.records.put((rec.path, rec.gen), rec)
         return rec
 
+    def whole(self, shown: DocumentRecord, tries: int = 3) -> tuple[DocumentRecord, bytes] | None:
+        """The whole text of ``shown``'s document, as committed now: ``shown``'s version, or
+        the newer one that replaced it while it was being read (a re-ingest drops the old
+        version's chunks); None when the document was deleted. ChunksMissingError only when
+        it changed ``tries`` times in a row under the reader."""
+        rec = self.document(shown)
+        for attempt in range(tries):
+            if rec is None:
+                return None
+            try:
+                return rec, self.read(rec, 0, rec.size)
+            except ChunksMissingError:
+                if attempt == tries - 1:
+                    raise
+                rec = self.latest(shown.path, shown.blob)
+        return None  # pragma: no cover - the loop returns or raises
+
     def read(self, doc: DocumentRecord, offset: int, size: int) -> bytes:
         """Bytes ``[offset, offset + size)`` of ``doc`` (fewer at the end of the document)."""
         end = min(offset + size, doc.size)

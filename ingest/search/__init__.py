@@ -23,7 +23,7 @@ from typing import Any
 
 from semfs.ingest.embedding.embedder import Embedder, load_query_embedder, query_backend
 from semfs.ingest.embedding.owner import owner_embedder
-from semfs.ingest.errors import SemfsError, StoreUnavailableError
+from semfs.ingest.errors import SemfsError, StoreUnavailableError, not_text
 from semfs.ingest.search.excerpts import Excerpt, ExcerptPicker, definition_excerpts
 from semfs.ingest.search.ranking import DATED_PENALTY, asks_about_changes, is_dated_entry
 from semfs.ingest.store import DEFAULT_K, MAX_K, MODES, QueryService, SparseQuery, Store
@@ -307,6 +307,9 @@ class Searcher:
         text = query.strip()
         if not text:
             return []
+        bad = not_text("the query", text)
+        if bad is not None:
+            raise bad
         if self._owner is not None and committed is None and self._default_budgets():
             served = self._search_in_owner(self._owner, text, k, mode, under, min_score, more)
             if served is not None:

@@ -354,3 +354,43 @@ def test_a_scoped_grep_filters_only_its_folders_in_the_engine(
         assert res.pushed_down and res.lines
         assert spy.found and all(p.startswith(path or "deploy/") for p in spy.found), path
         assert res.lines == gnu_grep(src, word, False, False, path or "deploy")
+
+
+def test_a_scoped_tools_grep_filters_only_its_folders_in_the_engine(
+    corpus_store: tuple[Path, Store],
+) -> None:
+    """The same through the tools, as a scoped token calls them: the engine is given the
+    token's folders (before, passing no scope to the engine passed every test)."""
+    from semfs.fusefs.agent.toolbox import Toolbox
+
+    _src, store = corpus_store
+    spy = FilterSpy(store)
+    box = Toolbox(spy)  # type: ignore[arg-type]
+    try:
+        out = box.grep("the", max_results=10_000, scope=("deploy",))
+    finally:
+        box.close()
+    assert out.data["pushed_down"] and out.data["matches"]
+    assert spy.found and all(p.startswith("deploy/") for p in spy.found), spy.found[:5]
+
+
+def test_grep_and_read_right_after_a_concurrent_reingest(tmp_path: Path) -> None:
+    """Before: a grep (or read) whose tree still showed the version a re-ingest had just
+    replaced answered "grep failed: ChunksMissingError"; now it reads the new version."""
+    from semfs.fusefs.agent.toolbox import Toolbox
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.md").write_text("# A\n\nthe alpha version one\n")
+    with open_store(tmp_path / "store") as store:
+        ingest(src, store, model="hash")
+        box = Toolbox(store)  # its tree shows version one; no refresh runs here
+        try:
+            (src / "a.md").write_text("# A\n\nthe alpha version two, longer\n")
+            ingest(src, store, model="hash")  # drops version one's chunks
+            grepped = box.grep("alpha")
+            read = box.read("a.md")
+        finally:
+            box.close()
+    assert grepped.text.splitlines()[0] == "a.md:3:the alpha version two, longer"
+    assert "the alpha version two, longer" in read.text

@@ -528,3 +528,62 @@ def test_a_closed_stdout_ends_quietly(sample_store: Path) -> None:
         os.close(write_end)
     assert proc.stderr == b""
     assert proc.returncode == -signal.SIGPIPE  # as `cat` or `grep` end there
+
+
+PYTHON_NAMES = ("Error:", "Exception", "Traceback", "recursion depth", "codec")
+
+
+def test_hostile_arguments_get_one_line_that_names_the_problem(tmp_path: Path) -> None:
+    """Before: "search failed: UnicodeEncodeError: 'utf-8' codec can't encode ...", "grep
+    failed: RecursionError: maximum recursion depth exceeded", "write failed: ValueError:
+    embedded null byte", a 500 and a traceback for a body nested 100,000 deep, and no reply
+    at all (a traceback in the log) for a file name that is not UTF-8."""
+    src = tmp_path / "src"
+    shutil.copytree(SAMPLE_CORPUS / "deploy", src / "deploy")
+    store = tmp_path / "store"
+    ingest_hash(src, store)
+    lone = "\\udcff"  # JSON's escape: a str with a lone surrogate on the server's side
+    calls = {
+        "search": ('{"query": "key%s"}' % lone, "the query is not UTF-8 text: byte 0xff"),
+        "grep": ('{"pattern": "x%s"}' % lone, "the pattern is not UTF-8 text: byte 0xff"),
+        "grep regex": (
+            json.dumps({"pattern": "(" * 3000 + "a" + ")" * 3000, "regex": True}),
+            "the pattern nests too deeply (3000 groups)",
+        ),
+        "write": ('{"path": "notes/a.md", "text": "x%s"}' % lone, "the text is not UTF-8"),
+        "write nul": (json.dumps({"path": "notes/\x00.md", "text": "x"}), "NUL character"),
+        "write name": ('{"path": "notes/%s.md", "text": "x"}' % lone, r"notes/\\udcff.md"),
+        "search surrogate": ('{"query": "a\\ud800"}', "lone surrogate U+D800"),
+    }
+    with http_server("--store", str(store), "--writable") as server:
+        with httpx.Client(timeout=60) as client:
+            headers = {**MCP_HEADERS, "Authorization": f"Bearer {server.token}"}
+            opened = client.post(server.url, json=INIT, headers=headers)
+            headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+            client.post(
+                server.url,
+                json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                headers=headers,
+            )
+            answers = {}
+            for i, (what, (args, _)) in enumerate(calls.items()):
+                name = what.split()[0]
+                body = (
+                    '{"jsonrpc": "2.0", "id": %d, "method": "tools/call", '
+                    '"params": {"name": "%s", "arguments": %s}}' % (i + 2, name, args)
+                )
+                answers[what] = client.post(server.url, content=body, headers=headers).text
+            deep = client.post(server.url, content="[" * 100_000 + "]" * 100_000, headers=headers)
+    for what, (_, expected) in calls.items():
+        assert expected in answers[what], (what, answers[what])
+        assert not any(name in answers[what] for name in PYTHON_NAMES), answers[what]
+    assert deep.status_code == 400 and "JSON nested deeper than the server parses" in deep.text
+    log = "".join(server.log)
+    assert "Traceback" not in log and "ERROR" not in log, log[-3000:]
+    assert (src / "notes" / os.fsdecode(b"\xff.md")).read_text() == "x"
+    # The command line says the same.
+    proc = semfs("search", os.fsdecode(b"key\xff"), "--store", str(store), check=False)
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        "Error: the query is not UTF-8 text: byte 0xff at character 4 is not UTF-8\n"
+    )

@@ -272,7 +272,7 @@ class StoreServer:
         frame = recv_frame(conn, MAX_HELLO, deadline)
         try:
             hello = json.loads(frame) if frame is not None else None
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             hello = None
         token = hello.get("hello") if isinstance(hello, dict) else None
         if not isinstance(token, str) or not hmac.compare_digest(
@@ -322,6 +322,11 @@ class StoreServer:
                 raise ValueError(f"no method {method!r}")
             args = decode(list(request.get("args", [])))
             kwargs = {str(k): decode(v) for k, v in dict(request.get("kwargs", {})).items()}
+        except RecursionError:
+            exc = ValueError("JSON nested deeper than the parser goes")
+            logger.warning("bad request from process %d on %s: %s", pid, self.socket_path, exc)
+            send(conn, error_reply(SemfsError(f"bad request to the mounted daemon: {exc}")))
+            return False
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             logger.warning("bad request from process %d on %s: %s", pid, self.socket_path, exc)
             send(conn, error_reply(SemfsError(f"bad request to the mounted daemon: {exc}")))
