@@ -544,36 +544,37 @@ def test_hostile_arguments_get_one_line_that_names_the_problem(tmp_path: Path) -
     ingest_hash(src, store)
     lone = "\\udcff"  # JSON's escape: a str with a lone surrogate on the server's side
     calls = {
-        "search": ('{"query": "key%s"}' % lone, "the query is not UTF-8 text: byte 0xff"),
-        "grep": ('{"pattern": "x%s"}' % lone, "the pattern is not UTF-8 text: byte 0xff"),
+        "search": ('{"query": "key' + lone + '"}', "the query is not UTF-8 text: byte 0xff"),
+        "grep": ('{"pattern": "x' + lone + '"}', "the pattern is not UTF-8 text: byte 0xff"),
         "grep regex": (
             json.dumps({"pattern": "(" * 3000 + "a" + ")" * 3000, "regex": True}),
             "the pattern nests too deeply (3000 groups)",
         ),
-        "write": ('{"path": "notes/a.md", "text": "x%s"}' % lone, "the text is not UTF-8"),
+        "write": ('{"path": "notes/a.md", "text": "x' + lone + '"}', "the text is not UTF-8"),
         "write nul": (json.dumps({"path": "notes/\x00.md", "text": "x"}), "NUL character"),
-        "write name": ('{"path": "notes/%s.md", "text": "x"}' % lone, r"notes/\\udcff.md"),
+        "write name": ('{"path": "notes/' + lone + '.md", "text": "x"}', r"notes/\\udcff.md"),
         "search surrogate": ('{"query": "a\\ud800"}', "lone surrogate U+D800"),
     }
-    with http_server("--store", str(store), "--writable") as server:
-        with httpx.Client(timeout=60) as client:
-            headers = {**MCP_HEADERS, "Authorization": f"Bearer {server.token}"}
-            opened = client.post(server.url, json=INIT, headers=headers)
-            headers["mcp-session-id"] = opened.headers["mcp-session-id"]
-            client.post(
-                server.url,
-                json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                headers=headers,
-            )
-            answers = {}
-            for i, (what, (args, _)) in enumerate(calls.items()):
-                name = what.split()[0]
-                body = (
-                    '{"jsonrpc": "2.0", "id": %d, "method": "tools/call", '
-                    '"params": {"name": "%s", "arguments": %s}}' % (i + 2, name, args)
-                )
-                answers[what] = client.post(server.url, content=body, headers=headers).text
-            deep = client.post(server.url, content="[" * 100_000 + "]" * 100_000, headers=headers)
+    with (
+        http_server("--store", str(store), "--writable") as server,
+        httpx.Client(timeout=60) as client,
+    ):
+        headers = {**MCP_HEADERS, "Authorization": f"Bearer {server.token}"}
+        opened = client.post(server.url, json=INIT, headers=headers)
+        headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+        client.post(
+            server.url,
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers=headers,
+        )
+        answers = {}
+        for i, (what, (args, _)) in enumerate(calls.items()):
+            name = what.split()[0]
+            call_id, params = str(i + 2), '{"name": "' + name + '", "arguments": ' + args + "}"
+            body = '{"jsonrpc": "2.0", "id": ' + call_id + ', "method": "tools/call", '
+            body += '"params": ' + params + "}"
+            answers[what] = client.post(server.url, content=body, headers=headers).text
+        deep = client.post(server.url, content="[" * 100_000 + "]" * 100_000, headers=headers)
     for what, (_, expected) in calls.items():
         assert expected in answers[what], (what, answers[what])
         assert not any(name in answers[what] for name in PYTHON_NAMES), answers[what]
