@@ -59,11 +59,18 @@ for pair in $DOC_TOOLS; do
   command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 done
 # Commands the tests run, as command:apt-package (tests/test_setup.py checks this list against
-# the tests). coreutils, diffutils, findutils, grep and dash are Essential on Debian.
-TEST_TOOLS="rg:ripgrep mount:mount umount:mount rsync:rsync git:git mkfs.ext4:e2fsprogs"
+# the tests). coreutils, diffutils, findutils, grep and dash are Essential on Debian; ps and
+# sysctl (procps) and setpriv (util-linux, the other-user tests) are listed all the same, as a
+# minimal image may lack them and their tests would skip.
+TEST_TOOLS="rg:ripgrep mount:mount umount:mount rsync:rsync git:git mkfs.ext4:e2fsprogs ps:procps sysctl:procps setpriv:util-linux"
+# Libraries the tests load, as soname:apt-package: libbsd's getpeereid stands in for macOS's.
+TEST_LIBS="libbsd.so.0:libbsd0"
 if [[ ",$extra," == *,test,* ]]; then
   for pair in $TEST_TOOLS; do
-    command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
+    command -v "${pair%%:*}" >/dev/null || [ -x "/usr/sbin/${pair%%:*}" ] || [ -x "/sbin/${pair%%:*}" ] || missing+=("${pair#*:}")
+  done
+  for pair in $TEST_LIBS; do
+    ldconfig -p 2>/dev/null | grep -q "${pair%%:*}" || missing+=("${pair#*:}")
   done
 fi
 # The benchmark's C passthrough baseline (scripts/benchmarks/reading.py). bindfs is GPL: the bench

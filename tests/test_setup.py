@@ -75,6 +75,27 @@ def test_setup_installs_every_command_the_tests_run() -> None:
     assert not missing, f"add these to TEST_TOOLS in scripts/setup.sh: {sorted(missing)}"
 
 
+def test_setup_installs_every_library_the_tests_load() -> None:
+    """A library a test loads by name (``CDLL("libbsd.so.0")``) is in setup.sh's TEST_LIBS,
+    so the test runs in CI instead of skipping."""
+    loaded = set()
+    for path in (REPO / "tests").rglob("*.py"):
+        loaded.update(re.findall(r'CDLL\(\s*"(lib[\w.+-]+\.so[.\d]*)"', path.read_text()))
+    assert "libbsd.so.0" in loaded  # the scan itself works
+    text = (REPO / "scripts" / "setup.sh").read_text()
+    match = re.search(r'^TEST_LIBS="([^"]*)"', text, re.M)
+    assert match, "scripts/setup.sh has no TEST_LIBS line"
+    installed = {pair.split(":")[0] for pair in match.group(1).split()}
+    assert loaded <= installed, f"add these to TEST_LIBS in scripts/setup.sh: {loaded - installed}"
+
+
+def test_the_tools_tests_skip_without_are_installed() -> None:
+    """Tests that skip when a command is missing (ps, sysctl, setpriv, mkfs.ext4) have it
+    installed by setup.sh, so CI runs them rather than skipping (the credential switch's only
+    test was one)."""
+    assert {"ps", "sysctl", "setpriv", "mkfs.ext4"} <= setup_tools()
+
+
 def test_this_machine_has_them() -> None:
     """What the suite needs is here: a failure names the tool instead of a FileNotFoundError."""
     absent = sorted(c for c in commands_the_tests_run() - SETUP_ALWAYS if shutil.which(c) is None)

@@ -109,10 +109,10 @@ async def tool_calls(client: ClientSession, boundary: str) -> dict[str, Any]:
     return out
 
 
-def check_answers(out: dict[str, Any], mnt: Path, src: Path, boundary: str) -> None:
+def check_answers(out: dict[str, Any], mnt: Path, src: Path, boundary: str, *, write: bool) -> None:
     tools = dict(out["tools"])
-    # Offered over HTTP (a token may be made --write) and by a --writable server.
-    assert tools.pop("write", None) in (None, ["path", "text", "mode"])
+    # Offered over HTTP (a token may be made --write) and by a --writable server only.
+    assert tools.pop("write", None) == (["path", "text", "mode"] if write else None)
     assert tools == TOOLS
     assert "How to work" in out["descriptions"]["search"]  # the guide, for the agent
     assert "grep -rn" in out["descriptions"]["grep"]
@@ -169,7 +169,7 @@ def test_stdio_through_a_mounted_daemon(tmp_path: Path, corpus: Path) -> None:
 
         out = run(session)
         assert "through the mounted daemon" in out["status"]["location"]
-        check_answers(out, m.path, corpus, boundary)
+        check_answers(out, m.path, corpus, boundary, write=False)  # stdio, not --writable
         assert out["search"] == semfs_search("--store", str(store))
         more = ["search", QUERIES[0][0], "-k", "5", "--more", "--json", "--store", str(store)]
         assert out["search_more"] == json.loads(semfs(*more).stdout)
@@ -195,7 +195,7 @@ def test_http_on_a_server_store(tmp_path: Path, corpus: Path) -> None:
         out = run(session)
     # Local mode admits one process at a time: mount and search after the server stopped.
     with mounted(tmp_path / "mnt", "--url", url) as m:
-        check_answers(out, m.path, corpus, boundary)
+        check_answers(out, m.path, corpus, boundary, write=True)  # HTTP: a token may write
     assert out["search"] == semfs_search("--url", url)
 
 

@@ -9,6 +9,7 @@ import hashlib
 import io
 import os
 import re
+import tracemalloc
 import zipfile
 from pathlib import Path
 
@@ -305,6 +306,24 @@ def test_a_zip_member_inflating_past_its_declared_size_is_refused() -> None:
     assert "inflates past the 1000 bytes it declares" in got.reason, got.reason
 
 
+def test_a_lying_member_is_inflated_a_step_at_a_time() -> None:
+    """What the refusal costs: the member is inflated 64 KiB at a time, so the checker never
+    holds more than a step (here under 1 MiB at its peak against the 64 MiB the member
+    inflates to; before, inflating it in one call also ended in the refusal above, so that
+    test alone could not tell)."""
+    from semfs.ingest.formats.base import Unsupported, open_zip
+
+    data = lying_zip("word/document.xml", 64 << 20)
+    tracemalloc.start()
+    try:
+        got = open_zip(data, "lies.docx")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert isinstance(got, Unsupported) and "inflates past" in got.reason
+    assert peak < 1 << 20, f"{peak >> 10} KiB at the peak"
+
+
 def test_a_zip_that_amplifies_too_much_is_refused() -> None:
     # The issue's DOCX: a small file whose document.xml declares 20 MB (over 100 times).
     buf = io.BytesIO()
@@ -353,6 +372,35 @@ def test_a_file_skipped_for_its_bytes_is_not_extracted_again_while_unchanged(
     retried = ingest_hash(src, store_dir, skip_memo=memo, retry_skipped=True)
     assert sorted(calls) == sorted(BAD_REASONS)
     assert sorted(retried.unchanged) == sorted(BAD_REASONS) and not retried.skipped
+
+
+def test_a_document_whose_text_is_over_max_size_is_not_extracted_again_while_unchanged(
+    tmp_path: Path, store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The skip memory's own case: a DOCX whose text is over --max-size is skipped (not stored
+    as it is, so no record says "refused before"), and only the memory spares the next run its
+    extraction (before, disabling the memory failed no test: the refused files above reach
+    "refused before" through their records)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    data = docx_with("word " * 40_000)  # 200 KB of text in a ~40 KB file
+    (src / "long.docx").write_bytes(data)
+    memo = tmp_path / "skipped.json"
+    cap = len(data) + 1000
+    (first,) = ingest_hash(src, store_dir, max_bytes=cap, skip_memo=memo).skipped
+    assert "--max-size" in first.reason
+    calls: list[str] = []
+    real = formats.extract
+
+    def counting(path: str, data: bytes, **kw: bool) -> formats.Extracted | formats.Unsupported:
+        calls.append(path)
+        return real(path, data, **kw)
+
+    monkeypatch.setattr(formats, "extract", counting)
+    (again,) = ingest_hash(src, store_dir, max_bytes=cap, skip_memo=memo).skipped
+    assert calls == [] and "not extracted again" in again.reason, again.reason
+    retried = ingest_hash(src, store_dir, max_bytes=cap, skip_memo=memo, retry_skipped=True)
+    assert calls == ["long.docx"] and [s.path for s in retried.skipped] == ["long.docx"]
 
 
 def test_a_pdf_hit_cites_the_page_of_its_answering_lines(tmp_path: Path, store_dir: Path) -> None:

@@ -440,3 +440,21 @@ def test_a_store_with_a_damaged_manifest_answers_every_command(tmp_path: Path) -
         assert proc.returncode == 0, proc.stderr
         assert "Error:" not in proc.stderr and "ignoring the manifest" in proc.stderr
     assert "a.md" in semfs("search", "fox", "--store", str(store)).stdout
+
+
+def test_damage_the_list_does_not_name_still_means_no_manifest(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The decoder's last line of defence: an exception outside the known kinds of damage
+    (here one the meta's decoding raises) makes the manifest unusable, logged, never a crash
+    of the command that opened the store (before, removing that catch-all failed no test)."""
+    blob = Manifest.of(META, DOCS).to_bytes()
+    assert Manifest.decode(blob, "here") is not None
+
+    def unforeseen(cls: type, payload: dict[str, Any]) -> StoreMeta:
+        raise ArithmeticError("a kind of damage the list does not name")
+
+    monkeypatch.setattr(StoreMeta, "from_payload", classmethod(unforeseen))
+    with caplog.at_level(logging.WARNING, logger="semfs.ingest.store.manifest"):
+        assert Manifest.decode(blob, "here") is None
+    assert "ignoring the manifest of here: ArithmeticError: a kind of damage" in caplog.text

@@ -57,22 +57,32 @@ def test_every_kind_of_run_writes_the_scrolled_manifest_without_scrolling(
     src = sample_copy
     (src / "empty" / "deeper").mkdir(parents=True)
     files = sorted(p for p in src.rglob("*") if p.is_file())
+    rel = [f.relative_to(src).as_posix() for f in files]
     new = src / "new" / "n.md"
+    # Each change, and what the run says it did (added, updated, deleted), so that each run
+    # is the kind it is meant to be (before, the check was true of any run).
     runs = [
-        lambda: None,  # a new store
-        lambda: files[0].write_text(files[0].read_text() + "\nmore\n"),  # updated
-        files[1].unlink,  # deleted
-        lambda: new.parent.mkdir() or new.write_text("# N\n"),  # added, in a new folder
-        lambda: files[2].chmod(0o600),  # same text, new mode: the record is rewritten
-        lambda: shutil.rmtree(src / "empty"),  # folder records deleted
+        (lambda: None, (rel, [], [])),  # a new store
+        (lambda: files[0].write_text(files[0].read_text() + "\nmore\n"), ([], rel[:1], [])),
+        (files[1].unlink, ([], [], rel[1:2])),  # deleted
+        (lambda: new.parent.mkdir() or new.write_text("# N\n"), (["new/n.md"], [], [])),
+        (lambda: files[2].chmod(0o600), ([], [], [])),  # same text: only the record's mode
+        (lambda: shutil.rmtree(src / "empty"), ([], [], [])),  # folder records deleted only
     ]
-    for change in runs:
+    for change, (added, updated, deleted) in runs:
         change()
         with monkeypatch.context() as m:
             m.setattr(QdrantStore, "_scrolled_manifest", _no_scroll)
             report = ingest_hash(src, store)
-        assert report.added or report.updated or report.deleted or report.unchanged
+        assert (sorted(report.added), report.updated, report.deleted) == (
+            added,
+            updated,
+            deleted,
+        )
         _assert_manifest_is_the_scrolled_one(store)
+    with open_store(CollectionAddress(store=store)) as opened:
+        record = opened.get_document(rel[2])
+        assert record is not None and record.mode & 0o777 == 0o600  # the chmod run wrote it
     # A watcher's batch: only some paths, the rest of the records from the last manifest.
     (src / "new" / "m.md").write_text("# M\n\nwords\n")
     with monkeypatch.context() as m:
