@@ -18,6 +18,7 @@ import pytest
 from semfs.ingest.pipeline import IngestReport
 from semfs.ingest.sources import SourceOptions
 from semfs.ingest.store import Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.syncstate import SyncState
 from semfs.ingest.watch import SourceWatcher, git_dir
@@ -121,7 +122,10 @@ def settled(watcher: SourceWatcher, store: Store, repo: Path) -> bool:
 
 
 def test_a_checkout_re_ingests_only_what_changed(repo: Path, tmp_path: Path) -> None:
-    with open_store(tmp_path / "store") as store, watching(repo, store) as (watcher, batches):
+    with (
+        open_store(CollectionAddress(store=tmp_path / "store")) as store,
+        watching(repo, store) as (watcher, batches),
+    ):
         wait_until(
             lambda: settled(watcher, store, repo) and batches.since(0), TIMEOUT, "first pass"
         )
@@ -160,7 +164,10 @@ def test_a_rebase_is_one_batch_of_its_result(repo: Path, tmp_path: Path) -> None
     git(repo, "commit", "-q", "-am", "main moves")
     git(repo, "checkout", "-q", "topic")
     assert git_dir(repo) == str(repo / ".git")
-    with open_store(tmp_path / "store") as store, watching(repo, store) as (watcher, batches):
+    with (
+        open_store(CollectionAddress(store=tmp_path / "store")) as store,
+        watching(repo, store) as (watcher, batches),
+    ):
         wait_until(
             lambda: settled(watcher, store, repo) and batches.since(0), TIMEOUT, "first pass"
         )

@@ -12,6 +12,7 @@ import pytest
 
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.sources import scan, scan_paths
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 
 GITIGNORE = {
@@ -195,7 +196,7 @@ def test_a_changed_gitignore_re_reads_its_folder(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     plant(root)
     git_repo(root, git_env(tmp_path))
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         report = ingest(root, store, model="hash")
         assert "sub/a.tmp" not in report.added and "sub/keep.tmp" in report.added
         assert "build/" in report.ignored

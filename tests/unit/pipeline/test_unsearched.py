@@ -11,6 +11,7 @@ import pytest
 
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Searcher
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.unsearched import kind_of, reason
 from tests.helpers import SEMFS
@@ -82,7 +83,7 @@ def test_kept_out_of_search_but_stored_and_served(tmp_path: Path) -> None:
     for rel, text in TREE.items():
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         (src / rel).write_text(text)
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         report = ingest(src, store, model="hash")
         hits = Searcher(store).search(WORD, k=20, mode="keyword")
         records = {d.path: d for d in store.list_documents()}

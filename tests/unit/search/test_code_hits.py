@@ -12,6 +12,7 @@ from pathlib import Path
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Searcher, hit_fields, hit_from_fields
 from semfs.ingest.search.results import render
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 
 CLIENT = '''\
@@ -51,7 +52,7 @@ def test_a_code_hit_names_its_definition_and_signature(tmp_path: Path) -> None:
     (src / "uploads").mkdir(parents=True)
     (src / "uploads" / "client.py").write_text(CLIENT)
     (src / "notes.md").write_text("# Notes\n\nNothing about uploads here.\n")
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         ingest(src, store, model="hash")
         searcher = Searcher(store)
         hits = searcher.search("exponential backoff", k=3, mode="keyword")
@@ -81,7 +82,7 @@ def test_lines_in_two_definitions_are_labelled_apart(tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()
     (src / "client.py").write_text(CLIENT)
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         ingest(src, store, model="hash")
         hits = Searcher(store).search("session", k=1, mode="keyword", more=True)
     text = render("session", hits, "keyword · k 1")
@@ -111,7 +112,7 @@ def test_a_definition_by_its_exact_name(tmp_path: Path) -> None:
     (src / "uploads" / "client.py").write_text(CLIENT)
     (src / "uploads" / "client.go").write_text(GO)
     (src / "README.md").write_text("# Uploads\n\nCall retry_upload after a failure.\n")
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         ingest(src, store, model="hash")
         searcher = Searcher(store)
         hits = searcher.search("retry_upload", k=5, mode="symbol")
@@ -138,7 +139,7 @@ def test_a_lookup_by_name_loads_no_model(tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()
     (src / "client.py").write_text(CLIENT)
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         ingest(src, store, model="hash")
 
         class NoModel:
