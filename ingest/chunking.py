@@ -16,9 +16,10 @@ Approach:
 4. Merge consecutive pieces greedily while the summed count fits. A heading (or, in code, a
    definition) starts a new chunk once the current one holds >= 1/4 of the budget, unless the
    current chunk is only front matter.
-5. Size counts too: a piece is measured as at least one token per :data:`MAX_CHARS_PER_TOKEN`
-   characters, so no chunk is longer than ``max_tokens * MAX_CHARS_PER_TOKEN`` characters
-   however few tokens its tokenizer sees (a long word, base64, is one ``[UNK]``).
+5. Size counts too: a piece longer than ``max_tokens * MAX_CHARS_PER_TOKEN`` characters is
+   measured as at least one token per :data:`MAX_CHARS_PER_TOKEN` characters (over budget), so
+   no chunk is longer than that however few tokens its tokenizer sees (a long word, base64,
+   is one ``[UNK]``).
 6. Token counts are not always additive (word pieces across a hard cut, rounding counters), so
    every merged chunk is measured again in one batched call; any chunk over budget is halved
    (by characters, at piece boundaries) and re-measured until all fit.
@@ -147,7 +148,7 @@ def chunk_text(
     if not text:
         return []
     ext = PurePath(path).suffix.lower()
-    count_tokens = _sized(count_tokens)
+    count_tokens = _sized(count_tokens, max_tokens)
     if ext not in MARKDOWN_EXTS and (found := syntax.outline(text, path)) is not None:
         return _chunk_code(text, found, count_tokens, max_tokens)
     kind = "md" if ext in MARKDOWN_EXTS else "code" if ext in CODE_EXTS else "text"
@@ -396,16 +397,21 @@ def _scan(
     return starts, strong, heads, first > 0, fenced
 
 
-def _sized(count_tokens: TokenCounter) -> TokenCounter:
-    """``count_tokens``, counting a text at least one token per :data:`MAX_CHARS_PER_TOKEN`
-    characters: every budget below then bounds a piece's size as well as its tokens."""
+def _sized(count_tokens: TokenCounter, max_tokens: int) -> TokenCounter:
+    """``count_tokens``, counting a text longer than a chunk may be (``max_tokens *``
+    :data:`MAX_CHARS_PER_TOKEN` characters) at least one token per :data:`MAX_CHARS_PER_TOKEN`
+    characters, so over budget: every budget below then bounds a chunk's size as well as its
+    tokens. Texts within the size keep their own count (a chunk that fits is cut as before)."""
+    limit = max_tokens * MAX_CHARS_PER_TOKEN
 
     def count(texts: Sequence[str]) -> list[int]:
         counts = count_tokens(texts)
         if len(counts) != len(texts):  # _measure says what is wrong
             return list(counts)
-        least = (-(-len(t) // MAX_CHARS_PER_TOKEN) for t in texts)  # ceil(len / per token)
-        return [max(n, m) for n, m in zip(counts, least, strict=True)]
+        return [
+            n if len(t) <= limit else max(n, -(-len(t) // MAX_CHARS_PER_TOKEN))
+            for n, t in zip(counts, texts, strict=True)
+        ]
 
     return count
 

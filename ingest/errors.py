@@ -19,6 +19,12 @@ class StoreUnavailableError(SemfsError):
     """The store cannot be used: server unreachable, corrupt files, bad permissions."""
 
 
+class OwnerGoneError(StoreUnavailableError):
+    """The connection to the process that owns the store broke (it exited, or stopped
+    answering): a resident client takes the store over or reaches its new owner
+    (:mod:`semfs.ingest.resident`)."""
+
+
 class SchemaVersionError(SemfsError):
     """The store was written at a schema version this code does not read."""
 
@@ -51,8 +57,8 @@ class DiskFullError(SemfsError):
 class StoreOwnedError(StoreLockedError):
     """Another process owns the store and serves it; ``pid`` is that process, ``holder`` says
     which (``pid 123 (semfs mcp -c docs)``, as it recorded itself) and ``kind`` what it is:
-    ``"mount"``, ``"watcher"``, ``"mcp"`` or ``""`` (:func:`semfs.ingest.store.ownerkind.owner_kind`
-    reads it from the command line)."""
+    ``"mount"``, ``"watcher"``, ``"mcp"``, ``"ingest"`` or ``""``
+    (:func:`semfs.ingest.store.ownerkind.owner_kind` reads it from the command line)."""
 
     def __init__(self, message: str, pid: int, holder: str = "", kind: str = "") -> None:
         super().__init__(message)
@@ -69,6 +75,11 @@ class StoreOwnedError(StoreLockedError):
     def by_watcher(self) -> bool:
         """Whether the owner is `semfs ingest --watch` (not a mount, not `semfs mcp`)."""
         return self.kind == "watcher"
+
+    @property
+    def by_ingest(self) -> bool:
+        """Whether the owner is a plain `semfs ingest`: a run that ends."""
+        return self.kind == "ingest"
 
 
 # The front ends' errors live here too, so that one raised in a store's owner crosses its

@@ -106,12 +106,13 @@ class Follower:
             on_start=on_start,
             on_progress=on_progress,
         )
-        if self._resident.owned:
-            store = self.store
-            searcher = _once(lambda: Searcher(store))
-            self._resident.serve(searcher=searcher)
-            if store.read_meta() is not None:  # the first search finds the model warm
-                self._resident.warm(searcher)
+        store = self.store
+        searcher = _once(lambda: Searcher(store))
+        # Through another's socket this waits: a client of a `semfs ingest` under way serves
+        # once it takes the store over (semfs.ingest.resident).
+        self._resident.serve(searcher=searcher)
+        if self._resident.owned and store.read_meta() is not None:  # the first search: warm
+            self._resident.warm(searcher)
         if on_ready is not None:
             on_ready()
         with contextlib.suppress(KeyboardInterrupt):

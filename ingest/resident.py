@@ -23,9 +23,18 @@ it, else a client of the process that has it.
 Rules a caller may rely on:
 
 * ``open`` owns the store when no other process does; when one does, the store is that owner's,
-  reached through its socket (``owned`` is False), unless ``through_owner=False`` (a mount never
-  stacks on another owner): then :class:`~semfs.ingest.errors.StoreOwnedError` says who owns it.
-* ``serve`` is a no-op through a socket and for a server backend; when this process owns an
+  reached through its socket (``owned`` is False), unless ``through_owner=False`` (a mount
+  stacks on no other resident owner): then :class:`~semfs.ingest.errors.StoreOwnedError` says
+  who owns it.
+* The hand-over: a client of a plain ``semfs ingest`` (a run that ends) outlives it. When the
+  ingest's connection breaks (it finished, or was stopped), the next call takes the store over,
+  as ``open`` would: this process owns it (``owned`` becomes True, and it serves as ``serve``
+  was asked, if it was), or, when another client was first, goes through that one's socket.
+  The call is then made again (every Store call is idempotent: an upsert, a put or a delete
+  by id); the caller sees nothing but the wait (at most :data:`HANDOVER_S`) while the old
+  owner closes.
+* ``serve`` is a no-op through a socket (until a hand-over) and for a server backend; when
+  this process owns an
   embedded store, other processes write through it (``on_change`` runs in a server thread after
   they commit; keep it short), and with ``searcher`` their searches run here, on its warm model
   (a ``semfs search`` beside us then needs no model of its own, and one round trip).
@@ -39,6 +48,7 @@ Imports no click, no FUSE binding and nothing of ``semfs.fusefs``: every front e
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
@@ -46,8 +56,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from semfs.ingest.errors import StoreOwnedError
-from semfs.ingest.store import QueryService, Store
+from semfs.ingest.errors import OwnerGoneError, StoreLockedError, StoreOwnedError
+from semfs.ingest.store import DelegatingStore, QueryService, Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.owner import StoreOwner
@@ -57,13 +67,64 @@ if TYPE_CHECKING:  # imported where used: a mount's first listing needs no searc
 
 logger = logging.getLogger(__name__)
 
+# How long a client waits for an owner that went away to let the store go (its last flush and
+# close take a second or two) before its call fails.
+HANDOVER_S = 60.0
+_RETRY_S = 0.1
+
+
+class _Relay(DelegatingStore):
+    """A client's store: the owner's over its socket until that owner goes, then whatever
+    ``take_over(dead)`` gives in its place. Each call that finds the owner gone is made again
+    on it."""
+
+    def __init__(self, inner: Store, take_over: Callable[[Store], Store]) -> None:
+        super().__init__(inner)
+        self.take_over = take_over
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _relayed(name: str) -> Callable[..., Any]:
+    def call(self: _Relay, *args: Any, **kwargs: Any) -> Any:
+        inner = self.inner
+        try:
+            return getattr(inner, name)(*args, **kwargs)
+        except OwnerGoneError:
+            return getattr(self.take_over(inner), name)(*args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+# Every call of the Store interface (DelegatingStore passes each on; the ipc coverage test
+# keeps it whole), but close and the properties.
+for _name, _value in vars(DelegatingStore).items():
+    if callable(_value) and not _name.startswith("_") and _name != "close":
+        setattr(_Relay, _name, _relayed(_name))
+
 
 class ResidentStore:
     """This process's store: its own (``owner``), or another process's through its socket."""
 
-    def __init__(self, store: Store, owner: StoreOwner | None = None) -> None:
-        self.store = store
+    def __init__(
+        self,
+        store: Store,
+        owner: StoreOwner | None = None,
+        reopen: Callable[[], StoreOwner] | None = None,
+        connect: Callable[[], Store] | None = None,
+    ) -> None:
+        """``reopen`` owns the store (StoreOwnedError when another process does) and
+        ``connect`` reaches its owner: given both, a client takes the store over when its
+        owner goes (the hand-over)."""
         self.owner = owner
+        self._serving: dict[str, Any] | None = None  # what serve() was asked, for a hand-over
+        self._handover = threading.Lock()
+        self._reopen, self._connect = reopen, connect
+        self.store: Store = store
+        if owner is None and reopen is not None and connect is not None:
+            self.store = _Relay(store, self._take_over)
 
     @classmethod
     def open(
@@ -71,13 +132,62 @@ class ResidentStore:
     ) -> ResidentStore:
         """The collection, owned by this process if no other owns it. ``must_exist``: when we
         own it, it must be ingested already (through an owner, the caller checks)."""
-        try:
-            owner = StoreOwner.open(address, must_exist=must_exist)
-        except StoreOwnedError:
-            if not through_owner:
-                raise
-            return cls(open_store(address))
-        return cls(owner.store, owner)
+        owning = functools.partial(StoreOwner.open, address)
+        connecting = functools.partial(open_store, address)
+        while True:
+            try:
+                owner = owning(must_exist=must_exist)
+            except StoreOwnedError as exc:
+                if not through_owner:
+                    raise
+                remote = connecting()
+                if remote.served_by() is None:  # the owner has just gone: try again
+                    remote.close()
+                    continue
+                if not exc.by_ingest:  # a resident owner: its model serves our queries
+                    return cls(remote)
+                return cls(
+                    remote, reopen=functools.partial(owning, must_exist=False), connect=connecting
+                )
+            return cls(owner.store, owner)
+
+    def _take_over(self, dead: Store) -> Store:
+        """The store in place of ``dead``, whose owner went away: this process's own (served as
+        ``serve`` was asked), or the new owner's when another client took it first."""
+        assert self._reopen is not None and self._connect is not None
+        relay = self.store
+        assert isinstance(relay, _Relay)
+        with self._handover:
+            if relay.inner is not dead:  # another thread has done it
+                return relay.inner
+            with contextlib.suppress(Exception):
+                dead.close()
+            deadline = time.monotonic() + HANDOVER_S
+            while True:
+                try:
+                    owner = self._reopen()
+                except StoreOwnedError:  # another client took it over first: go through it
+                    store = self._connect()
+                    if store.served_by() is not None:
+                        relay.inner = store
+                        logger.info("the store's owner went away: reached %s", store.location)
+                        return store
+                    store.close()  # and that owner went too: try again
+                except (StoreLockedError, OwnerGoneError) as exc:
+                    # The old owner is still closing (or a new one still starting).
+                    if time.monotonic() > deadline:
+                        raise OwnerGoneError(
+                            f"the owner of {dead.location} went away and the store is still "
+                            f"locked after {HANDOVER_S:g} s: {exc}"
+                        ) from exc
+                    time.sleep(_RETRY_S)
+                else:
+                    self.owner = owner
+                    relay.inner = owner.store
+                    if self._serving is not None:
+                        self._serve(owner, **self._serving)
+                    logger.info("the store's owner went away: this process owns it now")
+                    return owner.store
 
     @property
     def owned(self) -> bool:
@@ -92,10 +202,22 @@ class ResidentStore:
     ) -> None:
         """Serve other processes (when we own the store): their writes reach ``served`` (a view
         of the store; default the store), and ``searcher()`` (made on first need) runs their
-        searches and embeds their queries. Raises SemfsError when it cannot serve."""
-        if self.owner is not None:
-            queries = _deferred_queries(searcher) if searcher is not None else None
-            self.owner.serve(on_change=on_change, served=served, queries=queries)
+        searches and embeds their queries. Raises SemfsError when it cannot serve. A client
+        serves so once it takes the store over (the hand-over)."""
+        with self._handover:
+            self._serving = {"on_change": on_change, "served": served, "searcher": searcher}
+            if self.owner is not None:
+                self._serve(self.owner, on_change, served, searcher)
+
+    @staticmethod
+    def _serve(
+        owner: StoreOwner,
+        on_change: Callable[[], None] | None,
+        served: Store | None,
+        searcher: Callable[[], Searcher] | None,
+    ) -> None:
+        queries = _deferred_queries(searcher) if searcher is not None else None
+        owner.serve(on_change=on_change, served=served, queries=queries)
 
     def warm(self, searcher: Callable[[], Searcher], delay: float = 0.0) -> None:
         """Load ``searcher()``'s model in a daemon thread, ``delay`` seconds from now (a mount
@@ -106,8 +228,11 @@ class ResidentStore:
 
     def stop_serving(self) -> None:
         """Stop serving other processes (waits for calls under way); keep the store open."""
-        if self.owner is not None:
-            self.owner.stop_serving()
+        with self._handover:
+            self._serving = None
+            owner = self.owner
+        if owner is not None:
+            owner.stop_serving()
 
     def close(self) -> None:
         """Stop serving, then close the store. Safe to call twice (both closes are)."""

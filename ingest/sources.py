@@ -237,7 +237,15 @@ def _semfs_dir(full: str, mounts: frozenset[int]) -> bool:
                 return True
         except OSError:
             return False
-    return os.path.exists(os.path.join(full, "shard", "edge_config.json"))
+    return _is_store(full)
+
+
+def _is_store(full: str) -> bool:
+    """A semfs collection folder: its shard, or (a first ingest serving it before its shard
+    is made) its owner's socket token."""
+    return os.path.exists(os.path.join(full, "shard", "edge_config.json")) or os.path.exists(
+        os.path.join(full, "daemon.token")
+    )
 
 
 def _outermost(paths: Iterable[str]) -> list[str]:
@@ -338,7 +346,7 @@ def _walk(
                     if st.st_dev in mounts:
                         skipped.append(Skipped(rel, "a semfs mount (not ingested)"))
                         continue
-                if os.path.exists(os.path.join(full, "shard", "edge_config.json")):
+                if _is_store(full):
                     skipped.append(Skipped(rel, "a semfs store (not ingested)"))
                     continue
                 keep_dirs.append((d, is_link))

@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from semfs.ingest.pipeline import IngestReport
     from semfs.ingest.progress import IngestProgress
     from semfs.ingest.sources import SourceOptions
+    from semfs.ingest.store import Store
     from semfs.ingest.syncstate import SyncState
 
 
@@ -139,7 +141,7 @@ def ingest_cmd(
     from semfs.ingest.pipeline import resolve_model
     from semfs.ingest.skipmemo import memo_file
 
-    with opened(address) as store, _in_place_if(verify):
+    with _serving(address) as store, _in_place_if(verify):
         # Made here, so that the export it may make on first use can be reported afterwards.
         embedder = load_embedder(resolve_model(store, model))
         # The model's load, then a bar (a line every 10 s when stderr is not a terminal).
@@ -184,6 +186,19 @@ def ingest_cmd(
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
         _print_report(report, source, address.collection, location)
+
+
+@contextlib.contextmanager
+def _serving(address: CollectionAddress) -> Iterator[Store]:
+    """The collection an ingest writes, served on its socket while the run lasts when this
+    process owns it: `semfs search`, `status`, `mount` and `mcp` in other processes read what
+    it has committed meanwhile (a mount and `semfs mcp` take it over when it ends). When
+    another process owns it (a mount), the ingest writes through that one's socket."""
+    from semfs.ingest.resident import ResidentStore
+
+    with ResidentStore.open(address, must_exist=False) as resident:
+        resident.serve()
+        yield resident.store
 
 
 def _in_place_if(verify: bool) -> contextlib.AbstractContextManager[None]:

@@ -12,7 +12,7 @@ import click
 
 from semfs.fusefs.cli.common import handle_errors, one_line, opened, store_options
 from semfs.ingest import display
-from semfs.ingest.errors import SemfsError, StoreLockedError
+from semfs.ingest.errors import SemfsError, StoreLockedError, StoreNotFoundError
 from semfs.ingest.logs import MOUNT_LOG
 from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
@@ -31,8 +31,27 @@ def store_info(address: CollectionAddress) -> dict[str, Any]:
         meta = store.read_meta()
         if meta is not None:
             return _collection_info(store, meta, address.collection)
+        running = _ingest_under_way(store)
+        if running:
+            raise StoreNotFoundError(
+                f"collection {address.collection!r} is being made by {running}: nothing is "
+                "committed yet (its first documents are, in moments)"
+            )
     # After closing: listing may open the store (a file: URL takes one client).
     raise missing_collection(address)
+
+
+def _ingest_under_way(store: Store) -> str | None:
+    """Who, when the process that serves ``store`` is a plain `semfs ingest` (a run that
+    ends): ``pid 12 (semfs ingest ./docs)``."""
+    from semfs.ingest.store.owner import holder
+    from semfs.ingest.store.ownerkind import INGEST
+
+    pid = store.served_by()
+    if pid is None:
+        return None
+    who, kind = holder(store, pid)
+    return who if kind == INGEST else None
 
 
 def _collection_info(store: Store, meta: StoreMeta, collection: str) -> dict[str, Any]:
@@ -48,6 +67,7 @@ def _collection_info(store: Store, meta: StoreMeta, collection: str) -> dict[str
     from semfs.ingest.store.check import require_counts
 
     require_counts(store, len(docs), chunks)  # a store that lost points says so
+    running = _ingest_under_way(store)
     return {
         "backend": store.backend,
         "location": store.address,  # a path or URL; who relays the calls is served_by
@@ -64,7 +84,9 @@ def _collection_info(store: Store, meta: StoreMeta, collection: str) -> dict[str
         "model_cache": _model_cache(meta.model),
         "dimension": meta.dimension,
         "generation": meta.generation,
-        "interrupted": meta.dirty,
+        # A run under way is not one that was stopped: it says so, and what it has committed.
+        "interrupted": meta.dirty and running is None,
+        "ingesting": f"under way, {running}: what it has committed so far" if running else None,
         "disk_bytes": store.disk_bytes(),
         "ingested_at": meta.ingested_at,
         "ingest_seconds": meta.ingest_seconds,

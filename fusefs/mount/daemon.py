@@ -13,6 +13,7 @@ pipe), :mod:`~semfs.fusefs.mount.unmount` (unmounting, mountinfo) and
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -126,14 +127,20 @@ def fuse_options(cfg: MountConfig) -> dict[str, Any]:
 
 
 def open_mount_store(cfg: MountConfig) -> ResidentStore:
-    """The store the mount reads, owned by this process; never a proxy to another daemon."""
+    """The store the mount reads, owned by this process; never a proxy to another resident
+    owner. A `semfs ingest` under way is the one owner a mount goes through: it shows what the
+    ingest has committed, and takes the store over when the ingest ends (the hand-over of
+    :mod:`semfs.ingest.resident`)."""
+    opening = functools.partial(
+        ResidentStore.open,
+        cfg.address,
+        must_exist=cfg.watch is None,  # --watch creates it
+    )
     try:
-        return ResidentStore.open(
-            cfg.address,
-            must_exist=cfg.watch is None,  # --watch creates it
-            through_owner=False,
-        )
+        return opening(through_owner=False)
     except StoreOwnedError as exc:  # another daemon owns the shard: never stack on it
+        if exc.by_ingest:  # readable while it runs; ours once it ends
+            return opening()
         collection, where = cfg.address.collection, cfg.address.where
         if exc.is_mount:
             raise MountError(

@@ -44,7 +44,7 @@ from semfs.ingest.store.ownerkind import owner_kind
 logger = logging.getLogger(__name__)
 
 
-def _holder(store: Store, pid: int) -> tuple[str, str]:
+def holder(store: Store, pid: int) -> tuple[str, str]:
     """How the process ``pid`` that serves ``store`` describes itself (its ``owner.json``:
     the command it runs), and what kind it is; just the pid when it left no word."""
     coll_dir = getattr(store, "coll_dir", None)
@@ -72,12 +72,12 @@ class StoreOwner:
         store = open_store(address)
         pid = store.served_by()
         if pid is not None:
-            holder, kind = _holder(store, pid)
+            who, kind = holder(store, pid)
             store.close()
             raise StoreOwnedError(
-                f"collection {address.collection!r} at {address.where} is owned by {holder}",
+                f"collection {address.collection!r} at {address.where} is owned by {who}",
                 pid,
-                holder,
+                who,
                 kind,
             )
         if must_exist and not store.exists():

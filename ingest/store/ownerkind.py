@@ -15,6 +15,7 @@ import sys
 MOUNT = "mount"  # `semfs mount`, or the mount helper (mount.semfs)
 WATCHER = "watcher"  # `semfs ingest --watch`
 MCP = "mcp"  # `semfs mcp`
+INGEST = "ingest"  # `semfs ingest` (a run that ends; readers use it meanwhile)
 
 
 def command_line() -> str:
@@ -24,7 +25,8 @@ def command_line() -> str:
 
 def owner_kind(command: str) -> str:
     """What kind of process runs ``command`` (as :func:`command_line` gave it): :data:`MOUNT`,
-    :data:`WATCHER`, :data:`MCP`, or ``""`` when its words do not say (a test, a script)."""
+    :data:`WATCHER`, :data:`MCP`, :data:`INGEST`, or ``""`` when its words do not say (a test,
+    a script)."""
     words = command.split()
     if not words:
         return ""
@@ -34,4 +36,18 @@ def owner_kind(command: str) -> str:
         return WATCHER
     if "mcp" in words:
         return MCP
+    if "ingest" in words[:2]:
+        return INGEST
     return ""
+
+
+def what_to_do(kind: str, pid: int | None = None) -> str:
+    """What a user refused a store by an owner of ``kind`` can do about it, in a few words."""
+    stop = f"Ctrl-C it, or kill {pid}" if pid is not None else "Ctrl-C it"
+    if kind == MOUNT:
+        return "unmount it (semfs umount MOUNTPOINT) or wait"
+    if kind == INGEST:
+        return f"wait for it to finish (or stop it: {stop})"
+    if kind in (WATCHER, MCP):
+        return f"stop it ({stop}) or wait"
+    return "stop it or wait for it to finish"

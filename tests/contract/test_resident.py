@@ -4,6 +4,7 @@ to, and closing stops the service before the store. Real Edge stores and sockets
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +67,43 @@ def test_serving_imports_no_search_engine_until_a_query_comes(tmp_path: Path) ->
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     ).stdout
     assert out.split() == ["False"]
+
+
+def test_a_client_of_an_ingest_takes_the_store_over_when_it_ends(tmp_path: Path) -> None:
+    """The hand-over (issue 38.4): a resident client of a plain `semfs ingest` (the owner
+    here is a process that says it is one) goes on when that ingest ends: its next call owns
+    the store, and it serves as it was asked to."""
+    store = tmp_path / "store"
+    ingest_hash(SAMPLE_CORPUS, store)
+    gate = tmp_path / "done"
+    code = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        f"sys.argv = ['semfs', 'ingest', 'SRC', '--store', {str(store)!r}]\n"
+        "from semfs.ingest.resident import ResidentStore\n"
+        "from semfs.ingest.store.address import CollectionAddress\n"
+        f"with ResidentStore.open(CollectionAddress(store={str(store)!r})) as resident:\n"
+        "    resident.serve()\n"
+        "    print('serving', flush=True)\n"
+        f"    while not Path({str(gate)!r}).exists():\n"
+        "        time.sleep(0.05)\n"
+    )
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout is not None and owner.stdout.readline() == "serving\n"
+        with ResidentStore.open(CollectionAddress(store=store)) as client:
+            assert not client.owned
+            before = sorted(d.path for d in client.store.list_documents())
+            client.serve()  # remembered: done when it takes the store over
+            gate.touch()
+            assert owner.wait(timeout=60) == 0
+            assert sorted(d.path for d in client.store.list_documents()) == before
+            assert client.owned and (store / "docs" / "daemon.sock").exists()
+            # Through the new owner's socket:
+            with ResidentStore.open(CollectionAddress(store=store)) as third:
+                assert not third.owned and isinstance(third.store, RemoteStore)
+                assert third.store.served_by() == os.getpid()
+    finally:
+        gate.touch()
+        owner.kill()
+        owner.wait()

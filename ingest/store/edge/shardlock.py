@@ -21,7 +21,7 @@ from pathlib import Path
 
 from semfs.ingest.errors import StoreLockedError
 from semfs.ingest.store.edge import privacy
-from semfs.ingest.store.ownerkind import command_line
+from semfs.ingest.store.ownerkind import command_line, owner_kind, what_to_do
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,15 @@ def read_owner(coll_dir: Path) -> str:
         return f"pid {info['pid']} ({info['command']})"
     except (OSError, ValueError, KeyError):
         return "another process"
+
+
+def owner_advice(coll_dir: Path) -> str:
+    """What to do about the process that holds the shard, by its kind (as it told us)."""
+    try:
+        info = json.loads((coll_dir / OWNER_NAME).read_text())
+        return what_to_do(owner_kind(str(info["command"])), int(info["pid"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return what_to_do("")
 
 
 def lock(coll_dir: Path, refused: Callable[[str], str]) -> int:
@@ -82,10 +91,7 @@ class ShardLock:
 
     def refusal(self, owner: str) -> str:
         """The message for a process refused the shard because ``owner`` holds it."""
-        return (
-            f"store {self.coll_dir} is in use by {owner}; "
-            "stop it (semfs umount) or wait for it to finish"
-        )
+        return f"store {self.coll_dir} is in use by {owner}; {owner_advice(self.coll_dir)}"
 
     def release(self) -> None:
         if self._fd is not None:

@@ -514,9 +514,15 @@ class EdgeStore(core.QdrantStore):
         served: Store | None = None,
         queries: QueryService | None = None,
     ) -> Callable[[], None] | None:
-        """Serve this shard on ``COLLECTION/daemon.sock``: we hold its lock, so others cannot."""
+        """Serve this shard on ``COLLECTION/daemon.sock``: we hold its lock, so others cannot.
+        A collection not created yet (a first ingest) is locked now, its folders owner-only."""
         # Imported here, in a daemon's init(), not on its way up.
         from semfs.ingest.store.ipc.server import StoreServer
+
+        with self._lock:
+            if not self.ownership.held:
+                self.ownership.take()
+                self.ownership.write_owner()
 
         server = StoreServer(served or self, self.dir, on_change=on_change, queries=queries)
         server.start()
@@ -533,6 +539,8 @@ class EdgeStore(core.QdrantStore):
             self._load_pending = False
         with self._lock:
             if self._shard is None:
+                if self.ownership.held:  # served before its shard was made (a first ingest)
+                    self.ownership.forget_owner()
                 self.ownership.release()
                 return
             self._shard.flush()

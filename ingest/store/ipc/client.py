@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from semfs.ingest.errors import StoreLockedError, StoreUnavailableError
+from semfs.ingest.errors import OwnerGoneError, StoreLockedError, StoreUnavailableError
 from semfs.ingest.store import Store
 from semfs.ingest.store.ipc.wire import (
     EMBED_QUERY,
+    HELLO_WAIT,
     MAX_HELLO,
     MAX_MESSAGE,
     REPLY_TIMEOUT,
@@ -35,7 +36,7 @@ from semfs.ingest.store.ipc.wire import (
     trusted,
 )
 from semfs.ingest.store.manifest import Manifest
-from semfs.ingest.store.ownerkind import MCP, WATCHER, owner_kind
+from semfs.ingest.store.ownerkind import INGEST, MCP, WATCHER, owner_kind
 from semfs.ingest.store.schema import (
     ChunkPoint,
     ChunkRecord,
@@ -55,6 +56,7 @@ logger = logging.getLogger(__name__)
 _OWNER_LABELS: dict[str | None, str] = {
     WATCHER: "watcher (semfs ingest --watch)",
     MCP: "semfs mcp server",
+    INGEST: "semfs ingest under way",
 }
 
 
@@ -79,6 +81,7 @@ def connect_daemon(coll_dir: Path, collection: str) -> RemoteStore | None:
             raise StoreLockedError(f"{refused}: its socket belongs to uid {uid}")
         token = (coll_dir / TOKEN_NAME).read_text().strip()
         send(sock, {"hello": token, "pid": os.getpid()})
+        sock.settimeout(HELLO_WAIT)  # the owner may be in a long engine call (see HELLO_WAIT)
         frame = recv_frame(sock, MAX_HELLO)
         reply = json.loads(frame) if frame is not None else None
         daemon_pid = int(reply["ok"]["pid"]) if isinstance(reply, dict) else None
@@ -140,7 +143,7 @@ class RemoteStore(Store):
         }
         with self._lock:
             if self._sock is None:
-                raise StoreUnavailableError(f"{self.location}: the connection is closed")
+                raise OwnerGoneError(f"{self.location}: the connection is closed")
             try:
                 send(self._sock, request)
                 frame = recv_frame(self._sock, MAX_MESSAGE)
@@ -153,7 +156,7 @@ class RemoteStore(Store):
                 self._sock.close()  # a half-read reply cannot be resynced
                 self._sock = None
                 msg = f"lost the connection to {self.location}: {exc}"
-                raise StoreUnavailableError(msg) from exc
+                raise OwnerGoneError(msg) from exc
         if "ok" in reply:
             return decode(reply["ok"])
         err = reply.get("error")

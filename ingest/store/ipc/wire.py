@@ -33,6 +33,10 @@ SOCKET_NAME = "daemon.sock"
 TOKEN_NAME = "daemon.token"
 # A peer's whole hello (connect, peer check, hello frame): in total, however it trickles.
 CONNECT_TIMEOUT = 2.0
+# How long a client waits for the owner's hello. An owner answers from a thread of its own,
+# but the engine holds the GIL in some calls (an ingest's compaction: 15 s at 33k chunks on a
+# busy machine), and a client refused then would only have to try again.
+HELLO_WAIT = 60.0
 # Replies to a large upsert or a full scroll take a while; this only catches a hung daemon.
 REPLY_TIMEOUT = 300.0
 # Until a peer is authenticated it may send one small hello: garbage cannot make us allocate.

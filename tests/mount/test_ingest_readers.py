@@ -1,0 +1,107 @@
+"""Readable while it runs (issue 38.4): while `semfs ingest` writes a collection, `semfs
+search`, `semfs status`, `semfs mount` and `semfs mcp` in other processes read what it has
+committed (the ingest serves the store's socket), and a mount and `semfs mcp` that started as
+its clients keep working once it has ended (they take the store over).
+
+The ingest is the real command, paused while it embeds (tests/helpers/pausedingest.py): what
+the others see does not race its speed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.helpers import REPO
+from tests.helpers.mcpclient import call, connect, data, run, stdio
+from tests.helpers.mounting import mounted, semfs, stop_process, wait_until
+
+pytestmark = pytest.mark.mount
+
+HANG = 120.0  # only catches a hang: a loaded machine is slow, never this slow
+DOCS = 80  # about 320 chunks: more than the first encode window (tests/helpers/pausedingest)
+FIRST, LAST = "notes/doc-000.md", f"notes/doc-{DOCS - 1:03d}.md"
+
+
+def _source(src: Path) -> None:
+    filler = " ".join(f"word{i}" for i in range(150))
+    for n in range(DOCS):
+        word = "aardvark" if n == 0 else "zebu" if n == DOCS - 1 else f"marker{n}"
+        paragraphs = "\n\n".join(f"{word} paragraph {p}: {filler}" for p in range(4))
+        path = src / f"notes/doc-{n:03d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# Document {n}\n\n{paragraphs}\n")
+
+
+def _hits(result: Any) -> list[str]:
+    return [h["path"] for h in data(result)["results"]]
+
+
+def _found(mnt: Path, word: str, rel: str) -> bool:
+    try:
+        folder = mnt / ".search" / "@keyword" / word
+        return any((folder / name).resolve() == (mnt / rel).resolve() for name in folder.iterdir())
+    except OSError:
+        return False
+
+
+def test_an_ingest_under_way_is_read_and_its_readers_outlive_it(tmp_path: Path) -> None:
+    src, store, gate = tmp_path / "src", tmp_path / "store", tmp_path / "gate"
+    _source(src)
+    gate.mkdir()
+    command = ["semfs", "ingest", str(src), "--store", str(store), "-m", "hash", "--jobs", "2"]
+    ingest = subprocess.Popen(
+        [sys.executable, "-m", "tests.helpers.pausedingest", str(gate), *command],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_until(
+            lambda: (gate / "paused").exists() or ingest.poll() is not None, HANG, "the pause"
+        )
+        assert ingest.poll() is None, ingest.communicate()[0]
+        # Other processes read what it committed, through its socket.
+        where = ("--store", str(store))
+        found = semfs("search", "aardvark", "--mode", "keyword", "--paths", *where).stdout
+        assert str(src / FIRST) in found
+        status = json.loads(semfs("status", "--json", *where).stdout)
+        assert status["documents"] >= 1 and status["served_by"] == ingest.pid
+        assert status["ingesting"] and not status["interrupted"], status
+        with mounted(tmp_path / "mnt", *where) as m:
+            assert (m.path / FIRST).read_bytes() == (src / FIRST).read_bytes()
+            assert not (m.path / LAST).exists()  # not committed yet
+
+            async def agent() -> tuple[Any, Any]:
+                async with connect(stdio(*where)) as client:
+                    first = await call(client, "search", query="aardvark", mode="keyword")
+                    (gate / "go").touch()  # the ingest finishes and exits
+                    await anyio.to_thread.run_sync(ingest.wait)
+                    with anyio.fail_after(HANG):  # its tree follows the store within a second
+                        while True:
+                            last = await call(client, "search", query="zebu", mode="keyword")
+                            if _hits(last):
+                                return first, last
+                            await anyio.sleep(0.1)
+
+            first, last = run(agent)
+            assert ingest.returncode == 0, ingest.communicate()[0]
+            assert _hits(first)[:1] == [FIRST]
+            assert _hits(last)[:1] == [LAST]  # semfs mcp outlived the ingest
+            # The mount too: it shows and finds what the ingest committed last.
+            wait_until((m.path / LAST).exists, HANG, "the last document shown")
+            assert (m.path / LAST).read_bytes() == (src / LAST).read_bytes()
+            wait_until(lambda: _found(m.path, "zebu", LAST), HANG, "a search for the last one")
+
+            def owner() -> Any:
+                return json.loads(semfs("status", "--json", *where).stdout)["served_by"]
+
+            wait_until(lambda: owner() == m.pid, HANG, "the mount owning the store")
+    finally:
+        (gate / "go").touch()
+        stop_process(ingest)
