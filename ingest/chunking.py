@@ -226,6 +226,42 @@ def embedding_text(chunk: ChunkSpan, title: str) -> str:
     return f"{context}\n{chunk.text}" if context else chunk.text
 
 
+def code_embedding_text(chunk: ChunkSpan, path: str) -> str:
+    """What the models see of a chunk of source code: one context line, the file's path and
+    the chunk's label path (``net/http/transport.go > func (persistConn) shouldRetryRequest``),
+    with the label's names split into words where they are joined (``should retry request``:
+    BM25 keeps ``shouldRetryRequest`` as one term that no question's word matches), at most
+    ``CONTEXT_CHARS``; then the chunk text unchanged."""
+    parts = [path, *(p for p in chunk.heading.split(" > ") if p)]
+    present = set(re.findall(r"[a-z0-9]+", chunk.heading.lower()))
+    words = [w for w in _split_names(chunk.heading) if w not in present]
+    context = " > ".join(parts)
+    if words:
+        context += " (" + " ".join(words) + ")"
+    context = " ".join(context.split())[:CONTEXT_CHARS]
+    return f"{context}\n{chunk.text}"
+
+
+# Joined names: snake_case, camelCase, PascalCase with an inner capital (HTTPServer).
+_NAME = re.compile(
+    r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[A-Za-z][a-z0-9]+[A-Z][A-Za-z0-9]*"
+    r"|[A-Z]{2,}[a-z][A-Za-z0-9]*"
+)
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def _split_names(label: str) -> list[str]:
+    """The words of the joined names in ``label`` (``retry_upload``, ``shouldRetryRequest``),
+    lower case, once each."""
+    out: list[str] = []
+    for name in _NAME.findall(label):
+        for word in _CAMEL.findall(name.replace("_", " ")):
+            low = word.lower()
+            if low not in out:
+                out.append(low)
+    return out
+
+
 def document_title(text: str, path: str) -> str:
     """Return a human title for a document.
 

@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from semfs.ingest import formats, parallel
-from semfs.ingest.chunking import chunk_text, document_description, document_title, embedding_text
+from semfs.ingest.chunking import (
+    chunk_text,
+    code_embedding_text,
+    document_description,
+    document_title,
+    embedding_text,
+)
 from semfs.ingest.embedding.embedder import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MODEL,
@@ -638,7 +644,12 @@ def _chunk_documents(embedder: Embedder, docs: Sequence[Document], gen: int) -> 
             )
             for s in spans
         ]
-        pending.append(_Pending(doc, records, [embedding_text(s, title) for s in spans]))
+        # Code: the path and the definitions around the chunk say what it is about.
+        texts = [
+            code_embedding_text(s, doc.path) if s.syntax else embedding_text(s, title)
+            for s in spans
+        ]
+        pending.append(_Pending(doc, records, texts))
     return pending
 
 

@@ -154,22 +154,43 @@ def select(questions: list[Question], only: str | None, split: str | None) -> li
 TASK_ONE = """\
 # Task
 
-Answer this question from the documentation collection described below:
+Answer this question from the {what} described below:
 
 > {question}
 
-Find the page of the collection that answers it, and the line of that page that answers it.
+Find the {unit} of the collection that answers it, and the line of that {unit} that answers it.
 """
 
 TASK_MANY = """\
 # Task
 
-Answer each of these {count} questions from the documentation collection described below. For
-each, find the page of the collection that answers it, and the line of that page that answers
-it.
+Answer each of these {count} questions from the {what} described below. For each, find the
+{unit} of the collection that answers it, and the line of that {unit} that answers it.
 
 {questions}
 """
+
+# What the collection is, as the prompts name it: documentation (the default) or a source tree
+# (issue 42: a repository, its questions about code).
+SUBJECTS = {
+    "docs": {
+        "what": "documentation collection",
+        "unit": "page",
+        "noun": "The documentation",
+        "example": "guide/install/setup.html",
+        "folder": "pages as the product teams ship them, in several file formats. The usual "
+        "tools are installed (ls, find, grep, sed,\nhead, ...), and so are `pdftotext` and "
+        "`unzip`.",
+    },
+    "code": {
+        "what": "source tree",
+        "unit": "file",
+        "noun": "The source tree",
+        "example": "net/http/transport.go",
+        "folder": "a git checkout, as its developers keep it. The usual tools are installed "
+        "(ls, find, grep,\nsed, head, git grep, ...).",
+    },
+}
 
 RULES = """\
 # Rules
@@ -184,15 +205,15 @@ RULES = """\
   lines you need.
 - Give your answer with (not counted as a command):
       {answer}{id_arg} 'PATH' 'ANSWERING LINE'
-  PATH is the page's path relative to the collection's top folder, as its file is named there
-  (for example `{example}`), and ANSWERING LINE is the line quoted from the page. {then}
+  PATH is the {unit}'s path relative to the collection's top folder, as its file is named
+  there (for example `{example}`), and ANSWERING LINE is the line quoted from it. {then}
 """
 
 ARM_TEXT = {
     "mount": """\
 # The collection
 
-The documentation is mounted by semfs at `{root}` (your commands run there). This is how to
+{noun} is mounted by semfs at `{root}` (your commands run there). This is how to
 use it (`semfs guide`):
 
 {guide}
@@ -200,14 +221,12 @@ use it (`semfs guide`):
     "grep": """\
 # The collection
 
-The documentation is the folder `{root}` (your commands run there): pages as the product
-teams ship them, in several file formats. The usual tools are installed (ls, find, grep, sed,
-head, ...), and so are `pdftotext` and `unzip`.
+{noun} is the folder `{root}` (your commands run there): {folder}
 """,
     "mcp": """\
 # The collection
 
-The documentation is served by an MCP server (semfs). Call its tools from the shell, through
+{noun} is served by an MCP server (semfs). Call its tools from the shell, through
 the wrapper, with `mcpcall TOOL 'JSON ARGUMENTS'`, for example:
 
     {run} "mcpcall search '{{\\"query\\": \\"rotate an api key\\"}}'"
@@ -224,28 +243,38 @@ Its tools:
 }
 
 
-def task_text(questions: list[Question]) -> str:
+def task_text(questions: list[Question], subject: str = "docs") -> str:
+    words = SUBJECTS[subject]
     if len(questions) == 1:
-        return TASK_ONE.format(question=questions[0].text)
+        return TASK_ONE.format(question=questions[0].text, **words)
     listed = "\n".join(f"- **{q.qid}**: {q.text}" for q in questions)
-    return TASK_MANY.format(count=len(questions), questions=listed)
+    return TASK_MANY.format(count=len(questions), questions=listed, **words)
 
 
 def prompt(
-    arm: str, session: Path, root: str, questions: list[Question], arm_info: dict[str, str]
+    arm: str,
+    session: Path,
+    root: str,
+    questions: list[Question],
+    arm_info: dict[str, str],
+    subject: str = "docs",
 ) -> str:
     many = len(questions) > 1
+    words = SUBJECTS[subject]
     rules = RULES.format(
         run=session / "run",
         answer=session / "answer",
         id_arg=" --id QID" if many else "",
-        example="guide/install/setup.html",
+        example=words["example"],
+        unit=words["unit"],
         then="Give one answer per question (QID is q01, q02, ... as above), then stop."
         if many
         else "Then stop.",
     )
-    body = ARM_TEXT[arm].format(root=root, run=session / "run", **arm_info)
-    return f"{task_text(questions)}\n{rules}\n{body}"
+    body = ARM_TEXT[arm].format(
+        root=root, run=session / "run", noun=words["noun"], folder=words["folder"], **arm_info
+    )
+    return f"{task_text(questions, subject)}\n{rules}\n{body}"
 
 
 # --- setup -----------------------------------------------------------------------------------
@@ -400,7 +429,7 @@ def setup(args: argparse.Namespace) -> None:
                 write_exec(session / "run", [run_cmd])
                 ans_cmd = f'exec {py} {me} answer --session {shlex.quote(str(session))} "$@"'
                 write_exec(session / "answer", [ans_cmd])
-                text = prompt(arm, session, roots[arm], group, arm_info[arm])
+                text = prompt(arm, session, roots[arm], group, arm_info[arm], args.subject)
                 (session / "prompt.md").write_text(text, encoding="utf-8")
                 rows.append(
                     f"{arm}\t{session}\t{','.join(meta['questions'])}\t{session / 'prompt.md'}\t"
@@ -852,6 +881,12 @@ def parser() -> argparse.ArgumentParser:
                    help="one question per session (default), or one session for all")  # fmt: skip
     s.add_argument("--only", help="question ids, comma-separated (q01,q05)")
     s.add_argument("--split", choices=("tuned", HELD_OUT), help="only these questions")
+    s.add_argument(
+        "--subject",
+        choices=tuple(SUBJECTS),
+        default="docs",
+        help="what the collection is: documentation, or a source tree (code)",
+    )
     s.add_argument("--semfs", default=default_semfs(), help="the semfs command to measure")
     s.add_argument("--mount-options", help="more `semfs mount` options, one string")
     s.add_argument("--mcp-structured", action="store_true",

@@ -225,6 +225,12 @@ def test_setup_fake_agent_and_score(tmp_path: Path) -> None:
         many = tmp_path / "many"
         bench("setup", *setup, "--work", str(many), "--arms", "grep", "--mode", "many")
         assert "q03" in (many / "sessions" / "grep" / "all" / "prompt.md").read_text()
+        # A source tree's sessions (issue 42) name files of a source tree, not pages.
+        code = tmp_path / "code"
+        bench("setup", *setup, "--work", str(code), "--arms", "grep", "--subject", "code")
+        told = (code / "sessions" / "grep" / "q01" / "prompt.md").read_text()
+        assert "from the source tree described below" in told and "git grep" in told
+        assert "page" not in told and "pdftotext" not in told
         Agent(many).shell("grep", "all", "ls deploy")
         Agent(many).answer("grep", "all", "--id", "q02", "customize/fonts.mdx",
                            "The default font varies by theme.")  # fmt: skip

@@ -7,12 +7,13 @@ import random
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from semfs.ingest import syntax
-from semfs.ingest.chunking import ChunkSpan, chunk_text
+from semfs.ingest.chunking import CONTEXT_CHARS, ChunkSpan, chunk_text, code_embedding_text
 
 FILES = Path(__file__).parent / "code"
 
@@ -248,3 +249,24 @@ def test_no_parser_is_loaded_until_code_is_chunked() -> None:
         "assert 'tree_sitter' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_the_models_see_the_path_and_the_label() -> None:
+    """A code chunk is embedded (dense and BM25) after one line of context: its file's path
+    and its label, joined names split into words; the stored text stays the exact span."""
+    text = (FILES / "a.ts").read_text()
+    chunks = chunk_text(text, "src/a.ts", words, 30)
+    retry = next(c for c in chunks if c.heading == "class Uploader > retryUpload()")
+    seen = code_embedding_text(retry, "src/uploads/a.ts")
+    context, _, rest = seen.partition("\n")
+    assert context == "src/uploads/a.ts > class Uploader > retryUpload() (retry upload)"
+    assert rest == retry.text
+    python = chunk_text((FILES / "a.py").read_text(), "a.py", words, 30)
+    first = code_embedding_text(python[0], "pkg/a.py")
+    assert first.split("\n", 1)[0] == "pkg/a.py"  # before any definition: the path alone
+    snake = next(c for c in python if c.heading.endswith("retry_upload"))
+    # retry_upload's words are BM25's already (it splits at "_"): nothing to add.
+    line = code_embedding_text(snake, "a.py").split("\n", 1)[0]
+    assert line == "a.py > class Uploader > def retry_upload"
+    long = replace(snake, heading=" > ".join(["class VeryLongOuterClassName"] * 9))
+    assert len(code_embedding_text(long, "a.py").split("\n", 1)[0]) <= CONTEXT_CHARS
