@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install semfs with its test and benchmark tools, then run lint, type checks and the test suite.
+# Install semfs with its test and benchmark tools, then run lint, type checks and the test suite;
+# then the tests that compare with torch, in a second venv (.venv-torch) with the [torch] extra.
 # Extra arguments go to pytest, e.g. scripts/test.sh -k mount -x
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,3 +19,12 @@ ln -sfn ../../../fusefs build/typecheck/semfs/fusefs
 .venv/bin/cog --check README.md docs/cli.md
 # pytest exits 5 when it collects no test; set -e makes that a failure too.
 .venv/bin/pytest "$@"
+# The suite above ran as the default install does, without torch (its tests marked `torch`
+# skipped). Those tests compare the default model's torch-free graph with sentence-transformers
+# on torch: they run in a second venv with the [torch] extra (SEMFS_TORCH_CHECK=0 skips this).
+if [ "${SEMFS_TORCH_CHECK:-1}" != 0 ]; then
+  SEMFS_VENV=.venv-torch scripts/setup.sh torch,test
+  rc=0
+  .venv-torch/bin/pytest -m torch -p no:cacheprovider "$@" || rc=$?
+  [ "$rc" = 0 ] || [ "$rc" = 5 ] || exit "$rc"  # 5: arguments that select no torch test
+fi

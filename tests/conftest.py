@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from semfs.ingest.embedding.torchmodel import torch_installed
 from tests.helpers import SAMPLE_CORPUS
 from tests.helpers.mounting import allow_mounts
 
@@ -19,6 +20,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     # Before any fixture of the test is set up (a module-scoped one may mount): only a test
     # marked `mount` may start one, so `pytest -m "not mount"` is sure to need no FUSE.
     allow_mounts(item.get_closest_marker("mount") is not None)
+    # The default install has no torch; CI runs these in a second venv with the extra
+    # (scripts/test.sh).
+    if item.get_closest_marker("torch") is not None and not torch_installed():
+        pytest.skip("needs the [torch] extra (scripts/setup.sh torch,test makes such a venv)")
 
 
 @pytest.fixture(scope="session")

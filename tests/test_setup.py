@@ -7,8 +7,11 @@ always has (Essential packages).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.helpers import REPO
@@ -122,3 +125,29 @@ def test_setup_installs_the_commands_the_docs_show() -> None:
                 shown.add((first, doc.name))
     missing = sorted(f"{cmd} (in {name})" for cmd, name in shown if cmd not in installed)
     assert not missing, f"the docs show commands setup.sh does not install: {missing}"
+
+
+def test_the_installed_man_page_is_current() -> None:
+    """man/semfs.1 (installed as share/man/man1/semfs.1) says what the commands' --help says:
+    after changing a help text, `scripts/manpage.py --write` (land.sh runs this test)."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "manpage.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_man_finds_the_page_beside_the_venvs_commands() -> None:
+    """`man semfs` with the venv's bin/ on PATH (activated, pipx, uv tool): man-db looks in
+    bin/../share/man, where the wheel installs the page and setup.sh links it."""
+    venv_bin = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("MANPATH", None)
+    proc = subprocess.run(
+        ["man", "-w", "semfs"], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert Path(proc.stdout.strip()).resolve() == (REPO / "man" / "semfs.1").resolve()

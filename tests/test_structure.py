@@ -2,7 +2,9 @@
 per folder: imports only go down, from the library (``ingest/``) to ``fusefs/view/`` to the
 front ends (``fusefs/mount/``, ``fusefs/agent/``, ``fusefs/cli/``), which never import one
 another except ``cli``, the console script, which imports the rest; only ``fusefs/mount/``
-imports a FUSE binding and only ``fusefs/cli/`` imports click; every ``SemfsError`` subclass
+imports a FUSE binding, only ``fusefs/cli/`` imports click and only
+``ingest/embedding/torchmodel.py`` imports torch, transformers or sentence-transformers;
+every ``SemfsError`` subclass
 is defined in ``ingest/errors.py``. Besides: no import cycles; the store interface imports no
 backend; the store layer imports nothing of the pipeline, search or formats; formats import
 nothing else of semfs; the agent tools reach no FUSE binding; every first-party import goes
@@ -126,8 +128,16 @@ NEVER_IMPORTS = {
     "semfs.fusefs.agent": ("semfs.fusefs.mount", "semfs.fusefs.cli"),
     "semfs.fusefs.cli": (),
 }
-# Third-party packages that one folder only imports: the kernel mount, and the command line.
-ONLY_IMPORTED_BY = {"semfs.fusefs.mount": FUSE_BINDINGS, "semfs.fusefs.cli": frozenset({"click"})}
+# Third-party packages that one folder (or module) only imports: the kernel mount, the command
+# line, and torch (the [torch] extra: the default install has none, and the default model's
+# path, from ingest to search, must not need it; test_query_embedding.py runs that path with
+# `-X importtime` and finds neither torch nor this module).
+TORCH_LIBRARIES = frozenset({"torch", "transformers", "sentence_transformers"})
+ONLY_IMPORTED_BY = {
+    "semfs.fusefs.mount": FUSE_BINDINGS,
+    "semfs.fusefs.cli": frozenset({"click"}),
+    "semfs.ingest.embedding.torchmodel": TORCH_LIBRARIES,
+}
 ERRORS_MODULE = "semfs.ingest.errors"
 
 
@@ -505,6 +515,9 @@ def test_the_import_rule_fails_on_a_planted_violation(
         ("fusefs/agent/mcp.py", "from fuse import FUSE"),
         ("ingest/store/owner.py", "import click"),
         ("fusefs/mount/daemon.py", "import click"),
+        ("ingest/embedding/onnx.py", "import torch"),
+        ("ingest/embedding/embedder.py", "from sentence_transformers import SentenceTransformer"),
+        ("ingest/embedding/bert.py", "from transformers import AutoModel"),
     ],
 )
 def test_the_library_rule_fails_on_a_planted_violation(

@@ -118,6 +118,30 @@ def _click_type(param: Param) -> Any:
     return param.number
 
 
+def complete_collections(
+    ctx: click.Context, _param: click.Parameter, incomplete: str
+) -> list[click.shell_completion.CompletionItem]:
+    """Shell completion of ``-c``: the names of the collections in the store that the command
+    line (``--store``, ``--url``) or the environment names; none when it cannot be read (a
+    completion never prints an error into the shell)."""
+    from click.shell_completion import CompletionItem
+
+    try:
+        address = CollectionAddress(
+            store=ctx.params.get("store_path"),
+            url=ctx.params.get("url"),
+            api_key=ctx.params.get("api_key"),
+        )
+        with opened_catalog(address) as catalog:
+            names = catalog.names()
+    except Exception:  # any failure: offer nothing rather than break the user's shell
+        return []
+    return [CompletionItem(name) for name in names if name.startswith(incomplete)]
+
+
+_COMPLETERS = {"collections": complete_collections}
+
+
 def _decorator(param: Param) -> Callable[[F], F]:
     """The click.option (click.argument, for a parameter without flags) for ``param``."""
     if not param.flags:
@@ -132,6 +156,7 @@ def _decorator(param: Param) -> Callable[[F], F]:
         "multiple": param.multiple or None,
         "is_flag": param.is_flag or None,
         "type": None if param.is_flag else _click_type(param),
+        "shell_complete": _COMPLETERS[param.complete] if param.complete else None,
     }
     return click.option(
         *param.flags, param.name, **{k: v for k, v in settings.items() if v is not None}

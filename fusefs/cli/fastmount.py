@@ -117,7 +117,7 @@ def run_mount(params: Mapping[str, Any], verbose: int) -> None:
     )
     if p["log_file"] is None and not p["foreground"]:
         # A background mount has no terminal: keep its log where `semfs status` says.
-        p["log_file"] = default_log_file(address)
+        p["log_file"] = default_log_file(address, creating=p["watch"] is not None)
     configure_logging(p["log_file"], verbose, p["foreground"])
     mount(
         MountConfig(

@@ -26,8 +26,27 @@ from semfs.ingest import __version__
 from semfs.ingest.logs import configure_logging
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """`semfs --version`: the version, then what embeds the default model here (read off the
+    installed packages' metadata: nothing is imported)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from semfs.ingest.embedding.embedder import embedding_runtime
+
+    click.echo(f"semfs, version {__version__}\n{embedding_runtime()}")
+    ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "-V", "--version", prog_name="semfs")
+@click.option(
+    "-V",
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and the embedding runtime, and exit.",
+)
 @click.option(
     "-v", "--verbose", count=True, help="More logging; -vv for debug. Tracebacks with -v."
 )

@@ -325,9 +325,19 @@ def _dry_run(
     for what, paths in (("add", report.added), ("update", report.updated),
                         ("delete", report.deleted)):  # fmt: skip
         for path in paths:
-            click.echo(f"  {what} {path!r}" if "\n" in path else f"  {what} {path}")
+            click.echo(f"  {what} {_as_stored(path)}")
     for s in report.skipped:
         click.echo(f"  skip {s.path}: {s.reason}")
+
+
+def _as_stored(path: str) -> str:
+    """A reported path as the source folder names it: a converted file's own name, with the
+    text view the mount serves beside it (``requests/api.html (text view: ...html.md)``)."""
+    from semfs.ingest.formats import VIEW_SUFFIX, view_path
+
+    original = path.removesuffix(VIEW_SUFFIX)
+    shown = f"{original} (text view: {path})" if view_path(original) == path else path
+    return repr(shown) if "\n" in shown else shown
 
 
 # Files stored as they are listed by name after an ingest: a docs folder has hundreds of images.

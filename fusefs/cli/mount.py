@@ -83,7 +83,7 @@ def mount_cmd(ctx: click.Context, **parameters: Any) -> None:
         semfs mount ~/mnt/docs --k 5 --mode keyword --search-dir .find
         semfs mount ~/mnt/docs --watch ./docs --exclude drafts/
         semfs mount ~/mnt/docs --no-views; diff -r ./docs ~/mnt/docs
-        semfs mount ~/mnt/work --watch ./work --writable; make test > ~/mnt/work/test.log
+        semfs mount ~/mnt/work -c work --watch ./work --writable; make test > ~/mnt/work/t.log
         semfs umount ~/mnt/docs
     """
     from semfs.fusefs.cli.fastmount import run_mount

@@ -41,6 +41,9 @@ class Param:
     bounds: tuple[float | None, float | None] | None = None
     choices: tuple[str, ...] | None = None
     required: bool = True  # an argument's; options never are
+    # What shell completion offers for the value: "collections" (the store's collection names;
+    # semfs.fusefs.cli.common), else click's own (paths, choices).
+    complete: str | None = None
 
     @property
     def converted(self) -> bool:
@@ -86,6 +89,7 @@ STORE = (
         envvar="SEMFS_COLLECTION",
         show_default=True,
         help="Collection name [env SEMFS_COLLECTION].",
+        complete="collections",
     ),
 )
 # Where the collections are (`semfs collections`): the store options but --collection.
@@ -103,8 +107,8 @@ SOURCE = (
         "model",
         ("-m", "--model"),
         help="sentence-transformers model name or path [default: the store's, "
-        "else all-MiniLM-L6-v2, the packaged model, in fp32: torch exports it to ONNX "
-        "Runtime once, which runs it from then on]. "
+        "else all-MiniLM-L6-v2, the packaged model, in fp32 on ONNX Runtime, no torch]. "
+        "Any other model runs on torch: pip install 'semfs[torch]'. "
         "@onnx-int8 (all-MiniLM-L6-v2@onnx-int8) runs it int8 on ONNX Runtime: starts "
         "and answers queries faster, in less memory; @onnx: fp32. "
         "'hash' is a fast non-semantic stand-in for tests.",

@@ -64,6 +64,8 @@ def search(
     from semfs.ingest.search import Searcher, normalize_under
     from semfs.ingest.search.results import render
 
+    if not query.strip():
+        raise click.BadParameter("give a question or words to search for", param_hint="QUERY")
     scope = normalize_under(under)
     with opened(address) as store:
         meta = store.read_meta()

@@ -80,6 +80,7 @@ def _collection_info(store: Store, meta: StoreMeta, collection: str) -> dict[str
         "chunks": chunks,
         "bytes": sum(d.size for d in docs),
         "model": meta.model,
+        "runtime": _runtime(meta.model),
         "queries": _queries_backend(store, meta.model),
         "model_cache": _model_cache(meta.model),
         "dimension": meta.dimension,
@@ -101,10 +102,22 @@ def _model_cache(model: str) -> str | None:
     return None if model.partition(":")[0] == HASH_MODEL else str(model_cache_dir())
 
 
+def _runtime(model: str) -> str:
+    """What embeds this store's documents in this install, with its version (loading nothing):
+    ``onnxruntime 1.22.0 fp32``, ``onnxruntime 1.22.0 int8``, ``torch 2.7.0 fp32``."""
+    from semfs.ingest.embedding.embedder import load_embedder, query_backend, runtime_with_version
+
+    try:
+        embedder = load_embedder(model)
+    except SemfsError as exc:  # a model this install cannot run says why, in the line
+        return f"none: {exc}"
+    return runtime_with_version(query_backend(embedder))
+
+
 def _queries_backend(store: Store, model: str) -> str:
     """What embeds this store's search queries (`semfs status`), loading nothing: the owner's
     model over its socket, ONNX Runtime, or torch and why."""
-    from semfs.ingest.embedding.embedder import Fp32Embedder, load_query_embedder, query_backend
+    from semfs.ingest.embedding.embedder import load_query_embedder, query_backend
     from semfs.ingest.embedding.owner import owner_embedder
 
     served = owner_embedder(store, model, lambda: None)
@@ -112,8 +125,9 @@ def _queries_backend(store: Store, model: str) -> str:
         return served.query_backend
     embedder = load_query_embedder(model)
     backend = query_backend(embedder)
-    if isinstance(embedder, Fp32Embedder) and embedder.why_torch:
-        return f"{backend} ({embedder.why_torch}; the next `semfs ingest` that embeds fixes it)"
+    why_torch = getattr(embedder, "why_torch", "")  # a torch model without a checked export
+    if why_torch:
+        return f"{backend} ({why_torch}; the next `semfs ingest` that embeds fixes it)"
     return backend
 
 
@@ -145,6 +159,8 @@ def status_lines(info: dict[str, Any], raw_bytes: bool) -> Iterator[tuple[str, s
         yield "on disk", shown_size(info["disk_bytes"], raw_bytes)  # None: a server keeps its own
     if info.get("model") is not None:
         yield "model", f"{info['model']} (dimension {info.get('dimension')})"
+    if info.get("runtime") is not None:
+        yield "runtime", str(info["runtime"])  # what embeds documents here
     if info.get("queries") is not None:
         yield "queries", str(info["queries"])  # what embeds them: ONNX Runtime, torch, the owner
     if info.get("model_cache") is not None:
@@ -155,7 +171,7 @@ def status_lines(info: dict[str, Any], raw_bytes: bool) -> Iterator[tuple[str, s
             last += f", took {display.duration(info['ingest_seconds'])}"
         yield "last ingest", last
     for key, value in info.items():
-        if key in shown or key in order or key in ("model", "queries", "ingested_at"):
+        if key in shown or key in order or key in ("model", "runtime", "queries", "ingested_at"):
             continue
         if value is None:
             continue

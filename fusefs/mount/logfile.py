@@ -25,11 +25,17 @@ class _OwnerOnlyLog(logging.handlers.RotatingFileHandler):
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
 
-def default_log_file(address: CollectionAddress) -> Path | None:
+def default_log_file(address: CollectionAddress, creating: bool = False) -> Path | None:
     """Where a background mount logs without --log-file: ``mount.log`` in the collection's
     local folder (:attr:`~semfs.ingest.store.address.CollectionAddress.local_dir`) when it
-    exists (owner-only, like the store); None before anything made it."""
+    exists (owner-only, like the store), or when the mount is ``creating`` the collection
+    (``--watch`` makes it: the folder is made now, 0700, so that its first sync logs too);
+    None before anything made it."""
     folder = address.local_dir
+    if creating:
+        from semfs.ingest.store.backends import make_collection_dir
+
+        make_collection_dir(address)
     return folder / MOUNT_LOG if folder.is_dir() else None
 
 

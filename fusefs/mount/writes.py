@@ -54,7 +54,7 @@ from semfs.fusefs.mount.handles import HandleQuota
 from semfs.fusefs.mount.ops import SemfsOperations
 from semfs.fusefs.view.reserved import reserved_part
 from semfs.fusefs.view.searchdir import DEFAULT_NAME
-from semfs.fusefs.view.tree import DIR, FILE, SYMLINK, Node
+from semfs.fusefs.view.tree import FILE, SYMLINK, Node
 from semfs.ingest.beneath import RENAME_EXCHANGE, SourceFolder
 
 logger = logging.getLogger(__name__)
@@ -243,26 +243,24 @@ class WritableOperations(SemfsOperations):
                 raise _errno(exc) from None
             self._added(path)
             return super().readdir(path, fh)
-        listing: list[str | tuple[str, dict[str, int], int]] = [".", ".."]
-        names = set()
+        # "." and ".." with their inodes: with use_ino, glibc hides an entry whose inode is 0
+        # (`ls -a` showed neither).
+        here = self._source_stat(rel)
+        up = self._source_stat(rel.rpartition("/")[0]) if rel else here
+        listing: list[str | tuple[str, dict[str, int], int]] = [
+            (name, {"st_mode": stat.S_IFDIR, "st_ino": (st.st_ino if st else 1) | SOURCE_INO}, 0)
+            for name, st in ((".", here), ("..", up))
+        ]
         for entry in entries:
-            names.add(entry.name)
             try:
                 kind = stat.S_IFDIR if entry.is_dir(follow_symlinks=False) else 0
                 kind = kind or (stat.S_IFLNK if entry.is_symlink() else stat.S_IFREG)
             except OSError:
                 kind = stat.S_IFREG
             listing.append((entry.name, {"st_mode": kind, "st_ino": entry.inode() | SOURCE_INO}, 0))
-        folder = self.tree.lookup(rel)
-        if folder is not None and folder.kind == DIR:
-            for name, child in folder.children.items():
-                doc = child.doc
-                if name in names or doc is None or doc.original is None:
-                    continue
-                if doc.original.rpartition("/")[2] in names:  # its original is here
-                    listing.append(
-                        (name, {"st_mode": child.attrs["st_mode"], "st_ino": child.ino}, 0)
-                    )
+        # The text views of converted files are not listed here (they stay readable by name, and
+        # .search links to them): what a tool copies or commits from a writable mount (`git
+        # add .`, `rsync`, `cp -r`) is the source folder's own files, never generated text.
         return listing
 
     @overrides(Operations)

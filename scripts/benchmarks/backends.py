@@ -56,6 +56,10 @@ def measure_throughput(cfg: Config, res: Results, source: Path, label: str) -> f
     """chunks/s of each backend on the same texts, interleaved; the int8 speed-up."""
     import numpy as np
 
+    from semfs.ingest.embedding.torchmodel import torch_installed
+
+    if not torch_installed():
+        raise CannotMeasure("torch itself is the baseline: needs the [torch] extra")
     threads = os.cpu_count() or 1  # see the module's docstring: no backend runs capped
     # torch itself (the default name would run on its fp32 export once there is one).
     embedders: dict[str, Embedder] = {

@@ -415,3 +415,31 @@ def test_nobody_cannot_change_what_the_source_refuses_them(open_tmp: Path) -> No
     assert (src / "shared.md").read_text() == "everyone may write this, for now\n"
     assert sorted(os.listdir(src)) == ["open", "owned.md", "shared.md"]
     assert sorted(os.listdir(src / "open")) == ["dir", "mine.md"]
+
+
+def test_listings_show_dot_entries_and_not_the_text_views(shared: tuple[Mount, Path]) -> None:
+    """`ls -a` shows `.` and `..` (entries with inode 0 are hidden by glibc); a converted file's
+    text view is not listed, only reachable by name, so `git add .` in the mount commits the
+    source folder's own files and never generated text (issue 41)."""
+    m, src = shared
+    listed = subprocess.run(
+        ["ls", "-a", str(m.path)], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert listed[:2] == [".", ".."] and "report.pdf" in listed, listed
+    assert "report.pdf.md" not in listed and "report.pdf.md" not in os.listdir(m.path)
+    wait_until((m.path / "report.pdf.md").exists, HANG, "the PDF's text view, by name")
+    assert (m.path / "report.pdf.md").read_text().strip()
+
+    repo = m.path / "git-views"
+    repo.mkdir()
+    shutil.copyfile(src / "report.pdf", repo / "report.pdf")
+    (repo / "notes.md").write_text("# Notes\n")
+    wait_until((repo / "report.pdf.md").exists, HANG, "the copy's text view")
+    git = ["git", "-c", "init.defaultBranch=main", "-C", str(repo)]
+    subprocess.run([*git, "init", "-q"], check=True, timeout=60)
+    subprocess.run([*git, "add", "."], check=True, timeout=60)
+    tracked = subprocess.run(
+        [*git, "ls-files"], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.split()
+    assert tracked == ["notes.md", "report.pdf"], tracked
+    shutil.rmtree(src / "git-views")

