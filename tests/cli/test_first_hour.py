@@ -101,9 +101,13 @@ def test_a_mount_that_makes_its_collection_logs_where_help_says(tmp_path: Path) 
     """`semfs mount --watch` into a collection that does not exist yet: its default log is
     STORE/COLLECTION/mount.log all the same (the folder made owner-only), not /dev/null."""
     store = tmp_path / "store"
-    assert default_log_file(store, None, "work") is None  # not there, not being made
-    log = default_log_file(store, None, "work", creating=True)
+    work = CollectionAddress(store=store, collection="work")
+    assert default_log_file(work) is None  # not there, not being made
+    log = default_log_file(work, creating=True)
     assert log == store / "work" / "mount.log"
     for folder in (store, store / "work"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
-    assert default_log_file(store, "http://127.0.0.1:6333", "work", creating=True) is None
+    # A server's collection keeps its local files (this log too) under the store folder.
+    server = CollectionAddress(store=store, url="http://127.0.0.1:6333", collection="work")
+    log = default_log_file(server, creating=True)
+    assert log is not None and log.parent == server.local_dir and log.is_relative_to(store)
