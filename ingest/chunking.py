@@ -56,6 +56,12 @@ _NOT_PROSE = re.compile(r"[ \t]*(?:[<{!|>]|import\s|export\s|:::|///|\[\^|[-*+][
 TokenCounter = Callable[[Sequence[str]], list[int]]
 """Returns the token count (without special tokens) of each given text, in order."""
 
+# A page, slide or chapter (``cuts``) starts a chunk of its own for the first FREE_UNIT_CHUNKS
+# chunks of a document, then only once the chunk before holds 1/UNIT_SHARE of the budget: tiny
+# units share a chunk ("pages 7-9"), so the chunks of a document are bounded by its text, not
+# by its page count (a 1 KB PDF listed one page 10,000 times: 10,000 chunks; issue 39.5).
+FREE_UNIT_CHUNKS = 16
+UNIT_SHARE = 8
 # A chunk's characters per token of its budget, at most. The model's WordPiece tokenizer reads
 # any word past 100 characters as one [UNK], so a 512 KiB word (or a base64 blob) counts one
 # token and would be one chunk, and what works on a chunk after it (BM25, the excerpts) grows
@@ -140,8 +146,10 @@ def chunk_text(
     character that alone exceeds the budget (it cannot be split further).
     ``count_tokens`` is called a handful of times per document with batches, never per piece.
     Empty text gives ``[]``; whitespace-only text gives one chunk unless it exceeds the budget.
-    ``cuts``: 1-based lines where a chunk must start, when a block starts there (a text
-    view's page headings: a chunk then never spans two pages, and a hit names one).
+    ``cuts``: 1-based lines where a chunk starts, when a block starts there (a text view's
+    page headings: a chunk then never spans two pages, and a hit names one), past the first
+    :data:`FREE_UNIT_CHUNKS` chunks only when the chunk before holds ``1/UNIT_SHARE`` of the
+    budget (tiny pages share a chunk: their number is bounded by the text, not the pages).
     """
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
@@ -171,7 +179,11 @@ def chunk_text(
                 and total * 4 >= max_tokens
                 and not (front and origin[k - 1] == 0)
             )
-            forced = block != origin[k - 1] and block in cut_blocks
+            forced = (
+                block != origin[k - 1]
+                and block in cut_blocks
+                and (len(ranges) < FREE_UNIT_CHUNKS or total * UNIT_SHARE >= max_tokens)
+            )
             if fresh or forced or total + c > max_tokens:
                 ranges.append((first, k))
                 first, total = k, 0

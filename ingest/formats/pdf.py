@@ -22,6 +22,12 @@ from semfs.ingest.formats.base import (
 
 # Pages of one PDF: a bound on the work a crafted page count could ask for.
 MAX_PAGES = 20_000
+# Bytes of the file per page, at least, past the first PAGES_FREE pages. A page tree may list
+# one page object many times over (a node of 10 kids, each the same node of 10 kids, ...): a
+# 1,001-byte file made 10,000 pages, 259 KB of text and 10,000 chunks to embed (issue 39.5).
+# A real page holds its own object and content: hundreds of bytes, rarely under 50 compressed.
+BYTES_PER_PAGE = 8
+PAGES_FREE = 100
 
 
 def extract(path: str, data: bytes) -> Extracted | Unsupported:
@@ -37,6 +43,11 @@ def extract(path: str, data: bytes) -> Extracted | Unsupported:
         pages = len(doc)
         if pages > MAX_PAGES:
             return Unsupported(f"PDF of {pages} pages, over the {MAX_PAGES}-page bound")
+        if pages > PAGES_FREE + len(data) // BYTES_PER_PAGE:
+            return Unsupported(
+                f"PDF of {pages} pages in {len(data)} bytes: more pages than a file this size "
+                "holds (a page tree that repeats its pages?), not ingested"
+            )
         view = ViewBuilder("page")
         # The metadata's title, else the file name: never a line of the page text.
         view.add(f"# {_title(doc) or PurePosixPath(path).stem or path}")

@@ -455,3 +455,84 @@ def test_html_headings_drop_their_anchors(tmp_path: Path) -> None:
     assert got.text.startswith("# What is rustdoc?\n"), got.text
     assert "\n## Use it\n" in got.text and "](#" not in got.text
     assert [label for _, label in got.marks] == ["What is rustdoc?", "Use it"]
+
+
+# --- issue 39.5: small converted files whose work grew past their size --------------------------
+
+
+def test_a_docx_looks_its_styles_up_once_not_once_a_paragraph(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # python-docx scans every style of the document for each paragraph's style: a 40 KB DOCX of
+    # 2,000 short paragraphs took 3.2 s (a minute with 10,000 and a template's 160 styles).
+    import docx
+    from docx.oxml.styles import CT_Styles
+
+    document = docx.Document()
+    document.add_heading("Notes", 1)
+    document.add_paragraph("a point", style="List Bullet")
+    for i in range(2000):
+        document.add_paragraph(f"Line {i} of the notes.")
+    buf = io.BytesIO()
+    document.save(buf)
+    scans = []
+    real = CT_Styles.default_for
+    monkeypatch.setattr(CT_Styles, "default_for", lambda self, t: scans.append(t) or real(self, t))
+    got = formats.extract("notes.docx", buf.getvalue(), isolated=False)  # here: the spy sees it
+    assert isinstance(got, formats.Extracted)
+    assert got.text.startswith("# Notes\n\n- a point\n\nLine 0 of the notes.\n\n")
+    assert len(scans) <= 1, len(scans)
+
+
+def test_an_epub_reads_a_chapter_its_spine_repeats_once(tmp_path: Path) -> None:
+    make_epub(tmp_path / "novel.epub")
+    book = zipfile.ZipFile(tmp_path / "novel.epub")
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for info in book.infolist():
+            data = book.read(info)
+            if info.filename.endswith(".opf"):  # the spine names chapter 1 a thousand times
+                data = data.replace(b'<itemref idref="c1"/>', b'<itemref idref="c1"/>' * 1000)
+            z.writestr(info, data)
+    assert len(out.getvalue()) < 3000
+    got = formats.extract("novel.epub", out.getvalue())
+    whole = formats.extract("novel.epub", (tmp_path / "novel.epub").read_bytes())
+    assert isinstance(got, formats.Extracted) and got == whole
+
+
+def test_a_pdf_whose_page_tree_repeats_a_page_is_refused_by_its_size() -> None:
+    # 1,001 bytes: a page-tree node of 10 kids, each the same node, 4 levels: 10,000 pages,
+    # 259 KB of text and 10,000 chunks to embed.
+    data = _repeated_pages_pdf(depth=4, fan=10)
+    assert len(data) < 1100
+    got = formats.extract("tiny.pdf", data)
+    assert isinstance(got, formats.Unsupported), got
+    assert got.reason.startswith("PDF of 10000 pages in ") and "more pages than" in got.reason
+    small = formats.extract("tiny.pdf", _repeated_pages_pdf(depth=2, fan=5))  # 25 pages: fine
+    assert isinstance(small, formats.Extracted) and len(small.marks) == 25
+
+
+def _repeated_pages_pdf(depth: int, fan: int) -> bytes:
+    """A PDF whose page tree lists one page ``fan ** depth`` times (each level: ``fan`` times
+    the same node of the level below)."""
+    font = "<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >>"
+    text = "BT /F1 12 Tf 72 720 Td (Hello page) Tj ET"
+    objs = {
+        1: "<< /Type /Catalog /Pages 4 0 R >>",
+        2: f"<< /Length {len(text)} >>\nstream\n{text}\nendstream",
+        3: f"<< /Type /Page /Parent 4 0 R /MediaBox [0 0 612 792] /Contents 2 0 R "
+        f"/Resources {font} >>",
+    }
+    for level in range(depth):
+        kid = 3 if level == depth - 1 else 5 + level
+        kids = " ".join([f"{kid} 0 R"] * fan)
+        objs[4 + level] = f"<< /Type /Pages /Kids [{kids}] /Count {fan ** (depth - level)} >>"
+    out, offsets = "%PDF-1.4\n", {}
+    for k in sorted(objs):
+        offsets[k] = len(out)
+        out += f"{k} 0 obj\n{objs[k]}\nendobj\n"
+    xref, n = len(out), max(objs)
+    out += f"xref\n0 {n + 1}\n0000000000 65535 f \n"
+    out += "".join(f"{offsets[k]:010d} 00000 n \n" for k in range(1, n + 1))
+    out += f"trailer\n<< /Size {n + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
+    return out.encode()

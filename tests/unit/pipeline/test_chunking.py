@@ -385,3 +385,26 @@ def test_real_tokenizer_on_corpus_page() -> None:
         title = document_title(text, str(page))
         assert title
         assert all(count([embedding_text(c, title)])[0] <= 256 for c in chunks[:5])
+
+
+def test_tiny_pages_share_chunks_past_the_first_ones() -> None:
+    # Issue 39.5: each page (slide, chapter) started a chunk of its own, so a 1 KB PDF that
+    # listed one page 10,000 times gave 10,000 chunks: the chunks were bounded by pages, not
+    # by text. A document of a few units keeps one chunk each.
+    def view(pages: int) -> tuple[str, list[int]]:
+        parts = [f"## Page {n}\n\nHello page.\n" for n in range(1, pages + 1)]
+        cuts, line = [], 1
+        for part in parts:
+            cuts.append(line)
+            line += part.count("\n") + 1
+        return "\n".join(parts), cuts
+
+    text, cuts = view(10)
+    assert len(chunk_text(text, "a.pdf.md", words, 224, cuts)) == 10
+    text, cuts = view(10_000)
+    chunks = chunk_text(text, "a.pdf.md", words, 224, cuts)
+    check(text, chunks, words, 224)
+    tokens = sum(words([text]))
+    # The first 16 pages a chunk each, then chunks of an eighth of the budget or more.
+    assert len(chunks) <= 16 + tokens * 8 // 224 + 1, len(chunks)
+    assert all(c.text.startswith("## Page ") for c in chunks)  # still cut at pages
