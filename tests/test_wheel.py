@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, SAMPLE_CORPUS
+from tests.helpers import REPO, sample_subset
 from tests.helpers.mounting import force_unmount, require_mount_marker, wait_mounted
 
 # Building copies 90 MB twice and pip installs ~60 packages from the index: limits that only
@@ -78,11 +77,7 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
     version = _run(semfs, "--version", env=env, cwd=tmp_path).stdout
     assert "onnxruntime" in version and "torch extra: not installed" in version, version
 
-    source = tmp_path / "docs"
-    for f in sorted(SAMPLE_CORPUS.rglob("*.md*"))[:6]:
-        target = source / f.relative_to(SAMPLE_CORPUS)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(f, target)
+    source = sample_subset(tmp_path / "docs", 6)
     _run(semfs, "ingest", source, env=env, cwd=tmp_path, timeout=900)
     found = _run(semfs, "search", "custom domain", "--json", "-k", "3", env=env, cwd=tmp_path)
     assert json.loads(found.stdout), found.stdout

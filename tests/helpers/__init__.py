@@ -26,6 +26,16 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
+def sample_subset(dst: Path, files: int = 12) -> Path:
+    """A copy of the first ``files`` Markdown files of the sample corpus in ``dst``: several
+    documents to rank, quick to embed with the real model."""
+    for f in sorted(SAMPLE_CORPUS.rglob("*.md*"))[:files]:
+        target = dst / f.relative_to(SAMPLE_CORPUS)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(f.read_bytes())
+    return dst
+
+
 # Another local user, for tests of what the store and the mount let others see.
 NOBODY = 65534
 

@@ -24,7 +24,7 @@ from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Searcher
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
-from tests.helpers import SAMPLE_CORPUS, shared_path
+from tests.helpers import sample_subset, shared_path
 
 QUESTION_SETS = ("fastapi-docs", "mem0-docs", "mintlify-docs")
 # What the issue asks of the torch-free graph against sentence-transformers.
@@ -90,15 +90,6 @@ def test_the_graph_is_deterministic_and_what_onnx_runtime_runs(tmp_path: Path) -
     assert build_bert_graph(copy) == first
 
 
-def _corpus(dst: Path, files: int = 12) -> Path:
-    """The first ``files`` files of the sample corpus: several documents to rank."""
-    for f in sorted(SAMPLE_CORPUS.rglob("*.md*"))[:files]:
-        target = dst / f.relative_to(SAMPLE_CORPUS)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(f.read_bytes())
-    return dst
-
-
 def _questions() -> list[str]:
     out: list[str] = []
     for name in QUESTION_SETS:
@@ -135,7 +126,7 @@ def test_the_graph_is_sentence_transformers_model(tmp_path: Path) -> None:
     graph = load_embedder(PACKAGED_MODEL)
     assert isinstance(graph, OnnxEmbedder)
     questions = _questions()
-    source = _corpus(tmp_path / "src")
+    source = sample_subset(tmp_path / "src")
     with (
         open_store(CollectionAddress(store=tmp_path / "by-torch")) as by_torch,
         open_store(CollectionAddress(store=tmp_path / "by-graph")) as mine,

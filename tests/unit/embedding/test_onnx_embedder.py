@@ -31,7 +31,7 @@ from semfs.ingest.search import Searcher
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import StoreMeta
-from tests.helpers import REPO, SAMPLE_CORPUS, SEMFS
+from tests.helpers import REPO, SAMPLE_CORPUS, SEMFS, sample_subset
 
 INT8 = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
 TORCH = "sentence-transformers/all-MiniLM-L6-v2"
@@ -137,15 +137,6 @@ def cached(model_cache: Path) -> Path:
 QUESTION, ANSWER = "give AI tools a single file that lists all my pages", "ai/llmstxt.mdx"
 
 
-def _small_corpus(dst: Path) -> Path:
-    """Five files of the sample corpus: enough to ingest and search, quick to embed."""
-    for f in sorted(SAMPLE_CORPUS.rglob("*.md*"))[:5]:
-        target = dst / f.relative_to(SAMPLE_CORPUS)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(f.read_bytes())
-    return dst
-
-
 def _texts() -> list[str]:
     from semfs.ingest.chunking import chunk_text, document_title, embedding_text
 
@@ -190,7 +181,7 @@ def test_int8_store_records_its_backend_and_queries_follow_it(
     cos = (fp32 * int8).sum(1)
     assert cos.mean() >= 0.98, cos.mean()  # approximate, not equal: measured ~0.99
 
-    source = _small_corpus(tmp_path / "src")
+    source = sample_subset(tmp_path / "src", 5)
     with open_store(CollectionAddress(store=store_dir)) as store:
         report = ingest(source, store, model="all-MiniLM-L6-v2@onnx-int8")
         assert report.model == INT8
@@ -212,7 +203,7 @@ def test_an_int8_store_keeps_ingesting_and_searching_with_int8(
 ) -> None:
     """A store built with int8 is not moved to the default (torch): a later ingest without
     --model embeds with int8, and searches embed queries with int8."""
-    source = _small_corpus(tmp_path / "src")
+    source = sample_subset(tmp_path / "src", 5)
     with open_store(CollectionAddress(store=store_dir)) as store:
         first = ingest(source, store, model="all-MiniLM-L6-v2@onnx-int8")
         assert first.model == INT8 and first.chunks_embedded > 0
@@ -241,7 +232,7 @@ def test_cli_ingest_and_search_with_the_onnx_backend(
     """`semfs ingest` with either ONNX backend asked for; `semfs search` follows it."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     store = str(tmp_path / "cli-store")
-    source = str(_small_corpus(tmp_path / "src"))
+    source = str(sample_subset(tmp_path / "src", 5))
     ingest_run = subprocess.run(
         [SEMFS, "ingest", source, "--store", store, *model],
         capture_output=True,
@@ -321,7 +312,7 @@ def test_search_of_an_int8_store_imports_no_torch(cached: Path, tmp_path: Path) 
     store = tmp_path / "int8-store"
     query_args = ["--store", str(store), "-k", "3", "--json"]
     with open_store(CollectionAddress(store=store)) as s:
-        ingest(_small_corpus(tmp_path / "src"), s, model="all-MiniLM-L6-v2@onnx-int8")
+        ingest(sample_subset(tmp_path / "src", 5), s, model="all-MiniLM-L6-v2@onnx-int8")
     r = subprocess.run(
         [sys.executable, "-X", "importtime", SEMFS, "search", QUESTION, *query_args],
         capture_output=True,

@@ -41,18 +41,9 @@ from semfs.ingest.search import Searcher
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import StoreMeta
-from tests.helpers import REPO, SAMPLE_CORPUS, SEMFS
+from tests.helpers import REPO, SEMFS, sample_subset
 
 TORCH_MODULES = {"torch", "transformers", "sentence_transformers"}
-
-
-def _corpus(dst: Path, files: int = 12) -> Path:
-    """The first ``files`` files of the sample corpus: several documents to rank, quick to embed."""
-    for f in sorted(SAMPLE_CORPUS.rglob("*.md*"))[:files]:
-        target = dst / f.relative_to(SAMPLE_CORPUS)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(f.read_bytes())
-    return dst
 
 
 @pytest.fixture
@@ -91,7 +82,7 @@ def test_another_model_without_the_torch_extra_is_one_line(
         "sys.argv = ['semfs', *sys.argv[1:]]\n"
         "main()\n"
     )
-    args = ["ingest", str(_corpus(tmp_path / "src", 2)), "--store", str(tmp_path / "s")]
+    args = ["ingest", str(sample_subset(tmp_path / "src", 2)), "--store", str(tmp_path / "s")]
     proc = subprocess.run(
         [sys.executable, "-c", code, *args, "--model", other_model],
         capture_output=True,
@@ -179,7 +170,7 @@ def test_another_model_is_exported_once_checked_and_then_runs_without_torch(
     documents = load_embedder(other_model)
     assert isinstance(documents, Fp32Embedder) and documents.query_backend == TORCH_QUERIES
     with open_store(CollectionAddress(store=store_dir)) as store:
-        report = ingest(_corpus(tmp_path / "src", 4), store, embedder=documents)
+        report = ingest(sample_subset(tmp_path / "src", 4), store, embedder=documents)
         assert report.chunks_embedded > 0
     agreement = documents.agreement
     assert agreement is not None and agreement.agrees, agreement
@@ -248,7 +239,7 @@ def test_one_model_cache_for_store_flag_env_and_default_and_nothing_imports_torc
     other_backend.write_bytes(b"kept: another backend's export")
 
     store = tmp_path / "named-store"
-    source = _corpus(tmp_path / "src", files=5)
+    source = sample_subset(tmp_path / "src", files=5)
     run = subprocess.run(
         [sys.executable, "-X", "importtime", SEMFS, "ingest", str(source), "--store", str(store)],
         capture_output=True,
