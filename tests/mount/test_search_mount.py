@@ -414,3 +414,40 @@ def test_similar_documents_through_the_mount(tmp_path: Path, hash_store: Path) -
         assert ".similar" not in os.listdir(mnt) and os.listdir(mnt / ".similar") == []
         with pytest.raises(FileNotFoundError):
             os.listdir(mnt / ".similar" / "deploy" / "no-such-page.mdx")
+
+
+def test_a_repository_through_the_mount(tmp_path: Path) -> None:
+    """Source code (issue 42) through a real mount: a hit names its definition, @symbol finds
+    a name's definition, a vendored file is served byte for byte and never a hit, and what
+    .gitignore leaves out is not there."""
+    src = tmp_path / "repo"
+    (src / "uploads").mkdir(parents=True)
+    (src / "node_modules" / "retry").mkdir(parents=True)
+    (src / "build").mkdir()
+    (src / ".git").mkdir()  # a repository: its .gitignore applies
+    (src / ".gitignore").write_text("build/\n")
+    (src / "uploads" / "client.py").write_text(
+        "class Uploader:\n"
+        '    """Sends parts to the server."""\n\n'
+        "    def retry_upload(self, part):\n"
+        "        # zanzibar backoff between the tries\n"
+        "        return self.send(part)\n"
+    )
+    vendored = "module.exports = function retry_upload() { /* zanzibar */ };\n"
+    (src / "node_modules" / "retry" / "index.js").write_text(vendored)
+    (src / "build" / "client.py").write_text("zanzibar = 1\n")
+    store = tmp_path / "store"
+    ingest_hash(src, store)
+    with mounted(tmp_path / "mnt", "--store", str(store)) as m:
+        keyword = m.path / ".search" / "@keyword" / "zanzibar backoff"
+        assert ranked_paths(m.path, keyword) == ["uploads/client.py"]
+        text = (keyword / "00-results.md").read_text()
+        assert "## 1. uploads/client.py:4 · class Uploader › def retry_upload\n" in text
+        assert "\n4:     def retry_upload(self, part):\n" in text
+        symbol = m.path / ".search" / "@symbol" / "Uploader.retry_upload"
+        assert ranked_paths(m.path, symbol) == ["uploads/client.py"]
+        assert "(1.00 strong)" in (symbol / "00-results.md").read_text()
+        missing = (m.path / ".search" / "@symbol" / "retry" / "00-results.md").read_text()
+        assert "No definition has this exact name" in missing
+        assert (m.path / "node_modules" / "retry" / "index.js").read_text() == vendored
+        assert not (m.path / "build").exists()
