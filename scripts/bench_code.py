@@ -53,6 +53,7 @@ from semfs.ingest import syntax
 from semfs.ingest.chunking import chunk_text
 from semfs.ingest.embedding.embedder import DEFAULT_MODEL, load_embedder
 from semfs.ingest.pipeline import ingest
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher
 from semfs.ingest.search.results import render
 from semfs.ingest.sources import Document, read_document, scan
@@ -170,9 +171,10 @@ def ask_semfs(store_dir: Path, questions: list[Question]) -> Arm:
         searcher.warm_up()
         for q in questions:
             started = time.perf_counter()
-            hits = searcher.search(q.question, k=K, mode="hybrid")
+            request = SearchRequest(q.question, k=K, mode="hybrid")
+            hits = searcher.search(request)
             seconds = time.perf_counter() - started
-            text = render(q.question, hits, f"hybrid · k {K} · in all")
+            text = render(request.text, hits, request.describe())
             arm.outcomes[q.name] = Outcome([h.path for h in hits], text, seconds)
     return arm
 
@@ -313,10 +315,10 @@ def symbol_cost(store_dir: Path, names: list[str]) -> dict[str, float]:
             taken = []
             for name in names:
                 started = time.perf_counter()
-                searcher.search(name, k=K, mode=mode)
+                searcher.search(SearchRequest(name, k=K, mode=mode))
                 taken.append((time.perf_counter() - started) * 1000)
             out[f"{mode}_ms"] = statistics.median(taken)
-        found = sum(bool(searcher.search(n, k=K, mode="symbol")) for n in names)
+        found = sum(bool(searcher.search(SearchRequest(n, k=K, mode="symbol"))) for n in names)
         out["names"] = len(names)
         out["found"] = found
     return out

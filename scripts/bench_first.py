@@ -227,6 +227,7 @@ def section_rankings(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
     from semfs.ingest.embedding.embedder import PACKAGED_MODEL, load_torch_embedder, query_backend
+    from semfs.ingest.request import SearchRequest
     from semfs.ingest.search import Searcher
     from semfs.ingest.store.address import CollectionAddress
     from semfs.ingest.store.backends import open_store
@@ -246,8 +247,8 @@ def section_rankings(args: argparse.Namespace) -> dict[str, Any]:
             diffs = []
             for mode in args.modes:
                 for q in qs:
-                    got = [h.path for h in onnx.search(q, k=10, mode=mode)]
-                    want = [h.path for h in ref.search(q, k=10, mode=mode)]
+                    got = [h.path for h in onnx.search(SearchRequest(q, k=10, mode=mode))]
+                    want = [h.path for h in ref.search(SearchRequest(q, k=10, mode=mode))]
                     if got != want:
                         diffs.append({"mode": mode, "question": q, "onnx": got, "torch": want})
         out[name] = {

@@ -169,6 +169,7 @@ def run_semfs(
     store_dir: Path, queries: Sequence[str]
 ) -> tuple[dict[str, list[list[int]]], dict[str, float]]:
     """Ranked doc ids per mode per query, and the mean seconds per query per mode."""
+    from semfs.ingest.request import SearchRequest
     from semfs.ingest.search import Searcher
     from semfs.ingest.store.address import CollectionAddress
     from semfs.ingest.store.backends import open_store
@@ -181,7 +182,8 @@ def run_semfs(
         for mode in MODES:
             start = time.perf_counter()
             runs[mode] = [
-                [doc_id_of(h.path) for h in searcher.search(q, k=K, mode=mode)] for q in queries
+                [doc_id_of(h.path) for h in searcher.search(SearchRequest(q, k=K, mode=mode))]
+                for q in queries
             ]
             seconds[mode] = (time.perf_counter() - start) / max(len(queries), 1)
     return runs, seconds

@@ -43,6 +43,7 @@ import answers
 import cranfield
 import strength_fit
 
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import FAIR, STRONG, Searcher, match_strength
 from semfs.ingest.store import FUSION_CANDIDATES
 from semfs.ingest.store import qdrant as qdrant_core
@@ -70,7 +71,10 @@ def cranfield_split(work: Path) -> dict[str, Any]:
             ndcg[count] = {}
             for half, members in halves.items():
                 run = [
-                    [cranfield.doc_id_of(h.path) for h in searcher.search(texts[p - 1], 10)]
+                    [
+                        cranfield.doc_id_of(h.path)
+                        for h in searcher.search(SearchRequest(texts[p - 1], k=10))
+                    ]
                     for p in members
                 ]
                 score = cranfield.evaluate(run, [qrels_by_pos[p] for p in members])["ndcg@10"]

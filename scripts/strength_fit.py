@@ -33,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import answers
 import cranfield
 
-from semfs.ingest.search import FAIR, MODES, STRONG, Searcher
+from semfs.ingest.request import SearchRequest
+from semfs.ingest.search import FAIR, STRENGTH_FIT, STRONG, Searcher
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 
@@ -62,7 +63,9 @@ def collect(store: Path, judged: Judged, mode: str) -> list[tuple[float, bool]]:
     with open_store(CollectionAddress(store=store)) as s:
         searcher = Searcher(s)
         return [
-            (h.score, h.path in right) for q, right in judged for h in searcher.search(q, 10, mode)
+            (h.score, h.path in right)
+            for q, right in judged
+            for h in searcher.search(SearchRequest(q, k=10, mode=mode))
         ]
 
 
@@ -93,13 +96,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--answers-work", type=Path, help="scripts/answers.py's --work folder.")
     p.add_argument("--cranfield-work", type=Path, help="scripts/cranfield.py's --work folder.")
-    p.add_argument("--mode", action="append", choices=MODES, help="Mode to fit [all].")
+    p.add_argument(
+        "--mode", action="append", choices=tuple(STRENGTH_FIT), help="Mode to fit [all]."
+    )
     args = p.parse_args(argv)
     sets = judged_sets(args.answers_work, args.cranfield_work)
     if not sets:
         p.error("give --answers-work and/or --cranfield-work")
     fits = {}
-    for mode in args.mode or MODES:
+    for mode in args.mode or STRENGTH_FIT:
         per_set = {name: collect(store, judged, mode) for name, (store, judged) in sets.items()}
         pooled = [row for name, rows in per_set.items() if name != "cranfield" for row in rows]
         x = np.array([s for s, _ in pooled])

@@ -1,10 +1,12 @@
 """``semfs mcp``: the collection as MCP tools, for agents that cannot mount anything.
 
-Five tools with fixed names and parameters (clients and tests rely on them):
-``search(query, path="", k=5, mode="hybrid", more=False, details=False)``,
+Six tools with fixed names and parameters (clients and tests rely on them):
+``search(query, path="", k, mode, more=False, details=False)`` (``k`` and ``mode`` default to
+a :class:`~semfs.ingest.request.SearchRequest`'s, as every front end's),
 ``read(path, start_line=1, end_line=None, pages="")``,
 ``grep(pattern, path="", regex=False, ignore_case=False, max_results=100)``,
-``list(path="", recursive=False, pattern=None, map=False, page=1)`` and ``status()``. The work is
+``list(path="", recursive=False, pattern=None, map=False, page=1)``, ``status()`` and, when the
+server or the token may write, ``write``. The work is
 :class:`semfs.fusefs.agent.toolbox.Toolbox`'s; this module only describes the tools for an agent,
 turns library errors into tool errors (one line, the server keeps running) and picks a transport:
 stdio, or streamable HTTP at ``HOST:PORT`` (path ``/mcp``).
@@ -39,6 +41,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from semfs.fusefs.agent import SESSION_TIMEOUT
 from semfs.fusefs.agent.connections import ACCEPT_BURST, guarded_protocol, quiet_accept_errors
 from semfs.fusefs.agent.sessions import FairSessions
 from semfs.fusefs.agent.tokens import (
@@ -53,16 +56,22 @@ from semfs.fusefs.agent.tokens import (
 from semfs.fusefs.agent.toolbox import Scope, Toolbox, ToolOutput
 from semfs.ingest import __version__
 from semfs.ingest.errors import SemfsError
-from semfs.ingest.store import DEFAULT_K
+from semfs.ingest.request import DEFAULT_MODE
+from semfs.ingest.store import DEFAULT_K, MAX_K, MODES
 
 logger = logging.getLogger(__name__)
+# The search tool's k and mode: the request's bounds, the one table of modes.
+K_DESCRIPTION = f"How many documents (1-{MAX_K})."
+MODE_DESCRIPTION = "; ".join(
+    f"{mode}{' (default)' if mode == DEFAULT_MODE else ''}: {meaning}"
+    for mode, meaning in MODES.items()
+)
 WILDCARDS = ("0.0.0.0", "::", "")
 # HTTP sessions: one costs ~50 KB (its streams and task group) until it ends, and a client
 # that goes away without DELETE never ends it. So a session idle this long (seconds without a
 # request) is closed (a client that comes back gets 404 and, as the spec says, starts a new
 # one), at most MAX_SESSIONS are open at once (~13 MB), and at most SESSIONS_PER_TOKEN per
 # token: a client past its own cap loses its own longest-idle session (see .sessions).
-SESSION_TIMEOUT = 600.0
 MAX_SESSIONS = 256
 SESSIONS_PER_TOKEN = 16
 
@@ -140,7 +149,10 @@ def _tool(
     without one is refused (the SDK's middleware lets none through: this is a second lock).
     ``allowed(grant)`` False (None: stdio) refuses the call (the write tool).
     """
-    params = list(inspect.signature(fn).parameters.values())
+    # Annotations evaluated here, where their names are (the SDK would evaluate the strings
+    # in its own module): a description may then name a constant of this module.
+    signature = inspect.signature(fn, eval_str=True)
+    params = list(signature.parameters.values())
     assert params[-1].name == "scope"
 
     @functools.wraps(fn)
@@ -184,7 +196,7 @@ def _tool(
             }
         )
 
-    wrapper.__signature__ = inspect.signature(fn).replace(parameters=params[:-1])  # type: ignore[attr-defined]
+    wrapper.__signature__ = signature.replace(parameters=params[:-1])  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -269,10 +281,8 @@ def build_server(
     def search(
         query: Annotated[str, Field(description="A question or topic, in words.")],
         path: Annotated[str, Field(description="Search only inside this directory.")] = "",
-        k: Annotated[int, Field(description="How many documents (1-100).")] = DEFAULT_K,
-        mode: Annotated[
-            str, Field(description="hybrid (default), semantic (meaning) or keyword (BM25).")
-        ] = "hybrid",
+        k: Annotated[int, Field(description=K_DESCRIPTION)] = DEFAULT_K,
+        mode: Annotated[str, Field(description=MODE_DESCRIPTION)] = DEFAULT_MODE,
         more: Annotated[
             bool,
             Field(description="Answering lines from more of the hits (about 3x): as @more."),

@@ -38,6 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from semfs.fusefs.agent import DEFAULT_BUDGET
 from semfs.fusefs.agent.grep import (
     DEFAULT_MAX_RESULTS,
     Grep,
@@ -51,7 +52,7 @@ from semfs.fusefs.agent.writing import SourceWriter
 from semfs.fusefs.view.foldermap import FolderMaps
 from semfs.fusefs.view.reader import ChunksMissingError, DocumentReader
 from semfs.fusefs.view.refresh import TreeRefresher
-from semfs.fusefs.view.searchdir import SearchOptions, SearchPath, link_names, render_results
+from semfs.fusefs.view.searchdir import link_names, render_results
 from semfs.fusefs.view.tree import DIR, FILE, InodeMap, Node, Ownership, Tree
 from semfs.ingest import formats
 from semfs.ingest.errors import (
@@ -60,15 +61,15 @@ from semfs.ingest.errors import (
     StoreNotFoundError,
     ToolInputError,
 )
+from semfs.ingest.request import DEFAULT_MODE, SearchRequest
 from semfs.ingest.resident import ResidentStore
-from semfs.ingest.search import MAX_K, Hit, Searcher, place_fields
-from semfs.ingest.store import MODES, Store
+from semfs.ingest.search import Hit, Searcher, place_fields
+from semfs.ingest.store import DEFAULT_K, Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.schema import DocumentRecord
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_BUDGET = 30_000  # bytes per tool result, as Mintlify's MCP filesystem cuts
 # Scoped views of the tree kept at once (one per token folder set in use); each is rebuilt
 # when the collection changes, and costs what its part of the tree costs.
 SCOPED_VIEWS = 16
@@ -226,54 +227,41 @@ class Toolbox:
         self,
         query: str,
         path: str = "",
-        k: int = 10,
-        mode: str = "hybrid",
+        k: int = DEFAULT_K,
+        mode: str = DEFAULT_MODE,
         more: bool = False,
         details: bool = False,
         scope: Scope = (),
     ) -> ToolOutput:
-        if mode not in MODES:
-            raise ToolInputError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
-        if not 1 <= k <= MAX_K:
-            raise ToolInputError(f"k must be between 1 and {MAX_K}, not {k}")
+        try:
+            request = SearchRequest(query, k=k, mode=mode, more=more)
+        except SemfsError as exc:
+            raise ToolInputError(str(exc)) from None
         tree = self.view(scope)
         node = resolve(tree, path)
         if node.kind != DIR:
             raise ToolInputError(f"{node.path!r} is a file: search takes a directory as path")
-
-        def committed(doc_path: str, gen: int) -> bool:
-            shown = tree.lookup(doc_path)  # outside the scope: not in this tree
-            return shown is not None and shown.doc is not None and shown.doc.gen == gen
-
-        text = " ".join(query.split())
-        hits = self._search(text, k, mode, more, node.path, scope, committed) if text else ()
-        options = SearchOptions(mode=mode, k=k, more=more)
+        request = dataclasses.replace(request, under=node.path)
+        hits = self._search(request, scope, tree) if request.text else ()
         # The header says where it looked: for a scope at its root, the scope's folders.
-        shown = node.path
-        if scope and not any(shown == f or shown.startswith(f + "/") for f in scope):
-            shown = "/, ".join(f for f in scope if not shown or f.startswith(shown + "/"))
-        sp = SearchPath(shown, ".search", (), options, text)
-        rendered = render_results(sp, text, hits, link_names(hits, k), tools=True).decode(
-            "utf-8", "surrogateescape"
-        )
+        where = None
+        if scope and not any(node.path == f or node.path.startswith(f + "/") for f in scope):
+            shown = [f for f in scope if not node.path or f.startswith(node.path + "/")]
+            where = ("in " + ", ".join(f"{f}/" for f in shown)) if shown else None
+        rendered = render_results(
+            request, hits, link_names(hits, k), where=where, tools=True
+        ).decode("utf-8", "surrogateescape")
         return self._fit(
             rendered,
             {"results": [h.to_json() if details else compact_hit(h) for h in hits]},
             "ask for fewer documents (k) or a narrower path",
         )
 
-    def _search(
-        self,
-        text: str,
-        k: int,
-        mode: str,
-        more: bool,
-        under: str,
-        scope: Scope,
-        committed: Callable[[str, int], bool],
-    ) -> tuple[Hit, ...]:
-        """The ``k`` best hits under ``under`` within ``scope``: one search per scope folder
-        below ``under`` when ``under`` holds several, merged by score."""
+    def _search(self, request: SearchRequest, scope: Scope, tree: Tree) -> tuple[Hit, ...]:
+        """The ``request.k`` best hits under ``request.under`` within ``scope``, as ``tree``
+        shows them: one search per scope folder below ``under`` when it holds several, merged
+        by score."""
+        under = request.under or ""
         inside = [f for f in scope if under == f or under.startswith(f + "/")]
         if not scope or inside:
             wheres = [under]
@@ -282,11 +270,11 @@ class Toolbox:
         found: list[Hit] = []
         for where in wheres:
             found += self.searcher.search(
-                text, k=k, mode=mode, under=where or None, committed=committed, more=more
+                dataclasses.replace(request, under=where), committed=tree.shows
             )
         if len(wheres) > 1:
             found.sort(key=lambda h: (-h.score, h.path))
-        return tuple(dataclasses.replace(h, rank=i) for i, h in enumerate(found[:k], 1))
+        return tuple(dataclasses.replace(h, rank=i) for i, h in enumerate(found[: request.k], 1))
 
     def read(
         self,

@@ -13,6 +13,7 @@ from types import FrameType
 
 import click
 
+from semfs.fusefs.agent import DEFAULT_BUDGET, SESSION_TIMEOUT
 from semfs.fusefs.agent.guide import guide
 from semfs.fusefs.cli.common import handle_errors, store_options
 from semfs.fusefs.view.searchdir import DEFAULT_NAME
@@ -43,14 +44,14 @@ from semfs.ingest.store.address import CollectionAddress
 )
 @click.option(
     "--session-timeout",
-    default=600.0,
+    default=SESSION_TIMEOUT,
     show_default=True,
     type=click.FloatRange(1),
     help="Close an HTTP session after this many seconds without a request.",
 )
 @click.option(
     "--budget",
-    default=30_000,
+    default=DEFAULT_BUDGET,
     show_default=True,
     type=click.IntRange(1000),
     help="Bytes per tool result (text and structured content); longer results are cut with a note.",

@@ -106,11 +106,13 @@ def run_mount(params: Mapping[str, Any], verbose: int) -> None:
     from semfs.fusefs.mount.daemon import MountConfig, parse_options
     from semfs.fusefs.mount.logfile import configure_logging, default_log_file
     from semfs.fusefs.mount.start import mount
-    from semfs.fusefs.view.searchdir import SearchOptions, check_folder_name
+    from semfs.fusefs.view.searchdir import check_folder_name
+    from semfs.ingest.request import SearchRequest
     from semfs.ingest.store.address import CollectionAddress
 
     p = dict(params)
-    search = SearchOptions(mode=p["mode"], k=p["k"], min_score=p["min_score"])  # before forking
+    # The mount's defaults for its search folders, checked before forking.
+    search = SearchRequest(k=p["k"], mode=p["mode"], min_score=p["min_score"])
     check_folder_name(p["search_dir"])
     address = CollectionAddress(
         p["collection"], p["store_path"], p["url"], p["api_key"], p["connect_timeout"]

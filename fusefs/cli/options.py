@@ -17,6 +17,7 @@ from typing import Any
 from semfs.fusefs.view.searchdir import DEFAULT_NAME
 from semfs.ingest.embedding.embedder import DEFAULT_BATCH_SIZE
 from semfs.ingest.limits import DEFAULT_MAX_BYTES
+from semfs.ingest.request import DEFAULT_MODE
 from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, MAX_K, MODES, default_store_path
 
 
@@ -98,7 +99,9 @@ CATALOG = STORE[:3]
 # -k / --mode / --min-score: `semfs search`'s, and `semfs mount`'s defaults for its folders.
 # Each command gives its own help (with_help).
 K = Param("k", ("-k", "--k"), default=DEFAULT_K, show_default=True, number=int, bounds=(1, MAX_K))
-MODE = Param("mode", ("--mode",), default="hybrid", show_default=True, choices=MODES)
+MODE = Param("mode", ("--mode",), default=DEFAULT_MODE, show_default=True, choices=tuple(MODES))
+# What each mode matches, from the one table of modes: `semfs search --mode`'s help.
+MODE_MEANINGS = "; ".join(f"{mode}: {meaning}" for mode, meaning in MODES.items()) + "."
 MIN_SCORE = Param("min_score", ("--min-score",), number=float)
 
 # How a source folder is read: `semfs ingest` and `semfs mount --watch`.
@@ -203,7 +206,9 @@ MOUNT = (
         "beside report.pdf): the tree is then the source folder exactly (diff -r is empty).",
     ),
     K.with_help("Documents per search; @k=N changes it per query."),
-    MODE.with_help("Search mode; @semantic, @keyword, @hybrid change it per query."),
+    MODE.with_help(
+        "Search mode; " + ", ".join(f"@{mode}" for mode in MODES) + " change it per query."
+    ),
     MIN_SCORE.with_help("Drop hits whose match strength (0-1) is below this; @min=X per query."),
     Param(
         "connect_timeout",

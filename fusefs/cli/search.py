@@ -13,7 +13,9 @@ import os
 import click
 
 from semfs.fusefs.cli.common import handle_errors, opened, search_options, store_options
+from semfs.fusefs.cli.options import MODE_MEANINGS
 from semfs.ingest.errors import SemfsError
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import missing_collection
@@ -24,7 +26,7 @@ from semfs.ingest.store.backends import missing_collection
 @store_options
 @search_options(
     k_help="Number of documents.",
-    mode_help="hybrid: dense + BM25, scores fused; semantic: dense only; keyword: BM25 only.",
+    mode_help=MODE_MEANINGS,
     min_score_help="Drop hits whose match strength (0-1) is below this.",
 )
 @click.option(
@@ -61,21 +63,19 @@ def search(
         semfs search "custom domain" --under deploy -k 3 --json
         semfs search "webhook retries" --paths | xargs -d '\\n' grep -n retry
     """
-    from semfs.ingest.search import Searcher, normalize_under
+    from semfs.ingest.search import Searcher
     from semfs.ingest.search.results import render
 
     if not query.strip():
         raise click.BadParameter("give a question or words to search for", param_hint="QUERY")
-    scope = normalize_under(under)
+    request = SearchRequest(query, k=k, mode=mode, min_score=min_score, under=under, more=more)
     with opened(address) as store:
         meta = store.read_meta()
         found = meta is not None
         if found:
-            if scope is not None:
-                _check_folder(store, scope, address.collection)
-            hits = Searcher(store).search(
-                query, k=k, mode=mode, under=scope, min_score=min_score, more=more
-            )
+            if request.under is not None:
+                _check_folder(store, request.under, address.collection)
+            hits = Searcher(store).search(request)
     if not found:  # after closing: listing may open the store (a file: URL takes one client)
         raise missing_collection(address)
     if as_json:
@@ -86,9 +86,7 @@ def search(
         for h in hits:
             click.echo(_source_path(source, h.path))
         return
-    settings = f"{mode} · k {k}" + (f" · min {min_score:g}" if min_score is not None else "")
-    settings += (" · more" if more else "") + (f" · in {scope}/" if scope else " · in all")
-    click.echo(render(" ".join(query.split()), hits, settings), nl=False)
+    click.echo(render(request.text, hits, request.describe()), nl=False)
 
 
 def _source_path(source: str | None, path: str) -> str:

@@ -37,13 +37,14 @@ from semfs.fusefs.view.foldermap import FolderMaps
 from semfs.fusefs.view.pins import GenerationPins
 from semfs.fusefs.view.reader import DocumentReader
 from semfs.fusefs.view.refresh import DEFAULT_INTERVAL, TreeRefresher
-from semfs.fusefs.view.searchdir import DEFAULT_NAME, SearchDirectories, SearchOptions
+from semfs.fusefs.view.searchdir import DEFAULT_NAME, SearchDirectories
 from semfs.fusefs.view.similardir import SimilarDirectories
 from semfs.fusefs.view.tree import InodeMap, Ownership
 from semfs.ingest import portable
 from semfs.ingest.errors import MountError, StoreOwnedError
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.resident import ResidentStore
-from semfs.ingest.store import DEFAULT_K, Store
+from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.check import require_counts
 from semfs.ingest.store.manifest import collector_paused
@@ -75,7 +76,7 @@ class MountConfig:
     log_file: Path | None = None
     poll_interval: float = DEFAULT_INTERVAL
     search_dir: str = DEFAULT_NAME
-    search: SearchOptions = field(default_factory=SearchOptions)  # defaults for queries
+    search: SearchRequest = field(default_factory=SearchRequest)  # defaults for queries
     watch: Path | None = None  # a source folder the daemon follows (--watch)
     views: bool = True  # text views beside converted documents (--no-views: originals only)
     # How --watch reads its folder; None: `semfs ingest`'s defaults. A plain mount makes none,
@@ -477,23 +478,15 @@ class _OnDemandSearcher:
             return self._searcher
 
     def search(
-        self,
-        query: str,
-        k: int = DEFAULT_K,
-        mode: str = "hybrid",
-        under: str | None = None,
-        min_score: float | None = None,
-        committed: Callable[[str, int], bool] | None = None,
-        more: bool = False,
+        self, request: SearchRequest, committed: Callable[[str, int], bool] | None = None
     ) -> list[Hit]:
-        return self.get().search(query, k, mode, under, min_score, committed, more)
+        return self.get().search(request, committed)
 
     def similar(
         self,
         path: str,
         gen: int,
-        k: int = DEFAULT_K,
-        under: str | None = None,
+        request: SearchRequest,
         committed: Callable[[str, int], bool] | None = None,
     ) -> list[Hit]:
-        return self.get().similar(path, gen, k, under, committed)
+        return self.get().similar(path, gen, request, committed)

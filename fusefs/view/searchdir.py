@@ -55,6 +55,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from semfs.ingest.errors import SemfsError
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.store import MAX_K
 
 # semfs.ingest.search imports the Qdrant engine: not needed to parse a command line.
@@ -64,8 +65,9 @@ if TYPE_CHECKING:
 from semfs.fusefs.view.parameters import (
     PARAMETER_PREFIX,
     RESULTS_NAME,
-    SearchOptions,
     parameter_lines,
+    parameter_problem,
+    with_parameter,
 )
 from semfs.fusefs.view.tree import (
     DIR,
@@ -108,14 +110,7 @@ class SearchFunction(Protocol):
     """:meth:`semfs.ingest.search.Searcher.search`, or anything called like it."""
 
     def __call__(
-        self,
-        query: str,
-        k: int = ...,
-        mode: str = ...,
-        under: str | None = ...,
-        min_score: float | None = ...,
-        committed: Callable[[str, int], bool] | None = ...,
-        more: bool = ...,
+        self, request: SearchRequest, committed: Callable[[str, int], bool] | None = ...
     ) -> list[Hit]: ...
 
 
@@ -146,15 +141,22 @@ def query_text(name: str) -> str:
 @dataclass(frozen=True)
 class SearchPath:
     """A path below a search folder, parsed. ``scope`` is the directory searched ("" for the
-    root); ``params`` the parameter folders as written; ``query`` the query directory's name
-    (None for the search folder or a parameter folder); ``entry`` a name inside it."""
+    root); ``params`` the parameter folders as written; ``options`` the request they make of
+    the mount's defaults (its query and folder not set: see :meth:`request`); ``query`` the
+    query directory's name (None for the search folder or a parameter folder); ``entry`` a
+    name inside it."""
 
     scope: str
     folder: str
     params: tuple[str, ...]
-    options: SearchOptions
+    options: SearchRequest
     query: str | None = None
     entry: str | None = None
+
+    def request(self) -> SearchRequest:
+        """The search this query directory runs: its options, its text, inside its scope."""
+        text = query_text(self.query) if self.query is not None else ""
+        return replace(self.options, query=text, under=self.scope or None)
 
     def _join(self, *parts: str) -> str:
         return "/".join(p for p in (self.scope, self.folder, *parts) if p)
@@ -201,7 +203,7 @@ def results_name(k: int) -> str:
     return RESULTS_NAME
 
 
-def search_readme(folder: str, defaults: SearchOptions) -> bytes:
+def search_readme(folder: str, defaults: SearchRequest) -> bytes:
     """The ``README.md`` of every search folder: the syntax (the parameters with this mount's
     defaults), and why a folder is not found."""
     text = f"""\
@@ -249,28 +251,27 @@ def _fit(prefix: str, name: str) -> str:
 
 
 def render_results(
-    sp: SearchPath,
-    text: str,
+    request: SearchRequest,
     hits: tuple[Hit, ...],
     names: tuple[str, ...],
     *,
+    where: str | None = None,
     tools: bool = False,
 ) -> bytes:
-    """The results file: :func:`semfs.ingest.search.results.render` with the query
-    directory's options and scope as its settings line (see that module for the form);
-    ``tools``: for the MCP search tool, which has no folders to name."""
+    """The results file: :func:`semfs.ingest.search.results.render` with the request's
+    settings line (see that module for the form; ``where`` says where it looked, by default
+    the request's folder); ``tools``: for the MCP search tool, which has no folders to name."""
     from semfs.ingest.search.results import render
 
-    where = f"in {sp.scope}/" if sp.scope else "in all"
-    floor = sp.options.min_score
+    text, floor = request.text, request.min_score
     note = (
         f"Every hit scored below the floor {floor:g} (@min)." if text and floor is not None else ""
     )
     body = render(
         text,
         hits,
-        f"{sp.options.describe()} · {where}",
-        full=sp.options.full,
+        request.describe(where),
+        full=request.full,
         links=names,
         empty_note=note,
         empty_hint=_EMPTY_HINT[tools],
@@ -402,13 +403,13 @@ class SearchDirectories:
         self,
         search: SearchFunction,
         folder: str = DEFAULT_NAME,
-        defaults: SearchOptions | None = None,
+        defaults: SearchRequest | None = None,
         cache_entries: int = DEFAULT_CACHE_ENTRIES,
         recent_entries: int = DEFAULT_RECENT_ENTRIES,
     ) -> None:
         self.search = search
         self.folder = check_folder_name(folder)
-        self.defaults = defaults or SearchOptions()
+        self.defaults = defaults or SearchRequest()
         self.cache = QueryCache(cache_entries)
         self.recent = RecentQueries(recent_entries)
         # A line for every results file, asked when a search runs (a watched mount's
@@ -442,9 +443,9 @@ class SearchDirectories:
         options = self.defaults
         params: list[str] = []
         while rest and rest[0].startswith(PARAMETER_PREFIX):
-            changed = options.with_parameter(rest[0])
+            changed = with_parameter(options, rest[0])
             if changed is None:
-                self._log_bad_parameter(rest[0], options)
+                self._log_bad_parameter(rest[0])
                 return None
             options = changed
             params.append(rest.pop(0))
@@ -457,7 +458,7 @@ class SearchDirectories:
             return None  # no entry is named so: answer without searching
         return replace(sp, query=rest[0], entry=rest[1] if len(rest) == 2 else None)
 
-    def _log_bad_parameter(self, name: str, options: SearchOptions) -> None:
+    def _log_bad_parameter(self, name: str) -> None:
         """One log line per bad parameter folder name: the kernel only hears ENOENT."""
         with self._bad_lock:
             if name in self._bad_logged:
@@ -469,7 +470,7 @@ class SearchDirectories:
             "%s/%s: not found: %s (see %s/%s)",
             self.folder,
             name,
-            options.parameter_problem(name),
+            parameter_problem(name),
             self.folder,
             README_NAME,
         )
@@ -482,52 +483,29 @@ class SearchDirectories:
         Raises whatever the search raises (a store failure): the caller reports it.
         """
         assert sp.query is not None
-        text = query_text(sp.query)
-        key = (sp.scope, sp.options, text)
-        result = self.cache.get(tree, key, lambda: self._run(tree, sp, text))
+        request = sp.request()
+        result = self.cache.get(tree, request, lambda: self._run(tree, request))
         self.recent.add(sp.scope, sp.params, sp.query, self.caller())
         return result
 
-    def _run(self, tree: Tree, sp: SearchPath, text: str) -> QueryResult:
+    def _run(self, tree: Tree, request: SearchRequest) -> QueryResult:
         started = time.perf_counter()
-
-        def committed(path: str, gen: int) -> bool:
-            # A text view the tree hides (--no-views) is shown as its original, same gen.
-            node = tree.lookup(tree.shown(path))
-            return node is not None and node.doc is not None and node.doc.gen == gen
-
-        opts = sp.options
-        hits = (
-            tuple(
-                self.search(
-                    text,
-                    k=opts.k,
-                    mode=opts.mode,
-                    under=sp.scope or None,
-                    min_score=opts.min_score,
-                    committed=committed,
-                    more=opts.more,
-                )
-            )
-            if text
-            else ()
-        )
-        names = link_names(hits, opts.k, tree.shown)
+        hits = tuple(self.search(request, committed=tree.shows)) if request.text else ()
+        names = link_names(hits, request.k, tree.shown)
         logger.debug(
-            "search %r in %r (%s): %d documents in %.1f ms",
-            text,
-            sp.scope or "/",
-            opts.describe(),
+            "search %r (%s): %d documents in %.1f ms",
+            request.text,
+            request.describe(),
             len(hits),
             (time.perf_counter() - started) * 1000,
         )
         return QueryResult(
-            text=text,
+            text=request.text,
             hits=hits,
             names=names,
-            results_name=results_name(opts.k),
+            results_name=results_name(request.k),
             results_file=with_status_line(
-                render_results(sp, text, hits, names),
+                render_results(request, hits, names),
                 self.status_line() if self.status_line is not None else None,
             ),
             created=time.time(),

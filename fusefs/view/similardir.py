@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
 
-from semfs.fusefs.view.parameters import RESULTS_NAME, SearchOptions
+from semfs.fusefs.view.parameters import RESULTS_NAME
 from semfs.fusefs.view.searchdir import (
     QueryCache,
     QueryResult,
@@ -38,6 +38,7 @@ from semfs.fusefs.view.tree import (
     Tree,
     node_attrs,
 )
+from semfs.ingest.request import SearchRequest
 
 if TYPE_CHECKING:
     from semfs.ingest.search import Hit
@@ -53,8 +54,7 @@ class SimilarFunction(Protocol):
         self,
         path: str,
         gen: int,
-        k: int = ...,
-        under: str | None = ...,
+        request: SearchRequest,
         committed: Callable[[str, int], bool] | None = ...,
     ) -> list[Hit]: ...
 
@@ -65,12 +65,12 @@ class SimilarDirectories:
     def __init__(
         self,
         similar: SimilarFunction,
-        defaults: SearchOptions | None = None,
+        defaults: SearchRequest | None = None,
         folder: str = SIMILAR_NAME,
     ) -> None:
         self.similar = similar
         self.folder = folder
-        self.k = (defaults or SearchOptions()).k
+        self.k = (defaults or SearchRequest()).k
         self.cache = QueryCache()
 
     def resolve(self, tree: Tree, rel: str) -> Node | None:
@@ -116,21 +116,18 @@ class SimilarDirectories:
         rec = doc.doc
         assert rec is not None
 
-        def committed(path: str, gen: int) -> bool:
-            node = tree.lookup(tree.shown(path))
-            return node is not None and node.doc is not None and node.doc.gen == gen
+        # The documents like this one: its vectors, as a meaning-only search.
+        request = SearchRequest(rec.path, k=self.k, mode="semantic", under=scope or None)
 
         def run() -> QueryResult:
-            hits = tuple(
-                self.similar(rec.path, rec.gen, k=self.k, under=scope or None, committed=committed)
-            )
+            hits = tuple(self.similar(rec.path, rec.gen, request, committed=tree.shows))
             names = link_names(hits, self.k, tree.shown)
             return QueryResult(
                 text=rec.path,
                 hits=hits,
                 names=names,
                 results_name=RESULTS_NAME,
-                results_file=_render(rec.path, scope, self.k, hits, names),
+                results_file=_render(request, hits, names),
                 created=time.time(),
                 _positions=MappingProxyType({n: i for i, n in enumerate(names)}),
             )
@@ -175,10 +172,9 @@ def _attrs(
     return node_attrs(ino, mode, nlink, size, when, tree.owner)
 
 
-def _render(path: str, scope: str, k: int, hits: tuple[Hit, ...], names: tuple[str, ...]) -> bytes:
+def _render(request: SearchRequest, hits: tuple[Hit, ...], names: tuple[str, ...]) -> bytes:
     from semfs.ingest.search.results import render
 
-    where = f"in {scope}/" if scope else "in all"
-    body = render(path, hits, f"semantic · k {k} · {where}", links=names)
+    body = render(request.query, hits, request.describe(), links=names)
     _, _, rest = body.partition("\n")
-    return (f"# Similar to: {path}\n" + rest).encode("utf-8", "surrogateescape")
+    return (f"# Similar to: {request.query}\n" + rest).encode("utf-8", "surrogateescape")

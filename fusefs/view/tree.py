@@ -235,6 +235,13 @@ class Tree:
         view the tree hides, its original."""
         return self._originals.get(path, path)
 
+    def shows(self, path: str, gen: int) -> bool:
+        """Whether this tree shows version ``gen`` of the document ``path`` (a text view it
+        hides counts as its original, same gen): the ``committed`` test of a search over it,
+        so results name exactly the documents the tree shows."""
+        node = self.lookup(self.shown(path))
+        return node is not None and node.doc is not None and node.doc.gen == gen
+
     def readable_by_all(self, path: str) -> bool:
         """Whether any user may read everything at and below the directory ``path``
         (what a search there could show them): every file o+r, every folder o+rx."""

@@ -24,9 +24,10 @@ from typing import Any
 from semfs.ingest.embedding.embedder import Embedder, load_query_embedder, query_backend
 from semfs.ingest.embedding.owner import owner_embedder
 from semfs.ingest.errors import SemfsError, StoreUnavailableError, not_text
+from semfs.ingest.request import DEFAULT_MODE, SearchRequest
 from semfs.ingest.search.excerpts import Excerpt, ExcerptPicker, definition_excerpts
 from semfs.ingest.search.ranking import DATED_PENALTY, asks_about_changes, is_dated_entry
-from semfs.ingest.store import DEFAULT_K, MAX_K, MODES, QueryService, SparseQuery, Store
+from semfs.ingest.store import QueryService, SparseQuery, Store
 from semfs.ingest.store.bm25 import bm25_model
 from semfs.ingest.store.ipc.client import RemoteStore
 from semfs.ingest.store.schema import OutlineEntry, ScoredChunk
@@ -84,7 +85,8 @@ def match_strength(score: float, mode: str) -> float:
     ``mode`` answers the query. It rises with the score, so it never contradicts the rank."""
     if mode == "symbol":  # an exact name: every hit defines it
         return 1.0 if score > 0 else 0.0
-    a, b = STRENGTH_FIT[mode]
+    # A mode not fitted yet is rated on the default mode's scale until strength_fit.py fits it.
+    a, b = STRENGTH_FIT.get(mode, STRENGTH_FIT[DEFAULT_MODE])
     return 1.0 / (1.0 + math.exp(-(a + b * score)))
 
 
@@ -227,14 +229,6 @@ def symbol_names(text: str) -> list[str]:
     return names
 
 
-def normalize_under(under: str | None) -> str | None:
-    """``"deploy/"``, ``"./deploy"`` -> ``"deploy"``; the root -> None."""
-    if under is None:
-        return None
-    parts = [p for p in under.strip().split("/") if p not in ("", ".")]
-    return "/".join(parts) or None
-
-
 class Searcher:
     """Runs queries against one store with the store's model; safe to share across threads."""
 
@@ -288,35 +282,26 @@ class Searcher:
         self.embedder.encode(["warm up"])
 
     def search(
-        self,
-        query: str,
-        k: int = DEFAULT_K,
-        mode: str = "hybrid",
-        under: str | None = None,
-        min_score: float | None = None,
-        committed: Callable[[str, int], bool] | None = None,
-        more: bool = False,
+        self, request: SearchRequest, committed: Callable[[str, int], bool] | None = None
     ) -> list[Hit]:
-        """The ``k`` best documents for ``query``. ``committed(path, gen)`` says whether a
-        chunk's version is the visible one; by default the store is asked. ``more`` gives
-        the hits' excerpts :attr:`more_chars` in all instead of :attr:`excerpt_chars`."""
-        if mode not in MODES:
-            raise SemfsError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
-        if not 1 <= k <= MAX_K:
-            raise SemfsError(f"k must be between 1 and {MAX_K}, not {k}")
-        text = query.strip()
+        """The ``request.k`` best documents for ``request`` (checked when it was made).
+        ``committed(path, gen)`` says whether a chunk's version is the visible one; by default
+        the store is asked. ``request.more`` gives the hits' excerpts :attr:`more_chars` in
+        all instead of :attr:`excerpt_chars`."""
+        text, k, mode = request.query.strip(), request.k, request.mode
         if not text:
             return []
         bad = not_text("the query", text)
         if bad is not None:
             raise bad
         if self._owner is not None and committed is None and self._default_budgets():
-            served = self._search_in_owner(self._owner, text, k, mode, under, min_score, more)
+            served = self._search_in_owner(self._owner, request)
             if served is not None:
                 return served
+        min_score, more = request.min_score, request.more
         if mode == "symbol":  # a lookup by name: no model, no vectors
             found = self.store.definitions(
-                symbol_names(text), max(k * CHUNKS_PER_DOC, 50), normalize_under(under)
+                symbol_names(text), max(k * CHUNKS_PER_DOC, 50), request.under
             )
             return self._documents(text, found, k, mode, min_score, committed, more, ())
         # A keyword query needs no model: it must not wait for one to load.
@@ -327,7 +312,7 @@ class Searcher:
             SparseQuery(list(sv.indices), list(sv.values)),
             mode,
             limit=max(k * CHUNKS_PER_DOC, 50),
-            under=normalize_under(under),
+            under=request.under,
         )
         if not asks_about_changes(text):
             # Pages of dated entries win long questions on breadth: see .ranking.
@@ -341,16 +326,14 @@ class Searcher:
         self,
         path: str,
         gen: int,
-        k: int = DEFAULT_K,
-        under: str | None = None,
+        request: SearchRequest,
         committed: Callable[[str, int], bool] | None = None,
-        more: bool = False,
     ) -> list[Hit]:
-        """The ``k`` documents nearest to the document ``path`` (version ``gen``), itself
-        left out: a semantic query by the mean of its first chunks' vectors (no model runs).
-        Their answering lines are those sharing words with its title and description."""
-        if not 1 <= k <= MAX_K:
-            raise SemfsError(f"k must be between 1 and {MAX_K}, not {k}")
+        """The ``request.k`` documents nearest to the document ``path`` (version ``gen``),
+        itself left out, ``request.under`` a folder: a semantic query by the mean of its first
+        chunks' vectors (no model runs; the request's query and mode are not used). Their
+        answering lines are those sharing words with its title and description."""
+        k = request.k
         vectors = list(self.store.chunk_vectors(path, gen, range(SIMILAR_CHUNKS)).values())
         if not vectors:
             return []
@@ -363,11 +346,11 @@ class Searcher:
             SparseQuery([], []),
             "semantic",
             limit=max((k + 1) * CHUNKS_PER_DOC, 50),
-            under=normalize_under(under),
+            under=request.under,
         )
         chunks = [sc for sc in found if sc.record.path != path]
         return self._documents(
-            text or path, chunks, k, "semantic", None, committed, more, sv.indices
+            text or path, chunks, k, "semantic", None, committed, request.more, sv.indices
         )
 
     def _documents(
@@ -465,22 +448,11 @@ class Searcher:
         budgets = (self.excerpt_chars, self.excerpt_total, self.more_chars, self.more_total)
         return budgets == (EXCERPT_CHARS, EXCERPT_TOTAL, MORE_CHARS, MORE_TOTAL)
 
-    def _search_in_owner(
-        self,
-        owner: RemoteStore,
-        text: str,
-        k: int,
-        mode: str,
-        under: str | None,
-        min_score: float | None,
-        more: bool,
-    ) -> list[Hit] | None:
+    def _search_in_owner(self, owner: RemoteStore, request: SearchRequest) -> list[Hit] | None:
         """The owner's hits for this search; None when it cannot search (then this process
         does, from now on; logged once)."""
         try:
-            rows = owner.search(
-                text, k=k, mode=mode, under=normalize_under(under), min_score=min_score, more=more
-            )
+            rows = owner.search(request.hit_fields())
             return [hit_from_fields(row) for row in rows]
         except StoreUnavailableError:
             raise  # the connection is gone: a search here would fail the same way
@@ -522,5 +494,5 @@ def query_service(searcher: Callable[[], Searcher]) -> QueryService:
     return QueryService(
         embed=lambda text: searcher().embedder.encode([text])[0],
         backend=lambda: query_backend(searcher().embedder),
-        search=lambda options: [hit_fields(h) for h in searcher().search(**options)],
+        search=lambda fields: [hit_fields(h) for h in searcher().search(SearchRequest(**fields))],
     )

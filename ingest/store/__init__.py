@@ -38,7 +38,15 @@ from semfs.ingest.store.schema import (
 )
 
 DEFAULT_COLLECTION = "docs"
-MODES = ("hybrid", "semantic", "keyword", "symbol")
+# The search modes, name -> what it matches (the one table: `--mode`, the `@` folder words, the
+# MCP tool and their help read it). Each is a way of QdrantStore.query() (store/qdrant.py), but
+# ``symbol``, which Store.definitions() answers.
+MODES: dict[str, str] = {
+    "hybrid": "meaning and words, dense + BM25 scores fused",
+    "semantic": "meaning only, dense vectors",
+    "keyword": "exact words only (BM25): names, flags, error messages",
+    "symbol": "the definition of a name in code: NAME or Class.method, exact",
+}
 # Documents per search. 3, not 5 (issue 28): on the public question sets hits 4-5 rarely
 # held the right page (hit@3 0.95-0.97), and the bytes of their list lines, spent on the
 # answering lines instead (EXCERPT_TOTAL 800), raised answer-in-results from 0.35-0.38 to
@@ -95,9 +103,9 @@ class QueryService:
     """How the process that owns a store embeds other processes' search queries: with its own
     model, already warm (:meth:`Store.serve_writers`). ``embed`` turns one query text into its
     dense vector; ``backend`` says what runs the model (``onnxruntime fp32``) without loading it.
-    ``search``, when given, runs a whole search: the keyword arguments of
-    :meth:`semfs.ingest.search.Searcher.search` (query, k, mode, under, min_score, more) to its
-    hits as plain values (:func:`semfs.ingest.search.hit_fields`).
+    ``search``, when given, runs a whole search: a request's fields
+    (:meth:`semfs.ingest.request.SearchRequest.hit_fields`: query, k, mode, min_score, under,
+    more) to its hits as plain values (:func:`semfs.ingest.search.hit_fields`).
     """
 
     embed: Callable[[str], list[float]]

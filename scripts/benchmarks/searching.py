@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from semfs.ingest.embedding.embedder import HASH_MODEL
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher
 from semfs.ingest.store import SparseQuery
 from semfs.ingest.store.address import CollectionAddress
@@ -94,7 +95,7 @@ def measure_inprocess_search(cfg: Config, res: Results, info: CorpusInfo) -> Non
         searcher.warm_up()
         qs = questions(info.source, 2 * cfg.queries + 3, seed=23)
         for q in qs[:3]:
-            searcher.search(q)
+            searcher.search(SearchRequest(q))
         direct_qs = qs[3 + cfg.queries :]
         embed = [timed(searcher.embedder.encode, [q])[0] for q in direct_qs]
         bm25 = qe.Bm25()

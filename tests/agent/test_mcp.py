@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -253,8 +254,12 @@ def test_smolagents_tool_collection(tmp_path: Path, corpus: Path) -> None:
     want = semfs_search("--store", str(store))[0]
     assert str(found).startswith("# Search: custom domain dns")
     for hit in want[:3]:
-        assert f"\n{hit['rank']}. {hit['path']} ({hit['strength']:.2f} {hit['match']})" in str(
-            found
+        # The text shows the strength to 2 places, the JSON to 3: 0.5049 is 0.50 there and
+        # 0.505 here, which is 0.51 at 2 places. The same hit, the same strength.
+        line = re.search(rf"\n{hit['rank']}\. {re.escape(hit['path'])} \((\S+) (\w+)\)", str(found))
+        assert line is not None, (hit, str(found))
+        assert (
+            abs(float(line.group(1)) - hit["strength"]) <= 0.006 and line.group(2) == hit["match"]
         )
     assert str(lines).rstrip("\n").split("\n") == gnu_grep(corpus, "München", False, False)
 

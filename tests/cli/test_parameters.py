@@ -7,8 +7,9 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from semfs.fusefs.view.parameters import PARAMETERS, SearchOptions
+from semfs.fusefs.view.parameters import PARAMETERS, parameter_problem, with_parameter
 from semfs.fusefs.view.searchdir import search_readme
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.store import DEFAULT_K, MAX_K
 from tests.helpers.mounting import semfs
 
@@ -27,24 +28,25 @@ def listed(text: str) -> dict[str, str]:
 
 
 def test_the_table_covers_every_option_once() -> None:
-    fields = {f.name for f in dataclasses.fields(SearchOptions)}
+    # The question is the folder's name, and where it searches the folder it is in.
+    fields = {f.name for f in dataclasses.fields(SearchRequest)} - {"query", "under"}
     assert {p.field for p in PARAMETERS} == fields, "an option no folder sets, or the reverse"
     assert len(SYNTAXES) == len({p.name for p in PARAMETERS}) == len(PARAMETERS)
 
 
 def test_the_parser_knows_exactly_the_table() -> None:
-    base = SearchOptions()
+    base = SearchRequest()
     for p in PARAMETERS:
         written, value = SAMPLES[p.name] if p.takes_value else ("", p.value)
         name = f"@{p.name}={written}" if p.takes_value else f"@{p.name}"
-        changed = base.with_parameter(name)
+        changed = with_parameter(base, name)
         assert changed is not None, name
         assert getattr(changed, p.field) == value, name
         # The wrong shape (a value where none is taken, or none where one is) is refused.
-        assert base.with_parameter(f"@{p.name}" if p.takes_value else f"@{p.name}=1") is None
+        assert with_parameter(base, f"@{p.name}" if p.takes_value else f"@{p.name}=1") is None
     for other in ("@bogus", "@mode=keyword", "@min_score=0.5", "@K=3", "@top=3", "@"):
-        assert base.with_parameter(other) is None, other
-    hint = base.parameter_problem("@bogus")
+        assert with_parameter(base, other) is None, other
+    hint = parameter_problem("@bogus")
     assert hint == f"unknown parameter '@bogus': use one of {', '.join(SYNTAXES)}"
 
 
@@ -65,6 +67,6 @@ def test_the_guide_lists_the_table_with_the_code_defaults() -> None:
 
 
 def test_a_search_folder_readme_lists_the_table_with_the_mount_defaults() -> None:
-    check_lines(search_readme(".search", SearchOptions()).decode(), "hybrid", DEFAULT_K, "none")
-    mounts = SearchOptions(mode="keyword", k=7, min_score=0.25)
+    check_lines(search_readme(".search", SearchRequest()).decode(), "hybrid", DEFAULT_K, "none")
+    mounts = SearchRequest(mode="keyword", k=7, min_score=0.25)
     check_lines(search_readme(".find", mounts).decode(), "keyword", 7, "0.25")

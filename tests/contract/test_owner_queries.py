@@ -19,6 +19,7 @@ import pytest
 
 from semfs.ingest.embedding.owner import OwnerEmbedder
 from semfs.ingest.errors import SemfsError, StoreOwnedError
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher
 from semfs.ingest.store import QueryService
 from semfs.ingest.store.address import CollectionAddress
@@ -242,7 +243,7 @@ def test_an_owner_that_embeds_no_queries_leaves_them_to_the_client(tmp_path: Pat
         assert remote is not None
         searcher = Searcher(remote)
         assert isinstance(searcher.embedder, OwnerEmbedder)
-        hits = searcher.search("custom domain", k=3)
+        hits = searcher.search(SearchRequest("custom domain", k=3))
         assert hits and "in the owner" not in searcher.embedder.query_backend
         remote.close()
     finally:

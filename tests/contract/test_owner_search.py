@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from semfs.ingest.errors import SemfsError
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher, query_service
 from semfs.ingest.store import DelegatingStore, QueryService, Store
 from semfs.ingest.store.edge.store import EdgeStore
@@ -105,7 +106,7 @@ def test_a_search_asks_for_k_documents_not_one_per_candidate(edge: EdgeStore) ->
     for k in (1, 2, K):
         for query in QUERIES:
             counting.lookups.clear()
-            hits = searcher.search(query, k=k)
+            hits = searcher.search(SearchRequest(query, k=k))
             assert len(hits) == k
             assert counting.lookups == [h.path for h in hits], counting.lookups
 
@@ -117,7 +118,7 @@ def test_the_owner_takes_one_bounded_query_and_typed_options(edge: EdgeStore) ->
     try:
         remote = connect_daemon(edge.dir, "docs")
         assert remote is not None and remote.owner_searches
-        assert remote.search("custom domain", k=2, mode="hybrid")
+        assert remote.search({"query": "custom domain", "k": 2, "mode": "hybrid"})
         refused = [
             ((), {"query": "x" * (MAX_QUERY_CHARS + 1)}, "at most"),
             ((), {"query": "x", "k": True}, "k cannot be bool"),
@@ -140,7 +141,7 @@ def test_an_owner_that_cannot_search_leaves_the_search_to_the_client(edge: EdgeS
     """An owner whose search fails: the client searches itself (embedding through the owner),
     with the same hits; one that does not offer searches is never asked."""
     local = Searcher(edge)
-    expected = local.search("custom domain", k=K)
+    expected = local.search(SearchRequest("custom domain", k=K))
 
     def broken(options: dict[str, object]) -> list[dict[str, object]]:
         raise RuntimeError("searcher gone")
@@ -156,7 +157,7 @@ def test_an_owner_that_cannot_search_leaves_the_search_to_the_client(edge: EdgeS
             remote = connect_daemon(edge.dir, "docs")
             assert remote is not None
             assert remote.owner_searches is (queries.search is not None)
-            assert Searcher(remote).search("custom domain", k=K) == expected
+            assert Searcher(remote).search(SearchRequest("custom domain", k=K)) == expected
             assert server.requests.count("search") == (1 if queries.search else 0)
             assert "embed_query" in server.requests
             remote.close()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from semfs.ingest.errors import StoreOwnedError
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.resident import ResidentStore
 from semfs.ingest.search import Searcher
 from semfs.ingest.store.address import CollectionAddress
@@ -32,8 +33,8 @@ def test_one_owner_serves_and_the_next_goes_through_its_socket(tmp_path: Path) -
             assert not guest.owned and isinstance(guest.store, RemoteStore)
             assert guest.store.owner_searches and guest.store.query_backend is not None
             guest.serve()  # a no-op through a socket
-            hits = Searcher(guest.store).search("custom domain", k=3)
-            assert hits == local.search("custom domain", k=3)
+            hits = Searcher(guest.store).search(SearchRequest("custom domain", k=3))
+            assert hits == local.search(SearchRequest("custom domain", k=3))
         with pytest.raises(StoreOwnedError) as info:
             ResidentStore.open(
                 CollectionAddress(store=store), through_owner=False

@@ -279,10 +279,10 @@ class RemoteStore(Store):
             raise StoreUnavailableError(f"{self.location}: embed_query answered {vector!r:.80}")
         return [float(x) for x in vector]
 
-    def search(self, query: str, **options: Any) -> list[dict[str, Any]]:
-        """A whole search run by the owner (when ``owner_searches``): the keyword arguments of
-        :meth:`semfs.ingest.search.Searcher.search`; its hits as plain values."""
-        rows = self._call(SEARCH, query=query, **options)
+    def search(self, fields: dict[str, Any]) -> list[dict[str, Any]]:
+        """A whole search run by the owner (when ``owner_searches``): the request's fields
+        (:meth:`semfs.ingest.request.SearchRequest.hit_fields`); its hits as plain values."""
+        rows = self._call(SEARCH, **fields)
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise StoreUnavailableError(f"{self.location}: search answered {rows!r:.80}")
         return rows

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from semfs.ingest.pipeline import ingest
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher
 from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
@@ -46,7 +47,7 @@ def _top3_hits(store: Store, mode: str) -> int:
     searcher = Searcher(store)
     found = 0
     for question, page in QUESTIONS:
-        paths = [h.path for h in searcher.search(question, k=3, mode=mode)]
+        paths = [h.path for h in searcher.search(SearchRequest(question, k=3, mode=mode))]
         found += page in paths
     return found
 

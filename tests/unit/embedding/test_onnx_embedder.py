@@ -27,6 +27,7 @@ from semfs.ingest.embedding.embedder import (
 from semfs.ingest.embedding.onnx import OnnxEmbedder, split_backend
 from semfs.ingest.errors import ModelMismatchError, ModelUnavailableError
 from semfs.ingest.pipeline import ingest, resolve_model
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
@@ -189,7 +190,7 @@ def test_int8_store_records_its_backend_and_queries_follow_it(
         assert meta is not None and meta.model == INT8
         searcher = Searcher(store)
         assert isinstance(searcher.embedder, OnnxEmbedder)
-        hits = searcher.search(QUESTION, k=3)
+        hits = searcher.search(SearchRequest(QUESTION, k=3))
         assert hits and hits[0].path == ANSWER, [h.path for h in hits]
         # Another backend's vectors are another model's: refused, saying which backend.
         (source / "new.md").write_text("# New\n\nSomething new.\n")
@@ -214,7 +215,9 @@ def test_an_int8_store_keeps_ingesting_and_searching_with_int8(
         assert meta is not None and meta.model == INT8
         searcher = Searcher(store)
         assert isinstance(searcher.embedder, OnnxEmbedder)
-        hits = searcher.search("how often should the api key be rotated", k=3, mode="semantic")
+        hits = searcher.search(
+            SearchRequest("how often should the api key be rotated", k=3, mode="semantic")
+        )
         assert hits and hits[0].path == "new.md", [h.path for h in hits]
 
 

@@ -37,6 +37,7 @@ from semfs.ingest.embedding.torchmodel import (
 )
 from semfs.ingest.errors import ModelUnavailableError
 from semfs.ingest.pipeline import ingest
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
@@ -293,7 +294,7 @@ def test_one_model_cache_for_store_flag_env_and_default_and_nothing_imports_torc
     assert "onnxruntime" in _imports(r.stderr)
     assert not _imports(r.stderr) & TORCH_MODULES
     with open_store(CollectionAddress(store=store)) as s:
-        want = [h.path for h in Searcher(s).search("custom domain", k=5)]
+        want = [h.path for h in Searcher(s).search(SearchRequest("custom domain", k=5))]
     assert [h["path"] for h in json.loads(r.stdout)] == want
 
     edited = sorted(source.rglob("*.md*"))[0]

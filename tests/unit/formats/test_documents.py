@@ -17,6 +17,7 @@ import pytest
 
 from semfs.ingest import formats, sources
 from semfs.ingest.formats import worker
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.check import check_store
@@ -418,7 +419,9 @@ def test_a_pdf_hit_cites_the_page_of_its_answering_lines(tmp_path: Path, store_d
         texts = store.chunk_texts(rec.path, rec.gen, range(rec.chunks))
         view = "".join(texts[i] for i in sorted(texts))
         [hit] = Searcher(store).search(
-            "flux capacitor recalibrated ninety days night shift", k=1, mode="keyword"
+            SearchRequest(
+                "flux capacitor recalibrated ninety days night shift", k=1, mode="keyword"
+            )
         )
     assert view.startswith("# manual\n")
     assert "\\# This file was automatically generated" in view

@@ -14,6 +14,7 @@ import pytest
 from semfs.ingest import formats, parallel
 from semfs.ingest.embedding.embedder import HashEmbedder
 from semfs.ingest.formats import worker
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
@@ -106,7 +107,9 @@ def _contents(store_dir: Path) -> dict[str, Any]:
         out["dirs"] = sorted(store.list_directories(), key=lambda r: r.path)
         searcher = Searcher(store, embedder=HashEmbedder())
         for mode in ("keyword", "hybrid"):  # the BM25 vectors, the dense ones
-            hits = searcher.search("turbine gasket quarterly report", k=20, mode=mode)
+            hits = searcher.search(
+                SearchRequest("turbine gasket quarterly report", k=20, mode=mode)
+            )
             out[mode] = [(h.path, round(h.score, 6)) for h in hits]
             assert out[mode], mode
     return out

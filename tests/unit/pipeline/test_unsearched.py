@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from semfs.ingest.pipeline import ingest
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
@@ -85,7 +86,7 @@ def test_kept_out_of_search_but_stored_and_served(tmp_path: Path) -> None:
         (src / rel).write_text(text)
     with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         report = ingest(src, store, model="hash")
-        hits = Searcher(store).search(WORD, k=20, mode="keyword")
+        hits = Searcher(store).search(SearchRequest(WORD, k=20, mode="keyword"))
         records = {d.path: d for d in store.list_documents()}
         served = {}
         for path, rec in records.items():

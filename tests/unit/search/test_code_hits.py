@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from semfs.ingest.pipeline import ingest
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher, hit_fields, hit_from_fields
 from semfs.ingest.search.results import render
 from semfs.ingest.store.address import CollectionAddress
@@ -55,7 +56,7 @@ def test_a_code_hit_names_its_definition_and_signature(tmp_path: Path) -> None:
     with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         ingest(src, store, model="hash")
         searcher = Searcher(store)
-        hits = searcher.search("exponential backoff", k=3, mode="keyword")
+        hits = searcher.search(SearchRequest("exponential backoff", k=3, mode="keyword"))
     top = hits[0]
     assert top.path == "uploads/client.py"
     text = render("exponential backoff", hits, "keyword · k 3")
@@ -84,7 +85,7 @@ def test_lines_in_two_definitions_are_labelled_apart(tmp_path: Path) -> None:
     (src / "client.py").write_text(CLIENT)
     with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         ingest(src, store, model="hash")
-        hits = Searcher(store).search("session", k=1, mode="keyword", more=True)
+        hits = Searcher(store).search(SearchRequest("session", k=1, mode="keyword", more=True))
     text = render("session", hits, "keyword · k 1")
     assert "[class Uploader › def abort]" in text
     abort = text.split("[class Uploader › def abort]\n", 1)[1].split("\n")
@@ -115,12 +116,12 @@ def test_a_definition_by_its_exact_name(tmp_path: Path) -> None:
     with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         ingest(src, store, model="hash")
         searcher = Searcher(store)
-        hits = searcher.search("retry_upload", k=5, mode="symbol")
-        qualified = searcher.search("Uploader.retry_upload", k=5, mode="symbol")
-        method = searcher.search("Uploader::RetryUpload()", k=5, mode="symbol")
-        classes = searcher.search("Uploader", k=5, mode="symbol")
-        none = searcher.search("retry", k=5, mode="symbol")
-        scoped = searcher.search("Uploader", k=5, mode="symbol", under="elsewhere")
+        hits = searcher.search(SearchRequest("retry_upload", k=5, mode="symbol"))
+        qualified = searcher.search(SearchRequest("Uploader.retry_upload", k=5, mode="symbol"))
+        method = searcher.search(SearchRequest("Uploader::RetryUpload()", k=5, mode="symbol"))
+        classes = searcher.search(SearchRequest("Uploader", k=5, mode="symbol"))
+        none = searcher.search(SearchRequest("retry", k=5, mode="symbol"))
+        scoped = searcher.search(SearchRequest("Uploader", k=5, mode="symbol", under="elsewhere"))
     # The README mentions the name but defines nothing: not a hit.
     assert [h.path for h in hits] == ["uploads/client.py"]
     assert [h.path for h in qualified] == ["uploads/client.py"]
@@ -147,4 +148,6 @@ def test_a_lookup_by_name_loads_no_model(tmp_path: Path) -> None:
                 raise AssertionError("a symbol lookup touched the model")
 
         searcher = Searcher(store, embedder=NoModel())  # type: ignore[arg-type]
-        assert [h.path for h in searcher.search("abort", mode="symbol")] == ["client.py"]
+        assert [h.path for h in searcher.search(SearchRequest("abort", mode="symbol"))] == [
+            "client.py"
+        ]

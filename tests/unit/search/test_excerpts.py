@@ -13,6 +13,7 @@ import qdrant_edge as qe
 
 from semfs.ingest.chunking import chunk_text, document_description
 from semfs.ingest.pipeline import ingest
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher, match_strength, strength_label
 from semfs.ingest.search.excerpts import ExcerptPicker
 from semfs.ingest.store.address import CollectionAddress
@@ -193,10 +194,12 @@ def test_hits_carry_title_description_strength_and_excerpts(tmp_path: Path) -> N
     with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         ingest(SAMPLE_CORPUS, store, model="hash")
         searcher = Searcher(store)
-        hits = searcher.search("load Google Fonts by font family name", k=3)
-        every = searcher.search("customize the colors and fonts of the site", k=10)
+        hits = searcher.search(SearchRequest("load Google Fonts by font family name", k=3))
+        every = searcher.search(SearchRequest("customize the colors and fonts of the site", k=10))
         floor = every[2].strength
-        above = searcher.search("customize the colors and fonts of the site", 10, min_score=floor)
+        above = searcher.search(
+            SearchRequest("customize the colors and fonts of the site", k=10, min_score=floor)
+        )
     # Strength follows the rank: a hit is never shown stronger than one above it; @min uses it.
     assert [h.strength for h in every] == sorted((h.strength for h in every), reverse=True)
     assert [h.path for h in above] == [h.path for h in every if h.strength >= floor]

@@ -11,6 +11,7 @@ from pathlib import Path
 import qdrant_edge as qe
 
 from semfs.ingest.pipeline import ingest
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher
 from semfs.ingest.search.ranking import DATED_PENALTY, asks_about_changes, is_dated_entry
 from semfs.ingest.store import SparseQuery
@@ -80,8 +81,8 @@ def test_the_task_page_outranks_a_changelog_that_matches_better(tmp_path: Path) 
         raw = store.query([], SparseQuery(list(sv.indices), list(sv.values)), "keyword", 10)
         raw.sort(key=lambda sc: -sc.score)
         searcher = Searcher(store)
-        hits = searcher.search(query, k=2, mode="keyword")
-        asked = searcher.search(query + " changelog", k=2, mode="keyword")
+        hits = searcher.search(SearchRequest(query, k=2, mode="keyword"))
+        asked = searcher.search(SearchRequest(query + " changelog", k=2, mode="keyword"))
     # The changelog's entry holds the words more often: Qdrant ranks it first.
     assert raw[0].record.path == "changelog.md"
     assert [h.path for h in hits] == ["guides/webhooks.md", "changelog.md"]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from semfs.ingest.embedding.embedder import HashEmbedder
 from semfs.ingest.pipeline import ingest
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
@@ -54,5 +55,7 @@ def test_an_ingest_counts_the_words_it_cut_and_the_word_is_still_found(tmp_path:
         assert doc is not None
         longest = max(len(c.text) for c in store.get_chunks("big.log", doc.gen, range(doc.chunks)))
         assert longest <= 3584
-        hits = Searcher(store, embedder=HashEmbedder()).search(word, k=3, mode="keyword")
+        hits = Searcher(store, embedder=HashEmbedder()).search(
+            SearchRequest(word, k=3, mode="keyword")
+        )
         assert [h.path for h in hits][:1] == ["big.log"]

@@ -6,6 +6,7 @@ A real Edge store holding the sample corpus, ingested with the hash embedder, an
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import os
@@ -32,7 +33,6 @@ from semfs.fusefs.view.searchdir import (
     QueryResult,
     RecentQueries,
     SearchDirectories,
-    SearchOptions,
     check_folder_name,
     link_names,
     query_text,
@@ -42,6 +42,7 @@ from semfs.fusefs.view.searchdir import (
 from semfs.fusefs.view.tree import DIR, FILE, SYMLINK, InodeMap, Node, Ownership, Tree
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.pipeline import ingest
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Hit, Searcher
 from semfs.ingest.search.results import list_entry
 from semfs.ingest.store import Store
@@ -70,17 +71,18 @@ class CountingSearch:
     def __init__(self, searcher: Searcher, delay: float = 0.0) -> None:
         self.searcher = searcher
         self.delay = delay
-        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []  # (query, request's other fields)
         self.fail: Exception | None = None
         self._lock = threading.Lock()
 
-    def __call__(self, query: str, **kwargs: Any) -> list[Hit]:
+    def __call__(self, request: SearchRequest, **kwargs: Any) -> list[Hit]:
+        fields = {**dataclasses.asdict(request), **kwargs}
         with self._lock:
-            self.calls.append((query, kwargs))
+            self.calls.append((fields.pop("query"), fields))
         time.sleep(self.delay)
         if self.fail is not None:
             raise self.fail
-        return self.searcher.search(query, **kwargs)
+        return self.searcher.search(request, **kwargs)
 
 
 @pytest.fixture
@@ -124,17 +126,17 @@ def test_parse_parameters_and_query(dirs: SearchDirectories, tree: Tree) -> None
     assert sp is not None
     assert sp.scope == "deploy"
     assert sp.params == ("@keyword", "@k=3", "@min=0.5")
-    assert sp.options == SearchOptions(mode="keyword", k=3, min_score=0.5)
+    assert sp.options == SearchRequest(mode="keyword", k=3, min_score=0.5)
     assert (sp.query, sp.entry) == ("serve docs", "01-x.mdx")
     assert sp.dir_path == "deploy/.search/@keyword/@k=3/@min=0.5/serve docs"
     assert sp.depth == 6
     later_wins = dirs.parse(tree, ".search/@k=3/@semantic/@k=5/q")
-    assert later_wins is not None and later_wins.options == SearchOptions("semantic", 5)
+    assert later_wins is not None and later_wins.options == SearchRequest(mode="semantic", k=5)
     full = dirs.parse(tree, ".search/@full/q")
-    assert full is not None and full.options == SearchOptions(full=True)
+    assert full is not None and full.options == SearchRequest(full=True)
     assert dirs.parse(tree, ".search/@full=1/q") is None
     more = dirs.parse(tree, ".search/@more/@keyword/q")
-    assert more is not None and more.options == SearchOptions(mode="keyword", more=True)
+    assert more is not None and more.options == SearchRequest(mode="keyword", more=True)
     assert dirs.parse(tree, ".search/@more=2/q") is None
 
 
@@ -192,11 +194,11 @@ def test_folder_names_and_options_are_checked() -> None:
         with pytest.raises(SemfsError):
             check_folder_name(bad)
     with pytest.raises(SemfsError, match="mode"):
-        SearchOptions(mode="fuzzy")
+        SearchRequest(mode="fuzzy")
     with pytest.raises(SemfsError, match="k must be"):
-        SearchOptions(k=0)
+        SearchRequest(k=0)
     with pytest.raises(SemfsError, match="finite"):
-        SearchOptions(min_score=float("inf"))
+        SearchRequest(min_score=float("inf"))
 
 
 def test_query_text_is_clean() -> None:
@@ -225,7 +227,7 @@ def test_query_directory_lists_results_file_then_ranked_links(
     names = listing(node)
     assert names[0] == "00-results.md"
     assert names == sorted(names), "ls order is rank order"
-    expected = spy.searcher.search(question)  # the `semfs search` code path
+    expected = spy.searcher.search(SearchRequest(question))  # the `semfs search` code path
     assert len(names) == len(expected) + 1 <= 11
     for name, hit in zip(names[1:], expected, strict=True):
         assert name == f"{hit.rank:02d}-{posixpath.basename(hit.path)}"
@@ -274,7 +276,7 @@ def test_parameters_change_mode_k_and_floor(
     three = resolve(dirs, tree, ".search/@keyword/@k=3/nginx reverse proxy")
     assert len(listing(three)) == 4
     assert spy.calls[-1][1]["mode"] == "keyword" and spy.calls[-1][1]["k"] == 3
-    keyword = spy.searcher.search("nginx reverse proxy", k=3, mode="keyword")
+    keyword = spy.searcher.search(SearchRequest("nginx reverse proxy", k=3, mode="keyword"))
     assert [
         c.target.rpartition("../")[2] for c in three.children.values() if c.kind == SYMLINK
     ] == [h.path for h in keyword]
@@ -375,7 +377,7 @@ def test_results_file_fences_passages_that_hold_fences() -> None:
         Tree.build([_record("a/b.md")], InodeMap(), OWNER), ".search/@full/q"
     )
     assert sp is not None
-    text = render_results(sp, "q", (hit,), ("01-b.md",)).decode()
+    text = render_results(sp.request(), (hit,), ("01-b.md",)).decode()
     assert "## 1. a/b.md (lines 3-9) score 0.5000" in text
     assert "section: Intro > Code" in text
     assert "````\n```python\nprint(1)\n```\n````" in text
@@ -562,7 +564,7 @@ def test_search_folders_list_recent_queries_most_recent_first(
 def test_every_search_folder_explains_itself(
     spy: CountingSearch, tree: Tree, caplog: pytest.LogCaptureFixture
 ) -> None:
-    dirs = SearchDirectories(spy, folder=".find", defaults=SearchOptions("keyword", 7, None))
+    dirs = SearchDirectories(spy, folder=".find", defaults=SearchRequest(mode="keyword", k=7))
     for folder in (".find", "deploy/.find", ".find/@semantic/@k=2"):
         readme = resolve(dirs, tree, f"{folder}/README.md")
         assert readme.kind == FILE and readme.attrs["st_size"] == len(readme.data or b"")
@@ -602,7 +604,7 @@ def test_recent_queries_are_bounded() -> None:
 
 
 def test_mount_defaults_apply(spy: CountingSearch, tree: Tree) -> None:
-    dirs = SearchDirectories(spy, folder=".find", defaults=SearchOptions("keyword", 2, None))
+    dirs = SearchDirectories(spy, folder=".find", defaults=SearchRequest(mode="keyword", k=2))
     assert dirs.resolve(tree, ".search/x") is None
     node = resolve(dirs, tree, ".find/gitlab")
     assert len(listing(node)) == 3
@@ -697,7 +699,9 @@ def test_ranking_ignores_the_order_of_tied_chunks(
     """Tied fused (DBSF) scores happen and Qdrant returns ties in no fixed order; `semfs
     search` and a search directory (two calls, often two processes) must still rank alike."""
     searcher = Searcher(store)
-    expected = {m: searcher.search("deploy docs", mode=m) for m in ("hybrid", "keyword")}
+    expected = {
+        m: searcher.search(SearchRequest("deploy docs", mode=m)) for m in ("hybrid", "keyword")
+    }
     real_query = store.query
 
     def shuffled(*args: Any, **kwargs: Any) -> Any:
@@ -707,7 +711,7 @@ def test_ranking_ignores_the_order_of_tied_chunks(
 
     monkeypatch.setattr(store, "query", shuffled)
     for mode, hits in expected.items():
-        assert searcher.search("deploy docs", mode=mode) == hits
+        assert searcher.search(SearchRequest("deploy docs", mode=mode)) == hits
 
 
 def test_fstab_options_set_the_search_defaults() -> None:

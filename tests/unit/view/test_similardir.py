@@ -14,6 +14,7 @@ import pytest
 from semfs.fusefs.view.similardir import SimilarDirectories
 from semfs.fusefs.view.tree import DIR, FILE, SYMLINK, InodeMap, Ownership, Tree
 from semfs.ingest.pipeline import ingest
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher
 from semfs.ingest.store import DEFAULT_K, Store
 from semfs.ingest.store.address import CollectionAddress
@@ -70,9 +71,9 @@ def test_scope_and_paths(store: Store, tree: Tree) -> None:
     calls: list[str] = []
     searcher = Searcher(store)
 
-    def similar(path: str, gen: int, **kw: object) -> list:  # type: ignore[type-arg]
+    def similar(path: str, gen: int, request: SearchRequest, **kw: object) -> list:  # type: ignore[type-arg]
         calls.append(path)
-        return searcher.similar(path, gen, **kw)  # type: ignore[arg-type]
+        return searcher.similar(path, gen, request, **kw)  # type: ignore[arg-type]
 
     dirs = SimilarDirectories(similar)
     # Under kitchen/: only its documents; the path is kitchen-relative.
@@ -107,6 +108,7 @@ def test_contract_of_the_searcher_call(store: Store, tree: Tree, tmp_path: Path)
     searcher = Searcher(store)
     doc = tree.lookup("keys/rotate.md")
     assert doc is not None and doc.doc is not None
-    hits = searcher.similar("keys/rotate.md", doc.doc.gen, k=1)
+    hits = searcher.similar("keys/rotate.md", doc.doc.gen, SearchRequest(k=1))
     assert len(hits) == 1 and hits[0].path != "keys/rotate.md" and hits[0].rank == 1
-    assert searcher.similar("keys/rotate.md", doc.doc.gen + 1) == []  # no such version
+    no_such_version = searcher.similar("keys/rotate.md", doc.doc.gen + 1, SearchRequest())
+    assert no_such_version == []

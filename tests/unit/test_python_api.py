@@ -1,0 +1,81 @@
+"""The Python API (semfs.ingest.collection): what `semfs ingest`, `search` and `status` do, from
+Python; and docs/python-api.md, whose examples run here as written, top to bottom."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from semfs.ingest.collection import open_collection
+from semfs.ingest.errors import SemfsError, StoreNotFoundError
+from semfs.ingest.request import SearchRequest
+from semfs.ingest.store.address import CollectionAddress
+from tests.helpers import REPO
+from tests.helpers.mounting import semfs
+
+GUIDE = REPO / "docs" / "python-api.md"
+_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+
+
+def test_the_api_is_the_command_lines_library(sample_copy: Path, store_dir: Path) -> None:
+    with open_collection("docs") as docs:
+        report = docs.ingest(sample_copy, model="hash")
+        assert report.added and not report.skipped
+        hits = docs.search("custom domain", k=4)
+        status = docs.status()
+        records = docs.documents()
+        page = docs.read(hits[0].path)
+    # The same hits as `semfs search --json`, the same counts as `semfs status --json`.
+    cli_hits = json.loads(semfs("search", "custom domain", "-k", "4", "--json").stdout)
+    assert [h.to_json() for h in hits] == cli_hits
+    cli_status = json.loads(semfs("status", "--json").stdout)
+    for key in ("documents", "chunks", "model", "source", "generation", "bytes"):
+        assert status[key] == cli_status[key], key
+    # Every document, by path; its bytes exactly the source file's.
+    assert [r.path for r in records] == sorted(r.path for r in records)
+    assert len(records) == status["documents"]
+    source = (sample_copy / hits[0].path).read_bytes()
+    assert hashlib.sha256(page).digest() == hashlib.sha256(source).digest()
+
+
+def test_requests_and_errors(sample_copy: Path, tmp_path: Path) -> None:
+    address = CollectionAddress("other", store=tmp_path / "elsewhere")
+    with open_collection(address) as docs:
+        with pytest.raises(StoreNotFoundError):  # not ingested yet
+            docs.search("anything")
+        docs.ingest(sample_copy, model="hash", include=["deploy/*"])
+        request = SearchRequest("custom domain", k=2, under="./deploy/")
+        hits = docs.search(request)
+        assert len(hits) == 2 and all(h.path.startswith("deploy/") for h in hits)
+        assert docs.search("custom domain", k=2, under="deploy") == hits
+        with pytest.raises(TypeError):
+            docs.search(request, k=3)  # one way or the other, not both
+        with pytest.raises(SemfsError, match="k must be between 1 and 100"):
+            docs.search("custom domain", k=0)
+        with pytest.raises(SemfsError, match="unknown mode 'fuzzy'"):
+            docs.search("custom domain", mode="fuzzy")
+        with pytest.raises(StoreNotFoundError, match=r"no document 'nope\.md'"):
+            docs.read("nope.md")
+    assert (tmp_path / "elsewhere" / "other").is_dir()
+
+
+@pytest.mark.model
+def test_the_guide_runs_as_written(tmp_path: Path) -> None:
+    """The ```python blocks of docs/python-api.md, in order, as one script a reader would run
+    (a file: smolagents' @tool reads its function's source), with the real default model, in
+    a store of its own."""
+    blocks = _BLOCK.findall(GUIDE.read_text())
+    assert len(blocks) >= 6, "the guide lost its examples"
+    script = tmp_path / "python_api_guide.py"
+    script.write_text("\n".join(f"# --- block {n} ---\n{b}" for n, b in enumerate(blocks, 1)))
+    run = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, f"{run.stderr}\n--- {script.name}:\n{script.read_text()}"
+    assert "keys/rotate.md" in run.stdout and "fonts.md" in run.stdout
