@@ -21,6 +21,7 @@ from semfs.ingest.embedding.embedder import (
 )
 from semfs.ingest.embedding.onnx import OnnxEmbedder, _graph_writer
 from semfs.ingest.pipeline import ingest
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
@@ -103,8 +104,9 @@ def _top10_differences(a: Searcher, b: Searcher, questions: list[str]) -> list[o
     different: list[object] = []
     for q in questions:
         for mode in ("hybrid", "semantic"):
-            got = [h.path for h in b.search(q, k=10, mode=mode)]
-            want = [h.path for h in a.search(q, k=10, mode=mode)]
+            request = SearchRequest(q, k=10, mode=mode)
+            got = [h.path for h in b.search(request)]
+            want = [h.path for h in a.search(request)]
             if got != want:
                 different.append((q, mode, got, want))
     return different
