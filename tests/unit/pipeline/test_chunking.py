@@ -17,6 +17,7 @@ from semfs.ingest.chunking import (
 )
 from semfs.ingest.embedding.embedder import load_embedder
 from tests.helpers import shared_path
+from tests.helpers.spans import check
 
 Counter = Callable[[Sequence[str]], list[int]]
 
@@ -44,31 +45,6 @@ class CountingCounter:
     def __call__(self, texts: Sequence[str]) -> list[int]:
         self.calls += 1
         return self.inner(texts)
-
-
-def check(text: str, chunks: list[ChunkSpan], counter: Counter, max_tokens: int) -> None:
-    """Assert every documented invariant of a chunking result."""
-    data = text.encode()
-    assert "".join(c.text for c in chunks) == text
-    if not text:
-        assert chunks == []
-        return
-    assert chunks[0].start == 0
-    assert chunks[-1].end == len(data)
-    char = 0
-    for i, c in enumerate(chunks):
-        assert c.index == i
-        assert c.text
-        assert data[c.start : c.end].decode() == c.text
-        if i + 1 < len(chunks):
-            assert c.end == chunks[i + 1].start
-        assert c.start_line == text.count("\n", 0, char) + 1
-        assert c.end_line == text.count("\n", 0, char + len(c.text) - 1) + 1
-        char += len(c.text)
-    counts = counter([c.text for c in chunks])
-    assert all(n <= max_tokens for n in counts), (max(counts), max_tokens)
-    longest = max(len(c.text) for c in chunks)
-    assert longest <= max_tokens * MAX_CHARS_PER_TOKEN or longest == 1, longest
 
 
 def random_markdown(rng: random.Random) -> str:

@@ -14,6 +14,7 @@ import pytest
 
 from semfs.ingest import syntax
 from semfs.ingest.chunking import CONTEXT_CHARS, ChunkSpan, chunk_text, code_embedding_text
+from tests.helpers.spans import check
 
 FILES = Path(__file__).parent / "code"
 
@@ -23,21 +24,9 @@ def words(texts: Sequence[str]) -> list[int]:
 
 
 def exact(text: str, chunks: list[ChunkSpan], budget: int) -> None:
-    """The invariants of chunk_text: contiguous exact byte spans covering the file, lines
-    counted right, every chunk within the budget."""
-    data = text.encode()
-    assert "".join(c.text for c in chunks) == text
-    assert chunks[0].start == 0 and chunks[-1].end == len(data)
-    char = 0
-    for i, c in enumerate(chunks):
-        assert c.index == i
-        assert data[c.start : c.end].decode() == c.text
-        if i + 1 < len(chunks):
-            assert c.end == chunks[i + 1].start
-        assert c.start_line == text.count("\n", 0, char) + 1
-        assert c.end_line == text.count("\n", 0, char + len(c.text) - 1) + 1
-        char += len(c.text)
-    assert max(words([c.text for c in chunks])) <= budget
+    """The invariants of chunk_text (contiguous exact byte spans covering the file, lines
+    counted right, every chunk within the budget)."""
+    check(text, chunks, words, budget)
 
 
 # file, budget (words), then each chunk's (first line, label), then (label, signature line)
