@@ -77,21 +77,29 @@ def _trickling(port: int, token: str | None, count: int) -> Iterator[list[socket
             conn.close()
 
 
+# Keep-alive: one connection for many requests (filling the session table); the attack tests
+# open a new connection for each request instead, the harder case.
+_kept = httpx.Client(timeout=WAIT)
+
+
+def _initialize(port: int, token: str, client: httpx.Client | None = None) -> httpx.Response:
+    """An initialize request of ``token``: on a new connection, unless ``client`` is given."""
+    if client is None:
+        with httpx.Client(timeout=WAIT) as fresh:
+            return _initialize(port, token, fresh)
+    return client.post(
+        f"http://127.0.0.1:{port}/mcp",
+        content=INIT,
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {token}",
+        },
+    )
+
+
 def _owner_answered(server: HttpServer, times: int = 5) -> int:
-    answered = 0
-    for _ in range(times):
-        answer = httpx.post(
-            server.url,
-            content=INIT,
-            headers={
-                "Content-Type": "application/json",
-                "Accept": "application/json, text/event-stream",
-                "Authorization": f"Bearer {server.token}",
-            },
-            timeout=WAIT,
-        )
-        answered += answer.status_code == 200
-    return answered
+    return sum(_initialize(server.port, server.token).status_code == 200 for _ in range(times))
 
 
 def _ended(conn: socket.socket, within: float) -> bool:
@@ -148,17 +156,7 @@ def test_a_token_holder_cannot_hold_the_slots_others_need(store: Path) -> None:
         _trickling(server.port, greedy, ATTACKERS) as hogs,
     ):
         assert _owner_answered(server) == 5
-        answer = httpx.post(
-            server.url,
-            content=INIT,
-            headers={
-                "Content-Type": "application/json",
-                "Accept": "application/json, text/event-stream",
-                "Authorization": f"Bearer {other}",
-            },
-            timeout=WAIT,
-        )
-        assert answer.status_code == 200
+        assert _initialize(server.port, other).status_code == 200
         # No request lasts past its deadline, however its body trickles.
         assert all(_ended(conn, REQUEST_SECONDS + WAIT) for conn in hogs)
     log = "".join(server.log)
@@ -179,25 +177,10 @@ def test_requests_dropped_mid_body_leave_no_traceback(store: Path) -> None:
     assert len(log) < 1000, len(log)
 
 
-_client = httpx.Client(timeout=WAIT)  # keep-alive: one connection for many requests
-
-
-def _initialize(port: int, token: str) -> httpx.Response:
-    return _client.post(
-        f"http://127.0.0.1:{port}/mcp",
-        content=INIT,
-        headers={
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-            "Authorization": f"Bearer {token}",
-        },
-    )
-
-
 def _busy_session(port: int, token: str) -> socket.socket:
     """A new session of ``token`` kept busy by an open GET event stream (a request in flight:
     such a session is never the one closed to make room)."""
-    opened = _initialize(port, token)
+    opened = _initialize(port, token, _kept)
     assert opened.status_code == 200, opened.text
     conn = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
     conn.sendall(
@@ -235,8 +218,8 @@ def test_a_full_table_of_busy_sessions_admits_the_owner_and_logs_which_limit(
             for name in names[:-1]:
                 streams += [_busy_session(server.port, made[name]) for _ in range(16)]
             assert len(streams) == MAX_SESSIONS
-            refused = [_initialize(server.port, made[names[-1]]) for _ in range(20)]
-            refused += [_initialize(server.port, made[names[0]]) for _ in range(20)]
+            refused = [_initialize(server.port, made[names[-1]], _kept) for _ in range(20)]
+            refused += [_initialize(server.port, made[names[0]], _kept) for _ in range(20)]
             assert [r.status_code for r in refused] == [503] * 40
             assert _initialize(server.port, server.token).status_code == 200
             assert _initialize(server.port, server.token).status_code == 200

@@ -346,6 +346,19 @@ def test_max_size_bounds_a_converted_documents_text(tmp_path: Path, store_dir: P
     assert ingest_hash(src, store_dir, max_bytes=1 << 20).added == ["long.docx.md"]
 
 
+def _counting_extractions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths formats.extract is called with from now on (it still extracts)."""
+    calls: list[str] = []
+    real = formats.extract
+
+    def counting(path: str, data: bytes, **kw: bool) -> formats.Extracted | formats.Unsupported:
+        calls.append(path)
+        return real(path, data, **kw)
+
+    monkeypatch.setattr(formats, "extract", counting)
+    return calls
+
+
 def test_a_file_skipped_for_its_bytes_is_not_extracted_again_while_unchanged(
     tmp_path: Path, store_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -356,14 +369,7 @@ def test_a_file_skipped_for_its_bytes_is_not_extracted_again_while_unchanged(
     memo = tmp_path / "skipped.json"
     first = ingest_hash(src, store_dir, skip_memo=memo)
     assert {s.path for s in first.unsearched} == set(BAD_REASONS) and not first.skipped
-    calls: list[str] = []
-    real = formats.extract
-
-    def counting(path: str, data: bytes, **kw: bool) -> formats.Extracted | formats.Unsupported:
-        calls.append(path)
-        return real(path, data, **kw)
-
-    monkeypatch.setattr(formats, "extract", counting)
+    calls = _counting_extractions(monkeypatch)
     again = ingest_hash(src, store_dir, skip_memo=memo)
     assert sorted(again.unchanged) == sorted(BAD_REASONS) and calls == []
     # A changed mtime with the same bytes is no change; --retry-skipped extracts again.
@@ -390,14 +396,7 @@ def test_a_document_whose_text_is_over_max_size_is_not_extracted_again_while_unc
     cap = len(data) + 1000
     (first,) = ingest_hash(src, store_dir, max_bytes=cap, skip_memo=memo).skipped
     assert "--max-size" in first.reason
-    calls: list[str] = []
-    real = formats.extract
-
-    def counting(path: str, data: bytes, **kw: bool) -> formats.Extracted | formats.Unsupported:
-        calls.append(path)
-        return real(path, data, **kw)
-
-    monkeypatch.setattr(formats, "extract", counting)
+    calls = _counting_extractions(monkeypatch)
     (again,) = ingest_hash(src, store_dir, max_bytes=cap, skip_memo=memo).skipped
     assert calls == [] and "not extracted again" in again.reason, again.reason
     retried = ingest_hash(src, store_dir, max_bytes=cap, skip_memo=memo, retry_skipped=True)
