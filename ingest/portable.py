@@ -20,9 +20,11 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
 import os
 import platform
 import re
+import resource
 import shutil
 import socket
 import struct
@@ -59,6 +61,36 @@ _CREDENTIAL_SYSCALLS = {
     "aarch64": (151, 152, 159, 90, 91),
     "arm64": (151, 152, 159, 90, 91),
 }
+
+
+def lock_file(fd: int, wait: bool) -> bool:
+    """Take an exclusive ``flock`` on the open file ``fd`` (released when it is closed, or by
+    :func:`unlock_file`); ``wait`` False: True when taken, False when another holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    return True
+
+
+def unlock_file(fd: int) -> None:
+    fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def open_files_limit() -> int | None:
+    """This process's soft limit on open files; None when there is none."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return None if soft == resource.RLIM_INFINITY or soft <= 0 else soft
+
+
+# Linux counts per thread; elsewhere the process's count stands in for it.
+_RUSAGE_WHO = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
+
+
+def major_faults() -> int:
+    """This thread's major page faults so far (each one a read from disk); the process's
+    where a system counts no thread's (macOS)."""
+    return resource.getrusage(_RUSAGE_WHO).ru_majflt
 
 
 def per_thread_credentials() -> bool:

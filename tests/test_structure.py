@@ -361,6 +361,28 @@ def test_only_the_platform_module_makes_linux_only_calls() -> None:
     assert _platform_calls_elsewhere() == []
 
 
+# POSIX modules a system may lack or spell otherwise (RUSAGE_THREAD is Linux's): only the
+# portable module imports them at its top; another module's import (the extraction worker's
+# child, which imports nothing of semfs) is inside the function that needs it.
+SYSTEM_MODULES = frozenset({"fcntl", "resource"})
+
+
+def _system_modules_elsewhere(root: Path = REPO) -> list[str]:
+    return [
+        f"{_module_name(path, root)} imports {alias.name}"
+        for path in _files(root)
+        if _module_name(path, root) != PLATFORM_MODULE
+        for node in ast.parse(path.read_text(), str(path)).body
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name in SYSTEM_MODULES
+    ]
+
+
+def test_only_the_platform_module_imports_fcntl_and_resource_at_its_top() -> None:
+    assert _system_modules_elsewhere() == []
+
+
 def test_the_platform_module_imports_nothing_of_semfs() -> None:
     # It sits below the store layer, which imports it (the owner's socket checks its peer).
     assert _graph()[PLATFORM_MODULE] == set()
@@ -587,6 +609,12 @@ def test_the_platform_rule_fails_on_a_planted_violation(
     root = _copy_with(tmp_path, relative, _PLANTED.format(line=line))
     found = set(_platform_calls_elsewhere(root)) - set(_platform_calls_elsewhere())
     assert len(found) == 1 and next(iter(found)).startswith(relative), found
+
+
+def test_the_system_modules_rule_fails_on_a_planted_violation(tmp_path: Path) -> None:
+    root = _copy_with(tmp_path, "fusefs/mount/writes.py", "\nimport fcntl\n")
+    found = set(_system_modules_elsewhere(root)) - set(_system_modules_elsewhere())
+    assert found == {"semfs.fusefs.mount.writes imports fcntl"}
 
 
 def test_the_conftest_rule_fails_on_a_planted_violation(tmp_path: Path) -> None:

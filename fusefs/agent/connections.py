@@ -38,12 +38,13 @@ import asyncio
 import errno
 import json
 import logging
-import resource
 from collections.abc import Callable
 from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from semfs.ingest import portable
 
 logger = logging.getLogger(__name__)
 
@@ -72,8 +73,8 @@ def connection_cap(limit: int | None = None) -> int:
     """How many HTTP connections may be open at once under the open-files limit ``limit``
     (default: this process's soft RLIMIT_NOFILE)."""
     if limit is None:
-        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    if limit == resource.RLIM_INFINITY or limit <= 0:
+        limit = portable.open_files_limit() or 1 << 16
+    if limit <= 0:
         limit = 1 << 16
     return max(8, limit - max(RESERVED_FILES, limit // 4))
 

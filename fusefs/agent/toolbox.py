@@ -70,9 +70,9 @@ from semfs.ingest.store.schema import DocumentRecord
 
 logger = logging.getLogger(__name__)
 
-# Scoped views of the tree kept at once (one per token folder set in use); each is rebuilt
-# when the collection changes, and costs what its part of the tree costs.
-SCOPED_VIEWS = 16
+# Scoped trees (the tree pruned to a token's folders) kept at once, one per folder set in use;
+# each is rebuilt when the collection changes, and costs what its part of the tree costs.
+SCOPED_TREES = 16
 # Lines one read returns at most (the budget may cut earlier): a screenful of a long file.
 READ_LINES = 2000
 
@@ -166,8 +166,8 @@ class Toolbox:
         self.maps = FolderMaps(store.get_chunks, tools=True)
         self._searcher = searcher
         self._searcher_lock = threading.Lock()
-        self._views: dict[Scope, tuple[Tree, Tree]] = {}
-        self._views_lock = threading.Lock()
+        self._scoped_trees: dict[Scope, tuple[Tree, Tree]] = {}
+        self._scoped_lock = threading.Lock()
         self.writer = SourceWriter(store)
         # Whether the server's own user may write (semfs mcp --writable); scoped tokens
         # carry their own right (semfs token create --write).
@@ -198,14 +198,14 @@ class Toolbox:
 
     # -- scopes -------------------------------------------------------------------------------
 
-    def view(self, scope: Scope = ()) -> Tree:
+    def scoped_tree(self, scope: Scope = ()) -> Tree:
         """The tree as ``scope`` may see it: only the documents under its folders (and the
         folders leading to them). The whole tree for ``()``; cached per scope and tree."""
         tree = self.tree
         if not scope:
             return tree
-        with self._views_lock:
-            cached = self._views.get(scope)
+        with self._scoped_lock:
+            cached = self._scoped_trees.get(scope)
             if cached is not None and cached[0] is tree:
                 return cached[1]
         records: list[DocumentRecord] = []
@@ -214,11 +214,11 @@ class Toolbox:
             if node is not None:
                 records.extend(n.doc for n in walk(node) if n.doc is not None)
         pruned = Tree.build(records, InodeMap(), tree.owner)
-        with self._views_lock:
-            self._views.pop(scope, None)
-            self._views[scope] = (tree, pruned)
-            while len(self._views) > SCOPED_VIEWS:
-                self._views.pop(next(iter(self._views)))
+        with self._scoped_lock:
+            self._scoped_trees.pop(scope, None)
+            self._scoped_trees[scope] = (tree, pruned)
+            while len(self._scoped_trees) > SCOPED_TREES:
+                self._scoped_trees.pop(next(iter(self._scoped_trees)))
         return pruned
 
     # -- tools --------------------------------------------------------------------------------
@@ -237,7 +237,7 @@ class Toolbox:
             request = SearchRequest(query, k=k, mode=mode, more=more)
         except SemfsError as exc:
             raise ToolInputError(str(exc)) from None
-        tree = self.view(scope)
+        tree = self.scoped_tree(scope)
         node = resolve(tree, path)
         if node.kind != DIR:
             raise ToolInputError(f"{node.path!r} is a file: search takes a directory as path")
@@ -284,7 +284,7 @@ class Toolbox:
         pages: str = "",
         scope: Scope = (),
     ) -> ToolOutput:
-        tree = self.view(scope)
+        tree = self.scoped_tree(scope)
         node = resolve(tree, path)
         if node.kind != FILE or node.doc is None:
             raise ToolInputError(f"{node.path or '/'!r} is a directory: use list to see it")
@@ -391,7 +391,7 @@ class Toolbox:
         scope: Scope = (),
     ) -> ToolOutput:
         res = self.grep_engine.run(
-            self.view(scope), pattern, path, regex, ignore_case, max_results, scope
+            self.scoped_tree(scope), pattern, path, regex, ignore_case, max_results, scope
         )
         text = "".join(line + "\n" for line in res.lines)
         hint = "use a narrower path or a more specific pattern"
@@ -437,7 +437,7 @@ class Toolbox:
         page: int = 1,
         scope: Scope = (),
     ) -> ToolOutput:
-        tree = self.view(scope)
+        tree = self.scoped_tree(scope)
         node = resolve(tree, path)
         if map:
             return self._map(tree, node, page)
@@ -501,7 +501,7 @@ class Toolbox:
         return self._fit(text, {"path": node.path, "page": page}, "")
 
     def status(self, scope: Scope = ()) -> ToolOutput:
-        tree = self.view(scope)
+        tree = self.scoped_tree(scope)
         meta = self.store.read_meta()
         info: dict[str, Any] = {
             "collection": self.store.collection,

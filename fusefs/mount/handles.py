@@ -21,10 +21,11 @@ bound, and a caller may rely on these rules:
 from __future__ import annotations
 
 import logging
-import resource
 import threading
 import time
 from collections import Counter
+
+from semfs.ingest import portable
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +35,7 @@ LOG_EVERY = 60.0
 
 def open_files_limit() -> int:
     """This process's soft open-files limit (a large number when unlimited)."""
-    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    return 1 << 20 if soft == resource.RLIM_INFINITY or soft <= 0 else soft
+    return portable.open_files_limit() or 1 << 20
 
 
 class HandleQuota:

@@ -34,7 +34,6 @@ Why not sentence-transformers' ``backend="onnx"``: it needs ``optimum`` and torc
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -47,6 +46,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from semfs.ingest import portable
 from semfs.ingest.embedding.base import PACKAGED_FOLDER, split_backend  # noqa: F401
 from semfs.ingest.errors import ModelUnavailableError
 
@@ -346,15 +346,13 @@ def export_lock(dest: Path) -> Iterator[None]:
     test processes) export once: the second waits, then finds the file."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     with open(dest.parent / f".{dest.name}.lock", "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not portable.lock_file(lock.fileno(), wait=False):
             logger.info("waiting for another process's ONNX export to %s", dest)
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            portable.lock_file(lock.fileno(), wait=True)
         try:
             yield
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            portable.unlock_file(lock.fileno())
 
 
 class _DropFrom(logging.Filter):

@@ -23,7 +23,6 @@ import atexit
 import importlib
 import json
 import os
-import resource
 import select
 import subprocess
 import sys
@@ -143,6 +142,8 @@ def _decode(msg: dict[str, Any]) -> Extracted | Unsupported:
 
 def _serve(memory: int) -> None:
     """The child's loop: a JSON header line and the file's bytes in, one JSON line out."""
+    import resource  # the child's only: a POSIX call, and formats import nothing of semfs
+
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:

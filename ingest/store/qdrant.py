@@ -138,7 +138,7 @@ class Record(Protocol):
     def payload(self) -> dict[str, Any] | None: ...
 
 
-class Hit(Protocol):
+class ScoredPoint(Protocol):
     """A point a query found: its payload, fused score and (when asked for) vectors."""
 
     @property
@@ -182,7 +182,7 @@ class Engine(ABC):
         """The exact number of points matching ``where``."""
 
     @abstractmethod
-    def fuse(self, query: FusedQuery) -> Sequence[Hit]: ...
+    def fuse(self, query: FusedQuery) -> Sequence[ScoredPoint]: ...
 
     def flush(self) -> None:  # noqa: B027 - a server persists on write
         """Make the writes so far durable."""

@@ -160,7 +160,7 @@ class ClientEngine(core.Engine):
     def count(self, where: core.Where) -> int:
         return int(self.client.count(self.collection, count_filter=_filter(where)).count)
 
-    def fuse(self, query: core.FusedQuery) -> Sequence[core.Hit]:
+    def fuse(self, query: core.FusedQuery) -> Sequence[core.ScoredPoint]:
         flt = _filter(query.where)
         prefetch = []
         if query.dense is not None:

@@ -380,3 +380,24 @@ def test_get_xattr_both_ways(xattr_dir: Path, monkeypatch: pytest.MonkeyPatch) -
     assert portable.get_xattr(f, "user.semfs.pid") == b"4242"
     assert portable.get_xattr(f, "user.semfs.none") is None
     assert portable.get_xattr(tmp_path / "absent", "user.semfs.pid") is None
+
+
+def test_a_file_lock_is_one_holders(tmp_path: Path) -> None:
+    path = tmp_path / "lock"
+    first = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    second = os.open(path, os.O_RDWR)
+    try:
+        assert portable.lock_file(first, wait=False)
+        assert not portable.lock_file(second, wait=False)  # flock: per open file, not process
+        portable.unlock_file(first)
+        assert portable.lock_file(second, wait=True)
+    finally:
+        os.close(first)
+        os.close(second)
+
+
+def test_limits_and_faults_answer() -> None:
+    limit = portable.open_files_limit()
+    assert limit is None or limit > 0
+    faults = portable.major_faults()
+    assert isinstance(faults, int) and faults >= 0

@@ -12,13 +12,13 @@ it; the note is informational only, the lock is what decides.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from semfs.ingest import portable
 from semfs.ingest.errors import StoreLockedError
 from semfs.ingest.store.edge import privacy
 from semfs.ingest.store.ownerkind import command_line, owner_kind, what_to_do
@@ -52,10 +52,12 @@ def lock(coll_dir: Path, refused: Callable[[str], str]) -> int:
     holds it, :class:`StoreLockedError` with ``refused(who holds it)`` as its message."""
     fd = os.open(coll_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
+        taken = portable.lock_file(fd, wait=False)
+    except OSError:
+        taken = False
+    if not taken:
         os.close(fd)
-        raise StoreLockedError(refused(read_owner(coll_dir))) from exc
+        raise StoreLockedError(refused(read_owner(coll_dir)))
     return fd
 
 

@@ -213,7 +213,7 @@ class EdgeEngine(core.Engine):
     def count(self, where: core.Where) -> int:
         return int(self.shard.count(qe.CountRequest(filter=_filter(where), exact=True)))
 
-    def fuse(self, query: core.FusedQuery) -> Sequence[core.Hit]:
+    def fuse(self, query: core.FusedQuery) -> Sequence[core.ScoredPoint]:
         flt = _filter(query.where)
         prefetches = []
         if query.dense is not None:

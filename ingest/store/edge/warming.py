@@ -14,24 +14,18 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import resource
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from semfs.ingest import portable
 
 logger = logging.getLogger(__name__)
 
 READ_PATH = ("segments/*/payload_storage/*", "segments/*/id_tracker.*")
 WARM_INTERVAL_S = 60.0
 _WARM_PIECE = 1024 * 1024
-# Linux counts per thread; elsewhere the process's count stands in for it.
-_RUSAGE_WHO = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
-
-
-def major_faults() -> int:
-    """This thread's major page faults so far (each one a read from disk)."""
-    return resource.getrusage(_RUSAGE_WHO).ru_majflt
 
 
 def _read_through(path: Path, buf: bytearray) -> None:
@@ -71,9 +65,9 @@ class ReadPathWarmer:
     @contextlib.contextmanager
     def after_faults(self) -> Iterator[None]:
         """Around a read: when it faulted (read from disk), :meth:`start` a warm-up."""
-        faults = major_faults()
+        faults = portable.major_faults()
         yield
-        if major_faults() != faults:
+        if portable.major_faults() != faults:
             self.start()
 
     def start(self) -> bool:
