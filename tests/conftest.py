@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 
 from semfs.ingest.embedding.torchmodel import torch_installed
+from semfs.ingest.store import Store
+from semfs.ingest.store.address import CollectionAddress
+from semfs.ingest.store.backends import open_store
 from tests.helpers import SAMPLE_CORPUS
-from tests.helpers.mounting import allow_mounts
+from tests.helpers.mounting import allow_mounts, ingest_hash
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -52,6 +55,28 @@ def sample_copy(tmp_path: Path) -> Path:
     dst = tmp_path / "src"
     shutil.copytree(SAMPLE_CORPUS, dst)
     return dst
+
+
+@pytest.fixture(scope="module")
+def ro_sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Path]]:
+    """The sample corpus ingested once per module, for tests that only read: (store, source)."""
+    root = tmp_path_factory.mktemp("ro-sample")
+    source = root / "src"
+    shutil.copytree(SAMPLE_CORPUS, source)
+    ingest_hash(source, root / "store")
+    s = open_store(CollectionAddress(store=root / "store"))
+    yield s, source
+    s.close()
+
+
+@pytest.fixture
+def ro_store(ro_sample: tuple[Store, Path]) -> Store:
+    return ro_sample[0]
+
+
+@pytest.fixture
+def ro_source(ro_sample: tuple[Store, Path]) -> Path:
+    return ro_sample[1]
 
 
 @pytest.fixture
