@@ -12,8 +12,8 @@ import shutil
 import click
 
 from semfs.fusefs.cli.common import catalog_options, handle_errors, opened_catalog
+from semfs.fusefs.cli.display import size
 from semfs.fusefs.cli.status import collection_row, collection_table
-from semfs.ingest import display
 from semfs.ingest.errors import StoreLockedError
 from semfs.ingest.store.address import CollectionAddress
 
@@ -79,7 +79,7 @@ def collections_rm(name: str, address: CollectionAddress, yes: bool) -> None:
     if not yes:
         row = collection_row(address.named(name))
         about = row.get("error") or (
-            f"{row['documents']} documents, {display.size(row['bytes'])}, "
+            f"{row['documents']} documents, {size(row['bytes'])}, "
             f"from {row['source'] or 'an unknown folder'}"
         )
         click.confirm(f"Remove collection {name!r} ({about}) at {where}?", abort=True)

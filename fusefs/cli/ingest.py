@@ -29,9 +29,9 @@ from semfs.fusefs.cli.maintenance import in_place
 from semfs.ingest.store.address import CollectionAddress
 
 if TYPE_CHECKING:
+    from semfs.fusefs.cli.progress import IngestProgress
     from semfs.ingest.embedding.embedder import Embedder
     from semfs.ingest.pipeline import IngestReport
-    from semfs.ingest.progress import IngestProgress
     from semfs.ingest.sources import SourceOptions
     from semfs.ingest.store import Store
     from semfs.ingest.syncstate import SyncState
@@ -207,7 +207,7 @@ def _in_place_if(verify: bool) -> contextlib.AbstractContextManager[None]:
 
 def _progress(embedder: Embedder, label: str = "Embedding") -> IngestProgress:
     """The progress display of an ingest on stderr, told of ``embedder``'s load too."""
-    from semfs.ingest.progress import IngestProgress
+    from semfs.fusefs.cli.progress import IngestProgress
 
     progress = IngestProgress(sys.stderr, label=label)
     if hasattr(embedder, "on_load"):

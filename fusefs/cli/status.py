@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from semfs.fusefs.cli.common import handle_errors, one_line, opened, store_options
-from semfs.ingest import display
+from semfs.fusefs.cli.display import ago, duration, size, when, yes_no
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store.address import CollectionAddress
 
@@ -57,16 +57,16 @@ def status_lines(info: dict[str, Any], raw_bytes: bool) -> Iterator[tuple[str, s
     if info.get("model_cache") is not None:
         yield "model cache", str(info["model_cache"])
     if "ingested_at" in info:
-        last = display.when(info["ingested_at"])
+        last = when(info["ingested_at"])
         if info.get("ingest_seconds") is not None:
-            last += f", took {display.duration(info['ingest_seconds'])}"
+            last += f", took {duration(info['ingest_seconds'])}"
         yield "last ingest", last
     for key, value in info.items():
         if key in shown or key in order or key in ("model", "runtime", "queries", "ingested_at"):
             continue
         if value is None:
             continue
-        yield key, display.yes_no(value) if isinstance(value, bool) else str(value)
+        yield key, yes_no(value) if isinstance(value, bool) else str(value)
     if info.get("mount_log"):
         yield "mount log", info["mount_log"]
 
@@ -81,9 +81,9 @@ def print_watch(watch: SyncState) -> None:
     if watch.synced_at is None:
         click.echo(f"{'last sync':>11}: none yet")
     else:
-        ago = max(0.0, time.time() - watch.synced_at)
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(watch.synced_at))
-        click.echo(f"{'last sync':>11}: {when} ({ago:.0f} s ago; {watch.batches} batches)")
+        seconds = max(0.0, time.time() - watch.synced_at)
+        synced = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(watch.synced_at))
+        click.echo(f"{'last sync':>11}: {synced} ({seconds:.0f} s ago; {watch.batches} batches)")
     click.echo(f"{'pending':>11}: {watch.pending}")
     if watch.source_problem:
         click.echo(f"{'source':>11}: {watch.source_problem} (the index keeps its last state)")
@@ -132,7 +132,7 @@ def collection_table(rows: list[dict[str, Any]], raw_bytes: bool) -> Iterator[st
         if "error" in r:
             table.append((r["name"], "-", "-", "-", "-", "-", r["error"]))
             continue
-        last = display.ago(time.time() - r["ingested_at"]) if r["ingested_at"] else "-"
+        last = ago(time.time() - r["ingested_at"]) if r["ingested_at"] else "-"
         table.append(
             (
                 r["name"],
@@ -154,7 +154,7 @@ def collection_table(rows: list[dict[str, Any]], raw_bytes: bool) -> Iterator[st
 
 
 def shown_size(n: int | None, raw: bool) -> str:
-    return display.size(n) if not raw or n is None else f"{n} bytes"
+    return size(n) if not raw or n is None else f"{n} bytes"
 
 
 @click.command()

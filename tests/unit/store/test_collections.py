@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from semfs.fusefs.cli import display
 from semfs.fusefs.cli.group import cli
-from semfs.ingest import display
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.catalog import mounted_at
 from semfs.ingest.syncstate import SyncState, state_file

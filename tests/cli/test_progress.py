@@ -1,4 +1,4 @@
-"""Progress of an ingest (semfs.ingest.progress and the pipeline's reports): the model's load
+"""Progress of an ingest (semfs.fusefs.cli.progress and the pipeline's reports): the model's load
 and its time, a bar redrawn at least once a second on a terminal, a plain line every
 LOG_EVERY seconds elsewhere, and progress in model batches, not 256-chunk windows."""
 
@@ -10,8 +10,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from semfs.fusefs.cli.progress import IngestProgress, eta_text
 from semfs.ingest.pipeline import ingest
-from semfs.ingest.progress import IngestProgress, eta_text
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SAMPLE_CORPUS, SEMFS
