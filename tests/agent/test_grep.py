@@ -382,7 +382,7 @@ def test_grep_and_read_right_after_a_concurrent_reingest(tmp_path: Path) -> None
     src = tmp_path / "src"
     src.mkdir()
     (src / "a.md").write_text("# A\n\nthe alpha version one\n")
-    with open_store(tmp_path / "store") as store:
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         ingest(src, store, model="hash")
         box = Toolbox(store)  # its tree shows version one; no refresh runs here
         try:
