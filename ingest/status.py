@@ -12,8 +12,6 @@ Rules a caller may rely on:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from semfs.ingest.errors import SemfsError, StoreLockedError, StoreNotFoundError
@@ -48,17 +46,8 @@ def collection_status(address: CollectionAddress) -> dict[str, Any]:
     return info
 
 
-@contextmanager
-def _opened(address: CollectionAddress) -> Iterator[Store]:
-    store = open_store(address)
-    try:
-        yield store
-    finally:
-        store.close()
-
-
 def _store_info(address: CollectionAddress) -> dict[str, Any]:
-    with _opened(address) as store:
+    with open_store(address) as store:
         meta = store.read_meta()
         if meta is not None:
             return store_info(store, meta, address.collection)

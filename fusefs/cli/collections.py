@@ -11,11 +11,12 @@ import shutil
 
 import click
 
-from semfs.fusefs.cli.common import catalog_options, handle_errors, opened_catalog
+from semfs.fusefs.cli.common import catalog_options, handle_errors
 from semfs.fusefs.cli.display import size
 from semfs.fusefs.cli.status import collection_row, collection_table
 from semfs.ingest.errors import StoreLockedError
 from semfs.ingest.store.address import CollectionAddress
+from semfs.ingest.store.backends import open_catalog
 
 
 @click.group()
@@ -43,7 +44,7 @@ def collections_list(address: CollectionAddress, raw_bytes: bool, as_json: bool)
         semfs collections list
         semfs collections list --url http://localhost:6333 --json
     """
-    with opened_catalog(address) as catalog:
+    with open_catalog(address) as catalog:
         names = catalog.names()
         where = catalog.location
     rows = [collection_row(address.named(name)) for name in names]
@@ -72,7 +73,7 @@ def collections_rm(name: str, address: CollectionAddress, yes: bool) -> None:
         semfs collections rm semfs-demo
         semfs collections rm old --url http://localhost:6333 -y
     """
-    with opened_catalog(address) as catalog:
+    with open_catalog(address) as catalog:
         catalog.require(name)
         where = catalog.location
     _refuse_if_followed(address.named(name))
@@ -83,7 +84,7 @@ def collections_rm(name: str, address: CollectionAddress, yes: bool) -> None:
             f"from {row['source'] or 'an unknown folder'}"
         )
         click.confirm(f"Remove collection {name!r} ({about}) at {where}?", abort=True)
-    with opened_catalog(address) as catalog:
+    with open_catalog(address) as catalog:
         catalog.remove(name)
     if address.url is not None:
         # A server collection's local files (watch state, skip memo, tokens, log) are kept
@@ -107,7 +108,7 @@ def collections_rename(old: str, new: str, address: CollectionAddress) -> None:
     Example:
         semfs collections rename docs fastapi
     """
-    with opened_catalog(address) as catalog:
+    with open_catalog(address) as catalog:
         catalog.require(old)
         _refuse_if_followed(address.named(old))
         catalog.rename(old, new)

@@ -11,8 +11,7 @@ import os
 import select
 import signal
 import sys
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,12 +19,12 @@ import click
 
 from semfs.fusefs.cli.options import CATALOG, MIN_SCORE, MODE, SOURCE, STORE, K, Param
 from semfs.ingest.errors import SemfsError, engine_damage
-from semfs.ingest.store import DEFAULT_COLLECTION, Store
+from semfs.ingest.store import DEFAULT_COLLECTION
 from semfs.ingest.store.address import CollectionAddress
-from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.backends import open_catalog
 
 if TYPE_CHECKING:
-    from semfs.ingest.store.catalog import Catalog
+    pass
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -132,7 +131,7 @@ def complete_collections(
             url=ctx.params.get("url"),
             api_key=ctx.params.get("api_key"),
         )
-        with opened_catalog(address) as catalog:
+        with open_catalog(address) as catalog:
             names = catalog.names()
     except Exception:  # any failure: offer nothing rather than break the user's shell
         return []
@@ -213,23 +212,3 @@ def source_options(func: F) -> F:
     """--model / --include / --exclude / --batch-size / --max-size / --follow-symlinks: how a
     source is read, shared by `semfs ingest` and `semfs mount --watch`."""
     return params(SOURCE)(func)
-
-
-@contextmanager
-def opened(address: CollectionAddress) -> Iterator[Store]:
-    store = open_store(address)
-    try:
-        yield store
-    finally:
-        store.close()
-
-
-@contextmanager
-def opened_catalog(address: CollectionAddress) -> Iterator[Catalog]:
-    from semfs.ingest.store.backends import open_catalog
-
-    catalog = open_catalog(address)
-    try:
-        yield catalog
-    finally:
-        catalog.close()

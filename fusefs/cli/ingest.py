@@ -21,12 +21,12 @@ import click
 
 from semfs.fusefs.cli.common import (
     handle_errors,
-    opened,
     source_options,
     store_options,
 )
 from semfs.fusefs.cli.maintenance import in_place
 from semfs.ingest.store.address import CollectionAddress
+from semfs.ingest.store.backends import open_store
 
 if TYPE_CHECKING:
     from semfs.fusefs.cli.progress import IngestProgress
@@ -123,17 +123,15 @@ def ingest_cmd(
         semfs ingest ./big-folder --jobs 4
     """
     from semfs.ingest.pipeline import ingest
+    from semfs.ingest.sources import SourceOptions
 
+    opts = SourceOptions(model, include, exclude, batch_size, max_bytes, follow_symlinks, jobs)
     if dry_run:
         if watch:
             raise click.UsageError("--dry-run and --watch do not go together")
-        _dry_run(source, address, model, include, exclude,
-                 max_bytes, follow_symlinks, replace, as_json, jobs)  # fmt: skip
+        _dry_run(source, address, opts, replace, as_json)
         return
     if watch:
-        from semfs.ingest.sources import SourceOptions
-
-        opts = SourceOptions(model, include, exclude, batch_size, max_bytes, follow_symlinks, jobs)
         _follow(source, address, opts, as_json=as_json, replace=replace)
         return
 
@@ -287,32 +285,23 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _dry_run(
-    source: Path,
-    address: CollectionAddress,
-    model: str | None,
-    include: tuple[str, ...],
-    exclude: tuple[str, ...],
-    max_bytes: int,
-    follow_symlinks: bool,
-    replace: bool,
-    as_json: bool,
-    jobs: int | None = None,
+    source: Path, address: CollectionAddress, opts: SourceOptions, replace: bool, as_json: bool
 ) -> None:
     """``semfs ingest --dry-run``: the run's report, with nothing written."""
     from semfs.ingest.pipeline import ingest
 
-    with opened(address) as store:
+    with open_store(address) as store:
         report = ingest(
             source,
             store,
-            model=model,
-            include=include,
-            exclude=exclude,
-            max_bytes=max_bytes,
-            follow_symlinks=follow_symlinks,
+            model=opts.model,
+            include=opts.include,
+            exclude=opts.exclude,
+            max_bytes=opts.max_bytes,
+            follow_symlinks=opts.follow_symlinks,
             replace_source=replace,
             dry_run=True,
-            jobs=jobs,
+            jobs=opts.jobs,
         )
     if as_json:
         click.echo(json.dumps({**report.to_json(), "dry_run": True}, indent=2))

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import click
 
-from semfs.fusefs.cli.common import handle_errors, one_line, opened, store_options
+from semfs.fusefs.cli.common import handle_errors, one_line, store_options
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
+from semfs.ingest.store.backends import open_store
 
 
 @click.command()
@@ -75,13 +76,13 @@ def check(
             raise click.UsageError("--rebuild sets an embedded shard aside: not with --url")
         _rebuild(address, rebuild_source, model, None)
     try:
-        with opened(address):
+        with open_store(address):
             pass  # an unreadable store can only be rebuilt
     except StoreDamagedError as exc:
         if repair_source is None or address.url is not None:
             raise
         _rebuild(address, repair_source, model, exc)
-    with opened(address) as store:
+    with open_store(address) as store:
         report = check_store(store)
         fixed: list[str] = []
         if report.problems and prune:
@@ -164,7 +165,7 @@ def _rebuild(
     if why is not None:
         click.echo(f"unreadable: {why}", err=True)
     click.echo(f"set the damaged shard aside as {aside}; rebuilding from {source}")
-    with opened(address) as store:
+    with open_store(address) as store:
         ingest(source, store, model=model)
 
 
@@ -201,7 +202,7 @@ def compact(address: CollectionAddress) -> None:
         semfs compact
         semfs compact --store /data/semfs --collection acme
     """
-    with opened(address) as store:
+    with open_store(address) as store:
         before = store.disk_bytes()
         changed = store.compact()
         after = store.disk_bytes()

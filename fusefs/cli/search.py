@@ -12,13 +12,13 @@ import os
 
 import click
 
-from semfs.fusefs.cli.common import handle_errors, opened, search_options, store_options
+from semfs.fusefs.cli.common import handle_errors, search_options, store_options
 from semfs.fusefs.cli.options import MODE_MEANINGS
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
-from semfs.ingest.store.backends import missing_collection
+from semfs.ingest.store.backends import missing_collection, open_store
 
 
 @click.command()
@@ -69,7 +69,7 @@ def search(
     if not query.strip():
         raise click.BadParameter("give a question or words to search for", param_hint="QUERY")
     request = SearchRequest(query, k=k, mode=mode, min_score=min_score, under=under, more=more)
-    with opened(address) as store:
+    with open_store(address) as store:
         meta = store.read_meta()
         found = meta is not None
         if found:

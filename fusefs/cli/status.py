@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from semfs.fusefs.cli.common import handle_errors, one_line, opened, store_options
+from semfs.fusefs.cli.common import handle_errors, one_line, store_options
 from semfs.fusefs.cli.display import ago, duration, size, when, yes_no
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store.address import CollectionAddress
+from semfs.ingest.store.backends import open_store
 
 if TYPE_CHECKING:
     from semfs.ingest.syncstate import SyncState
@@ -101,7 +102,7 @@ def collection_row(address: CollectionAddress) -> dict[str, Any]:
     manifest read on the embedded store), without counting chunks in the engine."""
     name = address.collection
     try:
-        with opened(address) as store:
+        with open_store(address) as store:
             meta = store.read_meta()
             if meta is None:
                 return {"name": name, "error": "empty (no meta): ingest into it or remove it"}
