@@ -196,6 +196,25 @@ def test_rm_refuses_a_server_collection_a_watcher_follows(tmp_path: Path) -> Non
     assert not state_file(CollectionAddress("docs", url=url)).exists()
 
 
+def test_a_server_collections_local_files_go_and_move_with_it(tmp_path: Path) -> None:
+    """A server collection's files on this machine (tokens, watch state) are in its local
+    folder: removed with it (a new collection of that name inherits no token), moved with a
+    rename. The embedded store's are in the collection's own folder, which goes with it."""
+    url = f"file://{tmp_path / 'local-qdrant'}"
+    src = _tree(tmp_path / "src", {"one.md": "one\n"})
+    for name in ("docs", "other"):
+        assert _run("ingest", str(src), "--model", "hash", "--url", url, "-c", name)[0] == 0
+        assert _run("token", "create", "ci", "--under", "x", "--url", url, "-c", name)[0] == 0
+    docs, other = CollectionAddress("docs", url=url), CollectionAddress("other", url=url)
+    assert docs.local_dir.is_dir() and other.local_dir.is_dir()
+    assert _run("collections", "rm", "docs", "-y", "--url", url)[0] == 0
+    assert not docs.local_dir.exists()
+    tokens = sorted(p.name for p in other.local_dir.iterdir())
+    assert _run("collections", "rename", "other", "renamed", "--url", url)[0] == 0
+    assert not other.local_dir.exists()
+    assert sorted(p.name for p in other.named("renamed").local_dir.iterdir()) == tokens
+
+
 def test_mountinfo_lists_semfs_mounts_of_a_collection(tmp_path: Path) -> None:
     info = tmp_path / "mountinfo"
     info.write_text(
