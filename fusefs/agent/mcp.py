@@ -229,7 +229,7 @@ def build_server(
     allowed_hosts: Sequence[str] = (),
     session_timeout: float = SESSION_TIMEOUT,
 ) -> Any:
-    """An MCP server (the SDK's MCPServer or FastMCP) whose five tools call ``box``.
+    """An MCP server (the SDK's MCPServer or FastMCP) whose tools (six, with write) call ``box``.
 
     ``host`` and ``port`` are for streamable HTTP (mcp 1 takes them here). With a
     ``verifier`` every HTTP request needs a bearer token it accepts (the SDK's auth

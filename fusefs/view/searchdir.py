@@ -87,7 +87,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_NAME = ".search"
 # Query results kept. An entry holds k passages (~1 kB each) as hits, plus the results file
-# (~1.2 kB, ~4 kB with @more, more with @full): ~8 kB at the default k=5, so 256 entries take
+# (~1.2 kB, ~4 kB with @more, more with @full): ~8 kB at k=5 (the default k is 3), so 256 take
 # ~2 MB (~50 MB at k=100 with @full).
 DEFAULT_CACHE_ENTRIES = 256
 # Queries remembered for listing search folders: a few dozen bytes each.
