@@ -15,7 +15,7 @@ from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SAMPLE_CORPUS
-from tests.helpers.mounting import allow_mounts, ingest_hash
+from tests.helpers.mounting import allow_mounts, ingested_sample
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -60,11 +60,8 @@ def sample_copy(tmp_path: Path) -> Path:
 @pytest.fixture(scope="module")
 def ro_sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Path]]:
     """The sample corpus ingested once per module, for tests that only read: (store, source)."""
-    root = tmp_path_factory.mktemp("ro-sample")
-    source = root / "src"
-    shutil.copytree(SAMPLE_CORPUS, source)
-    ingest_hash(source, root / "store")
-    s = open_store(CollectionAddress(store=root / "store"))
+    source, store = ingested_sample(tmp_path_factory.mktemp("ro-sample"))
+    s = open_store(CollectionAddress(store=store))
     yield s, source
     s.close()
 

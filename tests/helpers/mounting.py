@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -28,7 +29,7 @@ import pytest
 from semfs.ingest.pipeline import IngestReport, ingest
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
-from tests.helpers import SEMFS, with_open_files
+from tests.helpers import SAMPLE_CORPUS, SEMFS, with_open_files
 
 # Limits that only catch a hang: a loaded shared machine is slow, never this slow.
 MOUNT_TIMEOUT = 60.0
@@ -115,6 +116,15 @@ def ingest_hash(
     """Ingest ``source`` with the fast stand-in embedder (library call, this process)."""
     with open_store(CollectionAddress(store=store, url=url)) as s:
         return ingest(source, s, model="hash", **kwargs)  # type: ignore[arg-type]
+
+
+def ingested_sample(root: Path) -> tuple[Path, Path]:
+    """The sample corpus copied to ``root/src`` and ingested into ``root/store`` (with the
+    stand-in embedder): (source, store)."""
+    source = root / "src"
+    shutil.copytree(SAMPLE_CORPUS, source)
+    ingest_hash(source, root / "store")
+    return source, root / "store"
 
 
 def semfs(

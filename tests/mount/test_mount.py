@@ -35,6 +35,7 @@ from tests.helpers.mounting import (
     force_unmount,
     fuse_mounts,
     ingest_hash,
+    ingested_sample,
     mounted,
     read_log,
     semfs,
@@ -77,10 +78,8 @@ def same_output(*cmd: str, source: Path, mount: Path) -> str:
 def sample_mount(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Mount, Path]]:
     """The sample corpus, ingested and mounted once for the read-only tests: (mount, source)."""
     root = tmp_path_factory.mktemp("sample")
-    source = root / "src"
-    shutil.copytree(SAMPLE_CORPUS, source)
-    ingest_hash(source, root / "store")
-    with mounted(root / "mnt", "--store", str(root / "store")) as m:
+    source, store = ingested_sample(root)
+    with mounted(root / "mnt", "--store", str(store)) as m:
         yield m, source
 
 
