@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from semfs.ingest import syntax
+from semfs.ingest import chunking, syntax
 from semfs.ingest.chunking import chunk_text
 from semfs.ingest.embedding.embedder import DEFAULT_MODEL, load_embedder
 from semfs.ingest.pipeline import ingest
@@ -365,7 +365,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--markdown", type=Path)
     p.add_argument("--json", type=Path)
     p.add_argument("--no-costs", action="store_true", help="Skip the chunker and ingest timings.")
+    p.add_argument(
+        "--short-share",
+        type=float,
+        help="chunking.SHORT_SHARE for the code chunker (an experiment; default: the code's)",
+    )
     args = p.parse_args(argv)
+    if args.short_share is not None:
+        chunking.SHORT_SHARE = args.short_share
     results: dict[str, Any] = {}
     for spec in args.tree:
         name, _, where = spec.partition("=")
