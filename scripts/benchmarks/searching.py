@@ -107,7 +107,9 @@ def measure_inprocess_search(cfg: Config, res: Results, info: CorpusInfo) -> Non
             )
         lib, direct = [], []
         for q, (dense, sparse) in zip(qs[3 : 3 + cfg.queries], prepared, strict=True):
-            lib.append(timed(searcher.search, q)[0])  # side by side: noise hits both alike
+            lib.append(
+                timed(searcher.search, SearchRequest(q))[0]
+            )  # side by side: noise hits both alike
             direct.append(timed(store.query, dense, sparse, "hybrid", 50)[0])
     note = f"{cfg.queries} fresh questions, model {info.model}"
     latency_rows(
