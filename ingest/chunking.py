@@ -48,6 +48,8 @@ __all__ = [
     "document_description",
     "document_title",
     "embedding_text",
+    "model_text",
+    "rechunk",
 ]
 DESCRIPTION_CHARS = 160
 # Lines that are not prose: markup, includes, images, tables, list bullets alone, admonitions.
@@ -196,13 +198,79 @@ def chunk_text(
         total += c
     ranges.append((first, len(pieces)))
     ranges = _verify(pieces, ranges, count_tokens, max_tokens)
+    return _spans(
+        [pieces[a] if b - a == 1 else "".join(pieces[a:b]) for a, b in ranges], heads, fenced
+    )
 
+
+def rechunk(
+    text: str,
+    path: str,
+    count_tokens: TokenCounter,
+    max_tokens: int,
+    cuts: Sequence[int] = (),
+    previous: Sequence[str] = (),
+) -> list[ChunkSpan]:
+    """:func:`chunk_text` of a new version of a document whose chunks were ``previous`` (their
+    texts, in order): the old chunks that still open the new text and those that still close
+    it are kept as they are, and only the text between them is chunked anew. A one-line edit
+    then changes one or two chunks: chunking the whole text again moves every later boundary
+    of a text of even lines (a log), as the greedy merge fills each chunk to the budget.
+
+    Callers may rely on what :func:`chunk_text` promises (exact, contiguous spans within the
+    budget), and on this: with no ``previous`` it is :func:`chunk_text` itself, so a first
+    ingest chunks as before. The old last chunk is never kept at the start, nor the old first
+    at the end (each was closed by the document's end, not by its text), so text appended to
+    a log joins its last chunk instead of adding one chunk per append.
+    """
+    if not previous or not text:
+        return chunk_text(text, path, count_tokens, max_tokens, cuts)
+    start, head = 0, 0
+    while head < len(previous) - 1 and text.startswith(previous[head], start) and previous[head]:
+        start += len(previous[head])
+        head += 1
+    end, tail = len(text), len(previous)
+    while tail - 1 >= max(head, 1) and previous[tail - 1]:
+        piece = previous[tail - 1]
+        if end - len(piece) < start or not text.endswith(piece, start, end):
+            break
+        end -= len(piece)
+        tail -= 1
+    # A small kept chunk beside the change joins it: repeated edits in one place do not
+    # leave a trail of small chunks (the text chunked anew fills up to the budget again).
+    edges = [i for i in (head - 1, tail) if 0 <= i < len(previous) and (i < head or i >= tail)]
+    for i, count in zip(edges, _measure(count_tokens, [previous[i] for i in edges]), strict=True):
+        if count * 2 >= max_tokens:
+            continue
+        if i == head - 1:
+            head -= 1
+            start -= len(previous[i])
+        else:
+            tail += 1
+            end += len(previous[i])
+    if head == 0 and tail == len(previous):
+        return chunk_text(text, path, count_tokens, max_tokens, cuts)  # nothing kept
+    middle = text[start:end]
+    first_line = text.count("\n", 0, start) + 1
+    shifted = [c - first_line + 1 for c in cuts if c > first_line]
+    fresh = [s.text for s in chunk_text(middle, path, count_tokens, max_tokens, shifted)]
+    chunks = [*previous[:head], *fresh, *previous[tail:]]
+    ext = PurePath(path).suffix.lower()
+    kind = "md" if ext in MARKDOWN_EXTS else "code" if ext in CODE_EXTS else "text"
+    _starts, _strong, heads, _front, fenced = _scan(_split_lines(text), kind, ext == ".mdx")
+    return _spans(chunks, heads, fenced)
+
+
+def _spans(
+    chunks: Sequence[str], heads: list[tuple[int, int, str]], fenced: list[tuple[int, int, str]]
+) -> list[ChunkSpan]:
+    """The spans of consecutive ``chunks`` of a text whose headings and fences are ``heads``
+    and ``fenced`` (see :func:`_scan`): offsets, lines, heading paths in one pass."""
     spans: list[ChunkSpan] = []
     byte, line_no, char, h = 0, 1, 0, 0
     stack: list[tuple[int, str]] = []
     f = 0
-    for index, (a, b) in enumerate(ranges):
-        chunk = pieces[a] if b - a == 1 else "".join(pieces[a:b])
+    for index, chunk in enumerate(chunks):
         while f < len(fenced) and fenced[f][1] < char:
             f += 1
         inside = fenced[f][2] if f < len(fenced) and fenced[f][0] <= char else ""
@@ -231,7 +299,13 @@ def embedding_text(chunk: ChunkSpan, title: str) -> str:
     line is cut. The chunk text follows unchanged; with no title and no heading it is returned
     as is.
     """
-    parts = [p for p in (" ".join(x.split()) for x in chunk.heading.split(" > ")) if p]
+    return model_text(chunk.text, chunk.heading, title)
+
+
+def model_text(text: str, heading: str, title: str) -> str:
+    """:func:`embedding_text` of a chunk's ``text`` under ``heading`` in a document titled
+    ``title`` (what a stored chunk record holds): what the model embeds for it."""
+    parts = [p for p in (" ".join(x.split()) for x in heading.split(" > ")) if p]
     title = " ".join(title.split())
     if title and (not parts or parts[0] != title):
         parts.insert(0, title)
@@ -241,7 +315,7 @@ def embedding_text(chunk: ChunkSpan, title: str) -> str:
         inner = inner[1:]
         context = " > ".join([*first, "…", *inner])
     context = context[:CONTEXT_CHARS]
-    return f"{context}\n{chunk.text}" if context else chunk.text
+    return f"{context}\n{text}" if context else text
 
 
 def code_embedding_text(chunk: ChunkSpan, path: str) -> str:
@@ -250,14 +324,20 @@ def code_embedding_text(chunk: ChunkSpan, path: str) -> str:
     with the label's names split into words where they are joined (``should retry request``:
     BM25 keeps ``shouldRetryRequest`` as one term that no question's word matches), at most
     ``CONTEXT_CHARS``; then the chunk text unchanged."""
-    parts = [path, *(p for p in chunk.heading.split(" > ") if p)]
-    present = set(re.findall(r"[a-z0-9]+", chunk.heading.lower()))
-    words = [w for w in _split_names(chunk.heading) if w not in present]
+    return code_model_text(chunk.text, chunk.heading, path)
+
+
+def code_model_text(text: str, heading: str, path: str) -> str:
+    """:func:`code_embedding_text` of a code chunk's ``text`` under the label ``heading`` in
+    the file ``path`` (what a stored chunk record holds): what the model embeds for it."""
+    parts = [path, *(p for p in heading.split(" > ") if p)]
+    present = set(re.findall(r"[a-z0-9]+", heading.lower()))
+    words = [w for w in _split_names(heading) if w not in present]
     context = " > ".join(parts)
     if words:
         context += " (" + " ".join(words) + ")"
     context = " ".join(context.split())[:CONTEXT_CHARS]
-    return f"{context}\n{chunk.text}"
+    return f"{context}\n{text}"
 
 
 # Joined names: snake_case, camelCase, PascalCase with an inner capital (HTTPServer).

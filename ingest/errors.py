@@ -15,6 +15,11 @@ class StoreLockedError(SemfsError):
     """An embedded store is owned by another process (Qdrant Edge locks its WAL)."""
 
 
+class StoreBusyError(StoreLockedError):
+    """Another writer of the collection held its write lock longer than a caller would wait
+    (:mod:`semfs.ingest.store.writelock`)."""
+
+
 class StoreUnavailableError(SemfsError):
     """The store cannot be used: server unreachable, corrupt files, bad permissions."""
 

@@ -27,13 +27,13 @@ from typing import TypeVar
 
 from semfs.ingest.embedding.embedder import Embedder, load_embedder
 from semfs.ingest.origin import claim_source
-from semfs.ingest.pipeline import ingest, resolve_model
+from semfs.ingest.pipeline import IngestReport, ingest, resolve_model
 from semfs.ingest.resident import ResidentStore
 from semfs.ingest.search import Searcher
 from semfs.ingest.sources import SourceOptions, check_source
 from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
-from semfs.ingest.syncstate import state_file
+from semfs.ingest.syncstate import SyncState, state_file
 from semfs.ingest.watch import OnBatch, SourceWatcher
 
 logger = logging.getLogger(__name__)
@@ -72,15 +72,16 @@ class Follower:
     def run(
         self,
         on_batch: OnBatch | None = None,
-        on_start: Callable[[int], None] | None = None,
+        on_phase: Callable[[str, int], None] | None = None,
         on_progress: Callable[[int], None] | None = None,
         on_ready: Callable[[], None] | None = None,
     ) -> None:
         """Mirror the source until KeyboardInterrupt (Ctrl-C; the caller may map SIGTERM to
         it): the batch under way finishes and the state says so. ``on_batch(report, state)``
-        after each batch; ``on_start``/``on_progress`` as for
+        after each batch; ``on_phase``/``on_progress`` as for
         :func:`semfs.ingest.pipeline.ingest`; ``on_ready()`` once it serves, before the first
-        pass."""
+        pass. The dense vectors follow each batch in a thread of their own (when this process
+        owns the store; else its owner embeds them)."""
         o = self.options
         if self._replace:
             ingest(
@@ -96,18 +97,29 @@ class Follower:
                 jobs=o.jobs,
                 replace_source=True,
             )
+        host = self._resident
+
+        def batch_done(report: IngestReport, state: SyncState) -> None:
+            host.changed()  # its chunks want dense vectors
+            if on_batch is not None:
+                on_batch(report, state)
+
         watcher = SourceWatcher(
             self.source,
             self.store,
             o,
             embedder=self.embedder,
             state_file=self._state_file,
-            on_batch=on_batch,
-            on_start=on_start,
+            on_batch=batch_done,
+            on_phase=on_phase,
             on_progress=on_progress,
         )
         store = self.store
         searcher = _once(lambda: Searcher(store))
+        embedder = self.embedder
+        # The dense pass: here when we own the store (or take it over from an ingest), else
+        # the owner's own.
+        self._resident.embed(lambda: embedder)
         # Through another's socket this waits: a client of a `semfs ingest` under way serves
         # once it takes the store over (semfs.ingest.resident).
         self._resident.serve(searcher=searcher)

@@ -1,9 +1,26 @@
-"""Incremental, atomic ingest: make a collection mirror a source directory.
+"""Incremental, atomic ingest: make a collection mirror a source directory, keywords first.
 
-Per document the switch is atomic for readers: the new generation's chunks are written,
-then the document record is committed (readers follow only records), then the old
-generation is deleted. A run marks the store dirty while it works; a run that finds it
-dirty (an earlier run was killed) first deletes every chunk no record points to.
+A run has two passes:
+
+1. **Keywords.** Documents stream through one at a time (read, extract, chunk, store), in
+   bounded windows: a window's chunks are written with their text and BM25 vector, then each
+   document whose chunks are all in is committed (its record: readers follow only records),
+   then its older generation is deleted. From its commit on a document is browsable,
+   readable and keyword-searchable. A chunk whose model text is unchanged (its ``vhash``,
+   anywhere in the collection) is written with the stored dense vector already.
+2. **Meaning.** :func:`semfs.ingest.densepass.embed_missing` gives the chunks that lack one
+   their dense vector, in place: in the same run by default (``dense``), else by the store's
+   long-running owner or the next run. Hybrid search scores a chunk on keywords until then.
+
+Writers take turns for the first pass on the collection's write lock
+(:mod:`semfs.ingest.store.writelock`): a run marks the store dirty while it works, and a run
+that finds it dirty (an earlier run was killed) first deletes every chunk no record points to,
+which is only sound because no other writer is under way. The second pass never holds the
+write lock, so no write waits for the model.
+
+Memory is bounded by the window (:data:`WINDOW_CHUNKS` chunks and the documents they come
+from), whatever the collection's size; what grows with it is one small record per file (the
+scan, the stored records).
 """
 
 from __future__ import annotations
@@ -20,12 +37,13 @@ from typing import Any
 
 from semfs.ingest import formats, parallel
 from semfs.ingest.chunking import (
-    chunk_text,
     code_embedding_text,
     document_description,
     document_title,
     embedding_text,
+    rechunk,
 )
+from semfs.ingest.densepass import DenseReport, embed_missing, mark_embedded
 from semfs.ingest.embedding.embedder import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MODEL,
@@ -58,15 +76,23 @@ from semfs.ingest.store.schema import (
     DirectoryRecord,
     DocumentRecord,
     StoreMeta,
+    vector_hash,
 )
+from semfs.ingest.store.writelock import WRITE_LOCK, CollectionLock
 from semfs.ingest.unsearched import KINDS as UNSEARCHED_KINDS
 from semfs.ingest.unsearched import kind_of
 
 logger = logging.getLogger(__name__)
 
-# Chunks handed to the model per encode() call. sentence-transformers sorts a call's texts by
-# length before batching, so larger calls waste less on padding; this bounds memory.
-ENCODE_WINDOW_BATCHES = 8
+# Chunks written per request and window of the keyword pass: what a run holds at most, beside
+# the documents they come from (a document's chunks are written whole, in requests of this).
+WINDOW_CHUNKS = 256
+# ... but a window is written at least this often (s), so the first documents of a slow
+# folder (converted formats) are searchable at once, not after the window fills.
+WINDOW_SECONDS = 1.0
+# A new store weighs BM25 terms by its chunks' average length, measured on its first
+# ingest's first chunks (all of them in a smaller one): held before the first window.
+BM25_SAMPLE_CHUNKS = 2048
 # Chunks written between two compactions of a long ingest. Edge keeps an appendable segment
 # in RAM whole (vectors, payload, sparse index) until compact() makes it immutable and on
 # disk: one compaction at the end held every chunk of the run in memory, 2.1 GB at 100k
@@ -74,6 +100,9 @@ ENCODE_WINDOW_BATCHES = 8
 COMPACT_EVERY_CHUNKS = 50_000
 
 Progress = Callable[[int], None]
+# Told each pass's name ("reading": files, "embedding": chunks) and how many it works through;
+# ``on_progress`` then counts them.
+OnPhase = Callable[[str, int], None]
 
 
 @dataclass
@@ -91,8 +120,20 @@ class IngestReport:
     # Paths the source's .gitignore and .ignore files leave out (a folder with a "/": not
     # entered), as ripgrep would (semfs.ingest.ignores).
     ignored: list[str] = field(default_factory=list)
+    # Chunks given their dense vector by the model in this run (one per distinct text), and
+    # chunks that took the stored vector of the same text instead.
     chunks_embedded: int = 0
+    vectors_reused: int = 0
+    # Chunks written by the keyword pass, and the documents it committed.
+    chunks_written: int = 0
+    committed: int = 0
+    # Chunks still without a dense vector when the run ended (another process embeds them,
+    # or dense=False), and who embeds them when it is not this run.
+    dense_pending: int = 0
+    dense_elsewhere: str = ""
     seconds: float = 0.0
+    # When the last document was committed (s since the start): keyword-searchable from then.
+    keywords_seconds: float = 0.0
     model: str = ""
     compacted: bool = False
     # Unchanged in the source but damaged in the store (verify): re-ingested.
@@ -126,8 +167,12 @@ class IngestReport:
             "unsearched_counts": self.unsearched_counts(),
             "kept": self.kept,
             "ignored": self.ignored,
+            "chunks_written": self.chunks_written,
             "chunks_embedded": self.chunks_embedded,
+            "vectors_reused": self.vectors_reused,
+            "dense_pending": self.dense_pending,
             "seconds": round(self.seconds, 3),
+            "keywords_seconds": round(self.keywords_seconds, 3),
             "chunks_per_second": round(self.chunks_per_second, 1),
             "model": self.model,
             "compacted": self.compacted,
@@ -138,6 +183,17 @@ class IngestReport:
             "updated_paths": self.updated,
             "deleted_paths": self.deleted,
         }
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM made one) during a run: ``report`` says what is in. ``phase``:
+    "keywords" (the documents committed so far are kept, the rest was not reached) or
+    "embedding" (every document is in; ``report.dense_pending`` chunks wait for meaning)."""
+
+    def __init__(self, report: IngestReport, phase: str) -> None:
+        super().__init__(phase)
+        self.report = report
+        self.phase = phase
 
 
 def resolve_model(store: Store, requested: str | None) -> str:
@@ -159,17 +215,6 @@ def resolve_model(store: Store, requested: str | None) -> str:
     return meta.model
 
 
-@dataclass
-class _Pending:
-    """A document whose new chunks are being embedded; committed when all are written."""
-
-    doc: Document
-    chunks: list[ChunkRecord]
-    # What the models see: context line + chunk text. Stored text stays the exact span.
-    texts: list[str]
-    written: int = 0
-
-
 def in_scope(path: str, scope: AbstractSet[str]) -> bool:
     """Whether ``path`` is one of the ``scope`` paths or inside one of them (O(depth))."""
     if path in scope:
@@ -183,12 +228,15 @@ def in_scope(path: str, scope: AbstractSet[str]) -> bool:
 
 
 def ensure_collection(store: Store, model: str, embedder: Embedder | None = None) -> Embedder:
-    """The embedder for ``model``, after creating the collection for it if there is none."""
+    """The embedder for ``model``, after creating the collection for it if there is none (and
+    the payload indexes added since an older store was made)."""
     if embedder is None:
         embedder = load_embedder(model)
     if store.read_meta() is None:
         store.create(embedder.dimension)
         store.write_meta(StoreMeta(model=model, dimension=embedder.dimension))
+    else:
+        store.create(embedder.dimension)
     return embedder
 
 
@@ -203,7 +251,7 @@ def ingest(
     max_bytes: int = DEFAULT_MAX_BYTES,
     follow_symlinks: bool = False,
     embedder: Embedder | None = None,
-    on_start: Callable[[int], None] | None = None,
+    on_phase: OnPhase | None = None,
     on_progress: Progress | None = None,
     paths: Collection[str] | None = None,
     keep_failed: bool = False,
@@ -213,14 +261,27 @@ def ingest(
     skip_memo: Path | None = None,
     retry_skipped: bool = False,
     dry_run: bool = False,
+    dense: bool = True,
+    on_wait: Callable[[str], None] | None = None,
+    lock_timeout: float | None = None,
     jobs: int | None = None,
 ) -> IngestReport:
     """Make ``store`` mirror ``source``; return what changed. Bad files are skipped, not fatal.
 
-    ``on_start(total_chunks)`` and ``on_progress(n_chunks)`` drive a progress display.
-    The model loads only when something must be embedded. Symlinks that resolve outside
-    ``source`` are skipped unless ``follow_symlinks``. A file (or folder) that exists but
-    cannot be read this time keeps its ingested version, and the skip reason says so.
+    ``on_phase(name, total)`` and ``on_progress(n)`` drive a progress display: "reading"
+    counts files, "embedding" chunks. The model loads only when something must be chunked or
+    embedded. Symlinks that resolve outside ``source`` are skipped unless
+    ``follow_symlinks``. A file (or folder) that exists but cannot be read this time keeps its
+    ingested version, and the skip reason says so.
+
+    ``dense``: give the chunks their dense vectors in this run (the second pass, which also
+    resumes what an earlier run left); False: leave them to the store's owner or the next
+    run (a watcher's batch, the MCP write tool: a write must not wait for the model). A
+    store reached through an owner that embeds (a mount) is left to it either way.
+
+    Writers of one collection take turns (:mod:`semfs.ingest.store.writelock`): ``on_wait``
+    is told who holds it when this run must wait; ``lock_timeout`` bounds the wait
+    (:class:`~semfs.ingest.errors.StoreBusyError`).
 
     ``paths`` (relative, '/'-separated) restricts the run to those files and folders: only
     documents at or below them are read, added, updated or deleted; the rest of the
@@ -249,6 +310,8 @@ def ingest(
 
     ``jobs``: files read and extracted at once, each converted file in a bounded worker
     process of its own (default: one per core, :func:`reading_jobs`); 1 reads one at a time.
+
+    Ctrl-C raises :class:`Interrupted` with the report of what is in.
     """
     started = time.perf_counter()
     report = IngestReport()
@@ -259,187 +322,70 @@ def ingest(
     if claim.note:
         logger.info("%s", claim.note)
         report.notes.append(claim.note)
-    dirs: list[DirectoryRecord] | None = None
+    dirs: list[DirectoryRecord] = []
+    scope: set[str] | None = None
     if paths is not None:
         # A changed .gitignore or .ignore may take or leave any file of its folder.
         folders = {rules_folder(p.strip("/")) for p in paths} - {None}
         paths = None if "" in folders else {*paths, *(f for f in folders if f)}
     if paths is None:
-        dirs = []
         files, report.skipped = scan(source, include, exclude, dirs, report.ignored)
-        existing = {d.path: d for d in store.list_documents()}
     else:
         scope = {p.strip("/") for p in paths}
-        dirs = []
         files, report.skipped = scan_paths(source, scope, include, exclude, dirs, report.ignored)
-        # A converted file's record is its view's: report.pdf in scope covers report.pdf.md.
-        stored = scope | {v for v in map(formats.view_path, scope) if v is not None}
-        existing = {d.path: d for d in store.list_documents() if in_scope(d.path, stored)}
-    root = None if follow_symlinks else os.path.realpath(source)
-    memo = SkipMemo.load(None if retry_skipped else skip_memo)
-    memo.path = skip_memo
-    remembered = memo.reason if skip_memo is not None else None
-
-    changed: list[Document] = []
-    touched: list[Document] = []
-    seen: set[str] = set()
-
-    def previous(f: SourceFile) -> DocumentRecord | None:
-        # A converted file no extractor could read is stored as it is, under its own name.
-        return existing.get(formats.view_path(f.path) or f.path) or existing.get(f.path)
-
-    def read(f: SourceFile) -> Document | Skipped:
-        old = previous(f)
-        # --retry-skipped: a file stored as it is because its extractor refused it is tried again.
-        retry = retry_skipped and old is not None and old.as_is
-        return read_document(f, max_bytes, root, None if retry else old, remembered)
-
-    wanted = []
-    for f in files:
-        if held is not None and held(f.path):
-            key = formats.view_path(f.path) or f.path
-            seen.update(k for k in (key, f.path) if k in existing)
-        else:
-            wanted.append(f)
-    # Read and extracted in ``jobs`` threads, each converted file in a worker process of its
-    # own; taken here in the order of the scan.
-    for f, got in parallel.stream(wanted, read, reading_jobs(jobs)):
-        doc, old = got, previous(f)
-        if keep_failed and isinstance(doc, Document) and doc_unreadable(doc, old):
-            # A text document that reads as no text now (caught mid-write): a failure, so
-            # its ingested version stays until the watcher reads it again.
-            doc = Skipped(f.path, doc.unsearched)
-        if isinstance(doc, Skipped):
-            report.skipped.append(doc)
-            continue
-        seen.add(doc.path)
-        same = old is not None and _same(old, doc)
-        damage = verify_document(store, old) if verify and same and old else None
-        if damage:
-            logger.warning("%s is damaged in the store (%s): re-ingesting it", doc.path, damage)
-            report.repaired.append(doc.path)
-            if doc.text is None:  # the stored view is part of what is damaged: extract again
-                again = read_document(f, max_bytes, root, None)
-                if isinstance(again, Skipped):
-                    report.skipped.append(again)
-                    seen.discard(doc.path)
-                    continue
-                doc = again
-        if old is not None and same and not damage:
-            report.unchanged.append(doc.path)
-            if (old.st_mtime_ns, old.mode, old.uid, old.gid) != (
-                doc.mtime_ns,
-                doc.mode,
-                doc.uid,
-                doc.gid,
-            ):
-                touched.append(doc)
-        else:
-            changed.append(doc)
-            (report.updated if old is not None else report.added).append(doc.path)
-            if doc.unsearched:
-                report.unsearched.append(Skipped(doc.path, doc.unsearched))
-    if not dry_run:
-        memo.update(None if paths is None else scope, report.skipped)
-        memo.save()
-    before = set(seen)
-    report.skipped = [_keep_old(s, existing, seen, keep_failed) for s in report.skipped]
-    report.kept = sorted(seen - before)
-    report.deleted = sorted(set(existing) - seen)
-    report.skipped.sort(key=lambda s: s.path)
-    put_dirs, gone_dirs = _directory_changes(
-        store, dirs, report.skipped, None if paths is None else scope
+    reader = _Reader(
+        store,
+        report,
+        max_bytes=max_bytes,
+        root=None if follow_symlinks else os.path.realpath(source),
+        held=held,
+        keep_failed=keep_failed,
+        verify=verify,
+        retry_skipped=retry_skipped,
+        skip_memo=skip_memo,
+        jobs=jobs,
     )
     if dry_run:
+        reader.load(scope)
+        for _change in reader.changes(files, None):
+            pass
+        reader.finish(scope, dirs, save_memo=False)
         report.seconds = time.perf_counter() - started
         return report
 
-    meta = store.read_meta()
-    unchanged = not (changed or report.deleted or touched or put_dirs or gone_dirs)
-    if unchanged and meta is not None and not meta.dirty:
-        if claim.changes(meta):  # a folder that moved, a store from before sources were kept
-            store.write_meta(replace(meta, **_source_fields(claim)))
-            store.flush()
-        store.write_manifest(meta.generation)  # a no-op when current; else a store from before
+    if held is None:
+        reader.held = owner_holds(store)  # a writable mount's open files, beside it
+    lock = CollectionLock(store.lock_path(WRITE_LOCK), "keyword")
+    lock.acquire(lock_timeout, on_wait)
+    writer: _Writer | None = None
+    try:
+        reader.load(scope)
+        writer = _Writer(store, report, model_name, embedder, claim, batch_size, started)
+        meta = store.read_meta()
+        if meta is not None and meta.dirty:
+            writer.begin(full=scope is None, existing=reader.existing)  # clean up first
+        if on_phase is not None:
+            on_phase("reading", len(files))
+        for doc, touched in reader.changes(files, on_progress):
+            if touched:
+                writer.touch(doc, reader.existing, scope is None)  # mtime or mode only
+            else:
+                writer.add(doc, reader.existing, scope is None)
+        put_dirs, gone_dirs = reader.finish(scope, dirs, save_memo=True)
+        if not writer.begun and (report.deleted or put_dirs or gone_dirs):
+            writer.begin(full=scope is None, existing=reader.existing)
+        if writer.begun:
+            writer.end(reader.existing, put_dirs, gone_dirs, full=scope is None)
+        else:
+            _unchanged_run(store, claim)
+        embedder = writer.embedder
+    except KeyboardInterrupt as exc:
         report.seconds = time.perf_counter() - started
-        return report
-
-    embedder = ensure_collection(store, model_name, embedder)
-    gen = (meta.generation if meta is not None else 0) + 1
-    pending = _chunk_documents(embedder, changed, gen)
-    if meta is None:
-        meta = StoreMeta(model=model_name, dimension=embedder.dimension)
-    if meta.bm25_avg_len is None and store.count_chunks() == 0:
-        # A new store weighs BM25 terms by its own chunks' average length; a store with
-        # chunks keeps what they were written with (None: Bm25's default).
-        average = bm25_average_length([t for p in pending for t in p.texts])
-        meta = replace(meta, bm25_avg_len=average)
-    was_dirty = meta.dirty
-    # The source is recorded with the first write: a first run that is killed keeps it.
-    # This run writes what SCHEMA_VERSION describes (an older readable store is stamped).
-    meta = replace(meta, schema=SCHEMA_VERSION, **_source_fields(claim))
-    store.write_meta(replace(meta, generation=gen, dirty=True, documents=None, chunks=None))
-    if was_dirty:
-        _clean_interrupted(store)
-    # A full run that finds no record (a new store, or one whose killed first run left only
-    # chunks, deleted just above) has no older version of anything to delete: each document's
-    # delete is a filtered request over every segment, ~0.2 ms at 300k chunks, more as it grows.
-    nothing_stale = paths is None and not existing
-    # A file that turned from a document into one stored as it is, or back (a PDF that
-    # became readable): its old record goes first, with every stored version of its
-    # original, whose path the new record's original shares.
-    renewed = {p.doc.original.path for p in pending if p.doc.original is not None}
-    flipped = [
-        path for path in report.deleted if path in renewed or existing[path].original in renewed
-    ]
-    _delete(store, flipped, existing)
-    # Originals first, under the new generation (invisible until their view commits), and
-    # let go of their bytes: a run over many PDFs does not hold them all until the end.
-    for p in pending:
-        original = p.doc.original
-        if original is not None and original.data:
-            store.put_blob(original.path, gen, original.data)
-            p.doc = replace(p.doc, original=replace(original, data=b""))
-
-    for doc in touched:  # same content, new mtime or mode: rewrite the record, no embedding
-        old_rec = store.get_document(doc.path)
-        if old_rec is not None:
-            store.put_document(
-                _record(doc, old_rec.chunks, old_rec.gen, old_rec.offsets, old_rec.split_lines)
-            )
-    bm25 = bm25_model(meta)
-    report.chunks_embedded = _embed_documents(
-        store,
-        embedder,
-        pending,
-        gen,
-        batch_size,
-        bm25,
-        on_start,
-        on_progress,
-        nothing_stale,
-    )
-    report.words_cut = bm25.words_cut
-    _delete(store, [p for p in report.deleted if p not in flipped], existing)
-    store.put_directories(put_dirs)
-    store.delete_directories(gone_dirs)
-    documents, chunks = _counts(store, meta, was_dirty, existing, report, paths is None)
-    store.write_meta(
-        replace(
-            meta,
-            generation=gen,
-            dirty=False,
-            documents=documents,
-            chunks=chunks,
-            ingested_at=time.time(),
-            ingest_seconds=round(time.perf_counter() - started, 3),
-        )
-    )
-    store.flush()
-    if report.updated or report.deleted or report.chunks_embedded:
-        report.compacted = _compact(store)
-    # Last: a mount reads its tree from this in one request (semfs.ingest.store.manifest).
-    store.write_manifest(gen)
+        raise Interrupted(report, "keywords") from exc
+    finally:
+        lock.release()
+    report.keywords_seconds = report.keywords_seconds or time.perf_counter() - started
+    _second_pass(store, report, model_name, embedder, dense, batch_size, on_phase, on_progress)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -452,6 +398,443 @@ def reading_jobs(jobs: int | None) -> int:
     n = max(1, jobs) if jobs is not None else worker.default_jobs()
     worker.shared(n)
     return n
+
+
+def owner_holds(store: Store, ttl: float = 0.5) -> Callable[[str], bool] | None:
+    """For a store reached through its owner's socket: whether the owner's writable mount
+    holds a file open for writing (asked again at most every ``ttl`` seconds), so an ingest
+    beside it leaves the file as it is, as the owner's watcher does; None elsewhere."""
+    from semfs.ingest.store.ipc.client import RemoteStore
+
+    if not isinstance(store, RemoteStore):
+        return None
+    known: list[Any] = [0.0, frozenset()]
+
+    def held(path: str) -> bool:
+        now = time.monotonic()
+        if now - known[0] > ttl:
+            known[:] = [now, store.held_open()]
+        return path in known[1]
+
+    return held
+
+
+def _unchanged_run(store: Store, claim: Claim) -> None:
+    """Nothing to write but, perhaps, the source's record and a manifest (a store from
+    before either): an unchanged re-run writes nothing else and loads no model."""
+    meta = store.read_meta()
+    if meta is None:
+        return
+    if claim.changes(meta):  # a folder that moved, a store from before sources were kept
+        store.write_meta(replace(meta, **_source_fields(claim)))
+        store.flush()
+    store.write_manifest(meta.generation)  # a no-op when current; else a store from before
+
+
+def _second_pass(
+    store: Store,
+    report: IngestReport,
+    model_name: str,
+    embedder: Embedder | None,
+    dense: bool,
+    batch_size: int,
+    on_phase: OnPhase | None,
+    on_progress: Progress | None,
+) -> None:
+    """The dense vectors: embedded here (``dense``) unless the store's owner does it."""
+    meta = store.read_meta()
+    if meta is None or not meta.dense_pending:
+        return  # every chunk has its vector: nothing to count
+    embedded, total = store.embedding_counts()
+    report.dense_pending = total - embedded
+    if not report.dense_pending:
+        mark_embedded(store)
+        return
+    owner = store.served_by()
+    if owner is not None and getattr(store, "owner_embeds", False):
+        report.dense_elsewhere = f"pid {owner}"  # the mount's (or watcher's) own pass
+        return
+    if not dense:
+        return
+    if embedder is None:
+        embedder = load_embedder(model_name)
+    done = DenseReport()
+    try:
+        done = embed_missing(
+            store,
+            embedder,
+            batch_size=batch_size,
+            wait=owner is None,  # beside an owner, another client's pass may have it
+            on_phase=on_phase,
+            on_progress=on_progress,
+        )
+    except KeyboardInterrupt as exc:
+        report.dense_pending = _pending(store)
+        raise Interrupted(report, "embedding") from exc
+    finally:
+        report.chunks_embedded += done.embedded
+        report.vectors_reused += done.reused
+    report.dense_pending = done.left
+    report.dense_elsewhere = done.elsewhere
+
+
+def _pending(store: Store) -> int:
+    try:
+        embedded, total = store.embedding_counts()
+    except Exception:  # interrupted while the store was busy: the message says what it can
+        return 0
+    return total - embedded
+
+
+class _Reader:
+    """The reading side of a run: which files changed, read one by one (bounded look-ahead,
+    :func:`semfs.ingest.parallel.stream`), with the report's bookkeeping."""
+
+    def __init__(
+        self,
+        store: Store,
+        report: IngestReport,
+        *,
+        max_bytes: int,
+        root: str | None,
+        held: Callable[[str], bool] | None,
+        keep_failed: bool,
+        verify: bool,
+        retry_skipped: bool,
+        skip_memo: Path | None,
+        jobs: int | None,
+    ) -> None:
+        self.store = store
+        self.report = report
+        self.max_bytes = max_bytes
+        self.root = root
+        self.held = held
+        self.keep_failed = keep_failed
+        self.verify = verify
+        self.retry_skipped = retry_skipped
+        self.jobs = jobs
+        self.memo = SkipMemo.load(None if retry_skipped else skip_memo)
+        self.memo.path = skip_memo
+        self.remembered = self.memo.reason if skip_memo is not None else None
+        self.existing: dict[str, DocumentRecord] = {}
+        self.seen: set[str] = set()
+        self.held_back: list[str] = []  # files being written: left as they are
+
+    def load(self, scope: set[str] | None) -> None:
+        """The stored records this run compares with (read under the write lock)."""
+        if scope is None:
+            self.existing = {d.path: d for d in self.store.list_documents()}
+        else:
+            # A converted file's record is its view's: report.pdf in scope covers report.pdf.md.
+            stored = scope | {v for v in map(formats.view_path, scope) if v is not None}
+            self.existing = {
+                d.path: d for d in self.store.list_documents() if in_scope(d.path, stored)
+            }
+
+    def _wanted(self, files: Sequence[SourceFile]) -> Iterator[SourceFile]:
+        """The files to read: all but those being written (they keep their stored version)."""
+        for f in files:
+            if self.held is not None and self.held(f.path):
+                key = formats.view_path(f.path) or f.path
+                self.seen.update(k for k in (key, f.path) if k in self.existing)
+                self.held_back.append(f.path)
+                continue
+            yield f
+
+    def _previous(self, f: SourceFile) -> DocumentRecord | None:
+        # A converted file no extractor could read is stored as it is, under its own name.
+        return self.existing.get(formats.view_path(f.path) or f.path) or self.existing.get(f.path)
+
+    def _read(self, f: SourceFile) -> Document | Skipped:
+        old = self._previous(f)
+        # --retry-skipped: a file stored as it is because its extractor refused it is tried again.
+        retry = self.retry_skipped and old is not None and old.as_is
+        return read_document(f, self.max_bytes, self.root, None if retry else old, self.remembered)
+
+    def changes(
+        self, files: Sequence[SourceFile], on_progress: Progress | None
+    ) -> Iterator[tuple[Document, bool]]:
+        """Each document that changed, one at a time, and whether only its mtime, mode or
+        owner did (the record is rewritten, nothing chunked). Files are read and extracted in
+        ``jobs`` threads (each converted file in a bounded worker process), a few ahead of
+        the one taken here, in the order of the scan: what a run holds stays bounded."""
+        report = self.report
+        for f, result in parallel.stream(self._wanted(files), self._read, reading_jobs(self.jobs)):
+            old = self._previous(f)
+            doc = result
+            if on_progress is not None:
+                on_progress(1)
+            if self.keep_failed and isinstance(doc, Document) and doc_unreadable(doc, old):
+                # A text document that reads as no text now (caught mid-write): a failure, so
+                # its ingested version stays until the watcher reads it again.
+                doc = Skipped(f.path, doc.unsearched)
+            if isinstance(doc, Skipped):
+                report.skipped.append(doc)
+                continue
+            self.seen.add(doc.path)
+            same = old is not None and _same(old, doc)
+            damage = verify_document(self.store, old) if self.verify and same and old else None
+            if damage:
+                logger.warning("%s is damaged in the store (%s): re-ingesting it", doc.path, damage)
+                report.repaired.append(doc.path)
+                if doc.text is None:  # the stored view is part of what is damaged: extract again
+                    again = read_document(f, self.max_bytes, self.root, None)
+                    if isinstance(again, Skipped):
+                        report.skipped.append(again)
+                        self.seen.discard(doc.path)
+                        continue
+                    doc = again
+            if old is not None and same and not damage:
+                report.unchanged.append(doc.path)
+                if (old.st_mtime_ns, old.mode, old.uid, old.gid) != (
+                    doc.mtime_ns,
+                    doc.mode,
+                    doc.uid,
+                    doc.gid,
+                ):
+                    yield doc, True
+            else:
+                (report.updated if old is not None else report.added).append(doc.path)
+                if doc.unsearched:
+                    report.unsearched.append(Skipped(doc.path, doc.unsearched))
+                yield doc, False
+
+    def finish(
+        self, scope: set[str] | None, walked: list[DirectoryRecord], save_memo: bool
+    ) -> tuple[list[DirectoryRecord], list[str]]:
+        """After the last file: the skips' kept versions, what is deleted, and the folders."""
+        report = self.report
+        if save_memo:
+            self.memo.update(scope, report.skipped)
+            self.memo.save()
+        before = set(self.seen)
+        report.skipped = [
+            _keep_old(s, self.existing, self.seen, self.keep_failed) for s in report.skipped
+        ]
+        report.kept = sorted(self.seen - before)
+        report.deleted = sorted(set(self.existing) - self.seen)
+        if self.held_back:
+            report.notes.append(
+                f"{len(self.held_back)} files are open for writing through a mount "
+                f"({', '.join(self.held_back[:3])}{', ...' if len(self.held_back) > 3 else ''})"
+                ": left as they were; the mount indexes each once it is closed"
+            )
+        report.skipped.sort(key=lambda s: s.path)
+        return _directory_changes(self.store, walked, report.skipped, scope)
+
+
+@dataclass
+class _Pending:
+    """A document whose chunks are being written; committed when all are."""
+
+    doc: Document
+    chunks: list[ChunkRecord]
+    texts: list[str]  # what the model sees (context line + chunk text), for BM25 and vhash
+    written: int = 0
+
+
+class _Writer:
+    """The writing side of a run, begun at its first change: the run's generation, the
+    window of chunks to write, and the commits."""
+
+    def __init__(
+        self,
+        store: Store,
+        report: IngestReport,
+        model: str,
+        embedder: Embedder | None,
+        claim: Claim,
+        batch_size: int,
+        started: float,
+    ) -> None:
+        self.store = store
+        self.report = report
+        self.model = model
+        self.embedder = embedder
+        self.claim = claim
+        self.batch_size = batch_size
+        self.started = started
+        self.begun = False
+        self.gen = 0
+        self.meta: StoreMeta | None = None
+        self.was_dirty = False
+        self.nothing_stale = False
+        self.bm25: Bm25 | None = None
+        self.window: list[_Pending] = []
+        self.window_chunks = 0
+        self.last_write = time.monotonic()
+        self.sealed = 0
+        self.flipped: set[str] = set()
+        self.without_dense = 0  # chunks written without their dense vector
+
+    def begin(self, full: bool, existing: dict[str, DocumentRecord]) -> None:
+        """The run's generation, the store marked dirty (and cleaned after a killed run)."""
+        store = self.store
+        self.embedder = ensure_collection(store, self.model, self.embedder)
+        meta = store.read_meta() or StoreMeta(model=self.model, dimension=self.embedder.dimension)
+        self.gen = meta.generation + 1
+        self.was_dirty = meta.dirty
+        # The source is recorded with the first write: a first run that is killed keeps it.
+        # This run writes what SCHEMA_VERSION describes (an older readable store is stamped).
+        meta = replace(meta, schema=SCHEMA_VERSION, **_source_fields(self.claim))
+        store.write_meta(
+            replace(meta, generation=self.gen, dirty=True, documents=None, chunks=None)
+        )
+        if self.was_dirty:
+            _clean_interrupted(store)
+        # A full run that finds no record (a new store, or one whose killed first run left
+        # only chunks, deleted just above) has no older version of anything to delete: each
+        # document's delete is a filtered request over every segment.
+        self.nothing_stale = full and not existing
+        if meta.bm25_avg_len is not None or store.count_chunks() > 0:
+            # A store with chunks keeps what they were written with (None: Bm25's default).
+            self.bm25 = bm25_model(meta)
+        self.meta = meta
+        self.begun = True
+
+    def add(self, doc: Document, existing: dict[str, DocumentRecord], full: bool) -> None:
+        """A changed document: chunked now, written with its window."""
+        if not self.begun:
+            self.begin(full, existing)
+        assert self.embedder is not None and doc.text is not None
+        self._flip(doc, existing)
+        original = doc.original
+        if original is not None and original.data:
+            # The original first, under the new generation (invisible until its view
+            # commits), and let go of its bytes.
+            self.store.put_blob(original.path, self.gen, original.data)
+            doc = replace(doc, original=replace(original, data=b""))
+        chunks, texts = _chunk_document(
+            self.embedder, doc, self.gen, _previous_chunks(self.store, existing.get(doc.path))
+        )
+        self.window.append(_Pending(doc, chunks, texts))
+        self.window_chunks += len(chunks)
+        if self.bm25 is None:  # a new store: its BM25 weights wait for the sample
+            if self.window_chunks >= BM25_SAMPLE_CHUNKS:
+                self._measure_bm25()
+            return
+        if (
+            self.window_chunks >= WINDOW_CHUNKS
+            or time.monotonic() - self.last_write >= WINDOW_SECONDS
+        ):
+            self._write_window()
+
+    def touch(self, doc: Document, existing: dict[str, DocumentRecord], full: bool) -> None:
+        """Same content, new mtime or mode: the record rewritten, nothing chunked."""
+        if not self.begun:
+            self.begin(full, existing)
+        old = self.store.get_document(doc.path)
+        if old is not None:
+            self.store.put_document(_record(doc, old.chunks, old.gen, old.offsets, old.split_lines))
+
+    def _flip(self, doc: Document, existing: dict[str, DocumentRecord]) -> None:
+        """A file that turned from a document into one stored as it is, or back (a PDF that
+        became readable): its old record goes first, with every stored version of its
+        original, whose path the new record's original shares."""
+        if doc.original is None:
+            return
+        name = doc.original.path
+        for other in (name, formats.view_path(name)):
+            if other and other != doc.path and other in existing and other not in self.flipped:
+                self.flipped.add(other)
+                _delete(self.store, [other], existing)
+
+    def _measure_bm25(self) -> None:
+        assert self.meta is not None
+        average = bm25_average_length([t for p in self.window for t in p.texts])
+        self.meta = replace(self.meta, bm25_avg_len=average)
+        self.store.write_meta(
+            replace(self.meta, generation=self.gen, dirty=True, documents=None, chunks=None)
+        )
+        self.bm25 = bm25_model(self.meta)
+        self._write_window()
+
+    def _write_window(self) -> None:
+        """The window's chunks (each with the stored vector of its text, when there is one),
+        then the commit of every document in it."""
+        assert self.bm25 is not None
+        self.last_write = time.monotonic()
+        if not self.window:
+            return
+        store = self.store
+        todo = [
+            (p, rec, text) for p in self.window for rec, text in zip(p.chunks, p.texts, strict=True)
+        ]
+        for first in range(0, len(todo), WINDOW_CHUNKS):
+            part = todo[first : first + WINDOW_CHUNKS]
+            known = store.dense_by_hash(list({rec.vhash for _p, rec, _t in part}))
+            points = []
+            for p, rec, text in part:
+                sv = self.bm25.embed_document(text)
+                points.append(
+                    ChunkPoint(rec, known.get(rec.vhash), list(sv.indices), list(sv.values))
+                )
+                p.written += 1
+            store.upsert_chunks(points)
+            reused = sum(1 for pt in points if pt.dense is not None)
+            self.report.chunks_written += len(points)
+            self.report.vectors_reused += reused
+            self.without_dense += len(points) - reused
+        for p in self.window:
+            self._commit(p)
+        self.report.keywords_seconds = time.perf_counter() - self.started
+        if self.report.chunks_written - self.sealed >= COMPACT_EVERY_CHUNKS:
+            self.sealed = self.report.chunks_written
+            _compact(store)
+        self.window = []
+        self.window_chunks = 0
+
+    def _commit(self, p: _Pending) -> None:
+        """Commit a document whose chunks are all written, then delete its older chunks,
+        unless ``nothing_stale`` (the store held no document when the run began)."""
+        doc = p.doc
+        split = any(not c.text.endswith("\n") for c in p.chunks[:-1])
+        self.store.put_document(
+            _record(doc, len(p.chunks), self.gen, tuple(c.start for c in p.chunks), split)
+        )
+        self.report.committed += 1
+        if not self.nothing_stale:
+            self.store.delete_stale_chunks(doc.path, self.gen)
+            if doc.original is not None:
+                self.store.delete_stale_chunks(doc.original.path, self.gen)
+
+    def end(
+        self,
+        existing: dict[str, DocumentRecord],
+        put_dirs: list[DirectoryRecord],
+        gone_dirs: list[str],
+        full: bool,
+    ) -> None:
+        """The last window, the deletions and folders, then the clean meta and its manifest."""
+        store = self.store
+        report = self.report
+        if self.bm25 is None:
+            self._measure_bm25()
+        self._write_window()
+        _delete(store, [p for p in report.deleted if p not in self.flipped], existing)
+        store.put_directories(put_dirs)
+        store.delete_directories(gone_dirs)
+        assert self.meta is not None
+        documents, chunks = _counts(store, self.meta, self.was_dirty, existing, report, full)
+        store.write_meta(
+            replace(
+                self.meta,
+                generation=self.gen,
+                dirty=False,
+                documents=documents,
+                chunks=chunks,
+                ingested_at=time.time(),
+                ingest_seconds=round(time.perf_counter() - self.started, 3),
+                # Cleared only by a dense pass that finds nothing left (semfs.ingest.densepass).
+                dense_pending=self.meta.dense_pending or self.without_dense > 0,
+            )
+        )
+        store.flush()
+        report.words_cut = self.bm25.words_cut if self.bm25 is not None else 0
+        if report.updated or report.deleted or report.chunks_written:
+            report.compacted = _compact(store)
+        # Last: a mount reads its tree from this in one request (semfs.ingest.store.manifest).
+        store.write_manifest(self.gen)
 
 
 def doc_unreadable(doc: Document, old: DocumentRecord | None) -> bool:
@@ -550,7 +933,7 @@ def _counts(
     gone = [*report.updated, *report.deleted]
     change = (
         len(report.added) - len(report.deleted),
-        report.chunks_embedded - sum(existing[p].chunks for p in gone),
+        report.chunks_written - sum(existing[p].chunks for p in gone),
     )
     if full:  # ``existing`` is every record the store held: exact, whatever the meta says
         return len(existing) + change[0], sum(d.chunks for d in existing.values()) + change[1]
@@ -613,44 +996,55 @@ def _clean_interrupted(store: Store) -> None:
         )
 
 
-def _chunk_documents(embedder: Embedder, docs: Sequence[Document], gen: int) -> list[_Pending]:
-    pending: list[_Pending] = []
-    for doc in docs:
-        assert doc.text is not None  # only unchanged views go unextracted, and are not here
-        where = _Places(doc.original.unit, doc.original.marks) if doc.original else None
-        # A page (slide, chapter) starts a chunk, so a hit cites one: sections need not.
-        cuts = where.lines if where and where.numbered else []
-        spans = chunk_text(doc.text, doc.path, embedder.count_tokens, embedder.max_tokens, cuts)
-        title = document_title(doc.text, doc.path)
-        description = document_description(doc.text, doc.path)
-        records = [
-            ChunkRecord(
-                doc.path,
-                gen,
-                s.index,
-                s.start,
-                s.end,
-                s.start_line,
-                s.end_line,
-                s.text,
-                s.heading,
-                title,
-                description,
-                where.of(s.start_line, s.end_line) if where else "",
-                s.fence,
-                s.syntax,
-                s.outline,
-                s.symbols,
-            )
-            for s in spans
-        ]
-        # Code: the path and the definitions around the chunk say what it is about.
-        texts = [
-            code_embedding_text(s, doc.path) if s.syntax else embedding_text(s, title)
-            for s in spans
-        ]
-        pending.append(_Pending(doc, records, texts))
-    return pending
+def _previous_chunks(store: Store, old: DocumentRecord | None) -> list[str]:
+    """The chunk texts of ``old`` (the stored version a changed document replaces), in
+    order; none when there are none or some are missing (then it is chunked afresh)."""
+    if old is None or old.as_is or not old.chunks:
+        return []
+    texts = store.chunk_texts(old.path, old.gen, range(old.chunks))
+    return [texts[i] for i in range(old.chunks)] if len(texts) == old.chunks else []
+
+
+def _chunk_document(
+    embedder: Embedder, doc: Document, gen: int, previous: Sequence[str] = ()
+) -> tuple[list[ChunkRecord], list[str]]:
+    """``doc``'s chunk records and what the model sees of each (context line + chunk text).
+    ``previous``: the chunk texts of the version it replaces, kept where the text still has
+    them (:func:`semfs.ingest.chunking.rechunk`: an edit re-embeds one or two chunks)."""
+    assert doc.text is not None  # only unchanged views go unextracted, and are not here
+    where = _Places(doc.original.unit, doc.original.marks) if doc.original else None
+    # A page (slide, chapter) starts a chunk, so a hit cites one: sections need not.
+    cuts = where.lines if where and where.numbered else []
+    spans = rechunk(doc.text, doc.path, embedder.count_tokens, embedder.max_tokens, cuts, previous)
+    title = document_title(doc.text, doc.path)
+    description = document_description(doc.text, doc.path)
+    # Code: the path and the definitions around the chunk say what it is about.
+    texts = [
+        code_embedding_text(s, doc.path) if s.syntax else embedding_text(s, title) for s in spans
+    ]
+    records = [
+        ChunkRecord(
+            doc.path,
+            gen,
+            s.index,
+            s.start,
+            s.end,
+            s.start_line,
+            s.end_line,
+            s.text,
+            s.heading,
+            title,
+            description,
+            where.of(s.start_line, s.end_line) if where else "",
+            s.fence,
+            s.syntax,
+            s.outline,
+            s.symbols,
+            vhash=vector_hash(text),
+        )
+        for s, text in zip(spans, texts, strict=True)
+    ]
+    return records, texts
 
 
 class _Places:
@@ -676,107 +1070,3 @@ class _Places:
         if first == last:
             return f"{self.unit} {self.labels[first]}"
         return f"{self.unit}s {self.labels[first]}-{self.labels[last]}"
-
-
-def _embed_documents(
-    store: Store,
-    embedder: Embedder,
-    pending: list[_Pending],
-    gen: int,
-    batch_size: int,
-    bm25: Bm25,
-    on_start: Callable[[int], None] | None,
-    on_progress: Progress | None,
-    nothing_stale: bool = False,
-) -> int:
-    if not pending:
-        return 0
-    total = sum(len(p.chunks) for p in pending)
-    if on_start:
-        on_start(total)
-    window = max(batch_size, 1) * ENCODE_WINDOW_BATCHES
-    done = 0
-    sealed = 0
-    queue = iter(pending)
-    open_docs: list[_Pending] = []
-    for batch in _windows(pending, window):
-        texts = [text for _p, _rec, text in batch]
-        dense = _encode(embedder, texts, batch_size, on_progress)
-        points = []
-        for (p, rec, text), vec in zip(batch, dense, strict=True):
-            sv = bm25.embed_document(text)
-            points.append(ChunkPoint(rec, vec, list(sv.indices), list(sv.values)))
-            p.written += 1
-        store.upsert_chunks(points)
-        done += len(points)
-        open_docs = _commit_finished(store, open_docs, queue, gen, nothing_stale)
-        if done - sealed >= COMPACT_EVERY_CHUNKS:
-            sealed = done
-            _compact(store)
-    _commit_finished(store, open_docs, queue, gen, nothing_stale)
-    return done
-
-
-def _encode(
-    embedder: Embedder, texts: list[str], batch_size: int, on_progress: Progress | None
-) -> list[list[float]]:
-    """``texts``' vectors, one model batch at a time, each reported to ``on_progress`` (a
-    window of 256 chunks takes seconds on a busy machine: the bar must not wait for it).
-    Longest first, as sentence-transformers orders one call's texts, so a batch pads little."""
-    if on_progress is None:
-        return embedder.encode(texts, batch_size=batch_size)
-    size = max(batch_size, 1)
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    out: list[list[float]] = [[] for _ in texts]
-    for start in range(0, len(order), size):
-        idx = order[start : start + size]
-        for i, vec in zip(
-            idx, embedder.encode([texts[i] for i in idx], batch_size=size), strict=True
-        ):
-            out[i] = vec
-        on_progress(len(idx))
-    return out
-
-
-def _windows(
-    pending: Sequence[_Pending], size: int
-) -> Iterator[list[tuple[_Pending, ChunkRecord, str]]]:
-    batch: list[tuple[_Pending, ChunkRecord, str]] = []
-    for p in pending:
-        for rec, text in zip(p.chunks, p.texts, strict=True):
-            batch.append((p, rec, text))
-            if len(batch) >= size:
-                yield batch
-                batch = []
-    if batch:
-        yield batch
-
-
-def _commit_finished(
-    store: Store,
-    open_docs: list[_Pending],
-    queue: Iterator[_Pending],
-    gen: int,
-    nothing_stale: bool = False,
-) -> list[_Pending]:
-    """Commit, in order, every document whose chunks are all written, then delete its older
-    chunks, unless ``nothing_stale`` (the store held no document when the run began)."""
-    while True:
-        if not open_docs:
-            nxt = next(queue, None)
-            if nxt is None:
-                return open_docs
-            open_docs.append(nxt)
-        p = open_docs[0]
-        if p.written < len(p.chunks):
-            return open_docs
-        doc = p.doc
-        split = any(not c.text.endswith("\n") for c in p.chunks[:-1])
-        store.put_document(
-            _record(doc, len(p.chunks), gen, tuple(c.start for c in p.chunks), split)
-        )
-        if not nothing_stale:
-            store.delete_stale_chunks(doc.path, gen)
-            if doc.original is not None:
-                store.delete_stale_chunks(doc.original.path, gen)
-        open_docs.pop(0)

@@ -9,6 +9,7 @@ by hand::
     with ResidentStore.open(address) as resident:
         store = resident.store                      # owned here, or the owner's over its socket
         searcher = ...                              # made on first need: Callable[[], Searcher]
+        resident.embed()                            # the dense pass, resumed and kept up
         resident.serve(on_change=refresh, searcher=searcher)  # after any fork: starts threads
         resident.warm(searcher)                     # the model loads in the background
         ...                                         # work until told to stop
@@ -40,6 +41,12 @@ Rules a caller may rely on:
   (a ``semfs search`` beside us then needs no model of its own, and one round trip).
 * ``warm`` loads the searcher's model in a daemon thread; failures are logged, never raised
   (each search then says why, or loads the model itself).
+* ``embed`` (when we own the store, or once a hand-over gives it to us) starts the second pass
+  of ingest in a thread (:class:`~semfs.ingest.densepass.DenseService`): the chunks an earlier
+  run left without dense vectors, then those each write adds (``changed``; other processes'
+  writes through our socket, too), with the store's model, loaded only when there is
+  something to embed. Writers beside us leave the dense pass to it. ``close`` stops it after
+  its window.
 * ``stop_serving`` ends the service and keeps the store open (call it before whatever
   ``on_change`` wakes is stopped); ``close`` is idempotent and stops serving before closing.
 
@@ -53,16 +60,18 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
-from semfs.ingest.errors import OwnerGoneError, StoreLockedError, StoreOwnedError
+from semfs.ingest.errors import OwnerGoneError, SemfsError, StoreLockedError, StoreOwnedError
 from semfs.ingest.store import DelegatingStore, QueryService, Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.owner import StoreOwner
 
 if TYPE_CHECKING:  # imported where used: a mount's first listing needs no search engine
+    from semfs.ingest.densepass import DenseService
+    from semfs.ingest.embedding.embedder import Embedder
     from semfs.ingest.search import Searcher
 
 logger = logging.getLogger(__name__)
@@ -120,6 +129,8 @@ class ResidentStore:
         owner goes (the hand-over)."""
         self.owner = owner
         self._serving: dict[str, Any] | None = None  # what serve() was asked, for a hand-over
+        self._embedding: dict[str, Any] | None = None  # what embed() was asked, likewise
+        self.dense: DenseService | None = None
         self._handover = threading.Lock()
         self._reopen, self._connect = reopen, connect
         self.store: Store = store
@@ -184,6 +195,8 @@ class ResidentStore:
                 else:
                     self.owner = owner
                     relay.inner = owner.store
+                    if self._embedding is not None:
+                        self._start_dense(**self._embedding)
                     if self._serving is not None:
                         self._serve(owner, **self._serving)
                     logger.info("the store's owner went away: this process owns it now")
@@ -199,25 +212,100 @@ class ResidentStore:
         on_change: Callable[[], None] | None = None,
         served: Store | None = None,
         searcher: Callable[[], Searcher] | None = None,
+        held: Callable[[], Collection[str]] | None = None,
     ) -> None:
         """Serve other processes (when we own the store): their writes reach ``served`` (a view
         of the store; default the store), and ``searcher()`` (made on first need) runs their
-        searches and embeds their queries. Raises SemfsError when it cannot serve. A client
-        serves so once it takes the store over (the hand-over)."""
+        searches and embeds their queries; ``held()`` tells their ingests which files our
+        writable mount holds open (left as they are until closed). Raises SemfsError when it
+        cannot serve. A client serves so once it takes the store over (the hand-over)."""
         with self._handover:
-            self._serving = {"on_change": on_change, "served": served, "searcher": searcher}
+            self._serving = {
+                "on_change": on_change,
+                "served": served,
+                "searcher": searcher,
+                "held": held,
+            }
             if self.owner is not None:
-                self._serve(self.owner, on_change, served, searcher)
+                self._serve(self.owner, on_change, served, searcher, held)
 
-    @staticmethod
     def _serve(
+        self,
         owner: StoreOwner,
         on_change: Callable[[], None] | None,
         served: Store | None,
         searcher: Callable[[], Searcher] | None,
+        held: Callable[[], Collection[str]] | None = None,
     ) -> None:
         queries = _deferred_queries(searcher) if searcher is not None else None
-        owner.serve(on_change=on_change, served=served, queries=queries)
+        dense = self.dense
+        if dense is not None:
+            after = on_change
+
+            def on_change() -> None:  # their chunks want vectors: tell the dense pass
+                dense.poke()
+                if after is not None:
+                    after()
+
+        owner.serve(
+            on_change=on_change,
+            served=served,
+            queries=queries,
+            embeds=dense is not None,
+            held=held,
+        )
+
+    def embed(
+        self,
+        embedder: Callable[[], Embedder] | None = None,
+        store: Store | None = None,
+        on_phase: Callable[[str, int], None] | None = None,
+        on_progress: Callable[[int], None] | None = None,
+        on_vectors: Callable[[], None] | None = None,
+    ) -> None:
+        """Start the dense pass (when we own the store, or once we take it over; else its
+        owner runs its own), with ``embedder()`` (default: the store's model, made when first
+        needed), writing through ``store`` (a view of ours; default ours); ``on_vectors()``
+        now and then while it stores vectors (cached search results rank otherwise since).
+        Call it before :meth:`serve`, which tells other writers that we embed."""
+        with self._handover:
+            self._embedding = {
+                "embedder": embedder,
+                "store": store,
+                "on_phase": on_phase,
+                "on_progress": on_progress,
+                "on_vectors": on_vectors,
+            }
+            if self.owner is not None:
+                self._start_dense(**self._embedding)
+
+    def _start_dense(
+        self,
+        embedder: Callable[[], Embedder] | None,
+        store: Store | None,
+        on_phase: Callable[[str, int], None] | None,
+        on_progress: Callable[[int], None] | None,
+        on_vectors: Callable[[], None] | None,
+    ) -> None:
+        if self.dense is not None:
+            return
+        from semfs.ingest.densepass import DenseService
+
+        target = store or self.store
+        self.dense = DenseService(
+            target,
+            embedder or (lambda: _documents_embedder(target)),
+            on_phase=on_phase,
+            on_progress=on_progress,
+            on_vectors=on_vectors,
+        )
+        self.dense.start()
+
+    def changed(self) -> None:
+        """This process wrote the store (a watcher's batch, a write tool): embed what it added."""
+        dense = self.dense
+        if dense is not None:
+            dense.poke()
 
     def warm(self, searcher: Callable[[], Searcher], delay: float = 0.0) -> None:
         """Load ``searcher()``'s model in a daemon thread, ``delay`` seconds from now (a mount
@@ -236,6 +324,11 @@ class ResidentStore:
 
     def close(self) -> None:
         """Stop serving, then close the store. Safe to call twice (both closes are)."""
+        with self._handover:
+            self._embedding = None
+            dense, self.dense = self.dense, None
+        if dense is not None:
+            dense.stop()  # after its window: the vectors so far are stored
         (self.owner or self.store).close()
 
     def __enter__(self) -> ResidentStore:
@@ -243,6 +336,16 @@ class ResidentStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _documents_embedder(store: Store) -> Embedder:
+    """The embedder of the store's documents (its recorded model)."""
+    from semfs.ingest.embedding.embedder import load_embedder
+
+    meta = store.read_meta()
+    if meta is None:
+        raise SemfsError(f"{store.location} has no model recorded yet")
+    return load_embedder(meta.model)
 
 
 def _warm_up(make: Callable[[], Searcher], delay: float) -> None:

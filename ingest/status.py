@@ -113,7 +113,26 @@ def store_info(store: Store, meta: StoreMeta, collection: str) -> dict[str, Any]
         "disk_bytes": store.disk_bytes(),
         "ingested_at": meta.ingested_at,
         "ingest_seconds": meta.ingest_seconds,
+        "embedding": embedding_progress(store, meta, chunks),
     }
+
+
+def embedding_progress(store: Store, meta: StoreMeta, chunks: int) -> dict[str, Any]:
+    """How far the dense vectors are: chunks with one, all chunks, and who embeds the rest
+    (a process holding the collection's embed lock). Counted in the engine only while the
+    meta says some may be missing (a store whose every chunk is embedded costs nothing)."""
+    if not meta.dense_pending:
+        return {"embedded": chunks, "chunks": chunks, "by": None}
+    from semfs.ingest.store.writelock import EMBED_LOCK, CollectionLock
+
+    embedded, total = store.embedding_counts()
+    lock = CollectionLock(store.lock_path(EMBED_LOCK), "embedding")
+    by = None
+    if lock.try_acquire():
+        lock.release()
+    else:
+        by = lock.holder()
+    return {"embedded": embedded, "chunks": total, "by": by}
 
 
 def _model_cache(model: str) -> str | None:

@@ -9,6 +9,10 @@ Rules a caller may rely on:
   changed (``paths=``): the same include/exclude and bad-input rules, the same atomic
   per-document commit, nothing re-embedded whose content did not change, and a kill -9 in
   a batch is cleaned up by the next run exactly as after an interrupted ingest.
+* **Keywords first.** A batch stores its documents' text and keywords and commits them (a
+  1.3 MB log is keyword-searchable a few seconds after its close); their dense vectors come
+  from the owner's dense pass (``on_batch`` tells it: :meth:`semfs.ingest.host.StoreHost.
+  changed`), so the next batch never waits for the model.
 * **A full mirror pass** runs at start, after the kernel dropped events (inotify
   ``IN_Q_OVERFLOW``) and when the source folder comes back after disappearing.
 * **Events, not scans.** Changes come from watchdog (inotify on Linux, FSEvents on macOS).
@@ -77,6 +81,9 @@ RECHECK = 1.0
 RETRY = 5.0
 # The polling fallback's interval (s): a full stat walk each time, so not too often.
 POLL_INTERVAL = 2.0
+# The state file is saved at most this often (s) while changes keep coming, so `semfs status`
+# shows the changes waiting as a mount's results files do (it said 1 while 26 waited).
+SAVE_EVERY = 1.0
 WATCHES_SYSCTL = "fs.inotify.max_user_watches"
 INSTANCES_SYSCTL = "fs.inotify.max_user_instances"
 
@@ -168,7 +175,7 @@ class SourceWatcher:
         on_batch: OnBatch | None = None,
         quiet: float = QUIET,
         max_delay: float = MAX_DELAY,
-        on_start: Callable[[int], None] | None = None,
+        on_phase: Callable[[str, int], None] | None = None,
         on_progress: Callable[[int], None] | None = None,
     ) -> None:
         self.source = source.absolute()
@@ -180,8 +187,8 @@ class SourceWatcher:
         self.on_batch = on_batch
         self.quiet = quiet
         self.max_delay = max_delay
-        # Each batch's chunks to embed, then each model batch done (a progress display).
-        self.on_start = on_start
+        # Each batch's files to read, then each one done (a progress display).
+        self.on_phase = on_phase
         self.on_progress = on_progress
         self.state = SyncState(str(self.source))
         self._cond = threading.Condition()
@@ -197,6 +204,7 @@ class SourceWatcher:
         self._thread: threading.Thread | None = None
         self._alarm = _OverflowAlarm(self._on_overflow)
         self._git = git_dir(self.source)
+        self._saved_at = 0.0
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -371,10 +379,13 @@ class SourceWatcher:
             if self._last_event == 0.0:
                 self._first_event = now
             self._last_event = now
-            first = self.state.pending == 0
+            before = self.state.pending
             self.state.pending = len(self._pending) + self._in_batch
+            due = self.state.pending != before and (
+                before == 0 or now - self._saved_at >= SAVE_EVERY
+            )
             self._cond.notify_all()
-        if first:
+        if due:
             self._save()  # status shows changes waiting, without a write per event
 
     def hold(self, rel: str) -> None:
@@ -382,6 +393,11 @@ class SourceWatcher:
         written: indexing it now would index half of it)."""
         with self._cond:
             self._held[rel] = self._held.get(rel, 0) + 1
+
+    def held_paths(self) -> list[str]:
+        """The paths held now (being written): what an ingest beside us leaves as it is."""
+        with self._cond:
+            return list(self._held)
 
     def release(self, rel: str) -> None:
         """One writer of ``rel`` is done; the last one lets its change through at once."""
@@ -399,7 +415,10 @@ class SourceWatcher:
                 self._first_event = now
             self._last_event = now
             self.state.pending = len(self._pending) + self._in_batch
+            due = now - self._saved_at >= SAVE_EVERY
             self._cond.notify_all()
+        if due:
+            self._save()
 
     def _ready(self) -> bool:
         """Whether a pending change is not held (called under the condition's lock)."""
@@ -522,8 +541,9 @@ class SourceWatcher:
                 paths=None if full else paths,
                 keep_failed=True,
                 held=self._held.__contains__,
-                on_start=self.on_start,
+                on_phase=self.on_phase,
                 on_progress=self.on_progress,
+                dense=False,  # the owner's dense pass embeds: the next batch never waits
             )
         except SourceError as exc:  # the folder went away between the check and the scan
             logger.debug("batch stopped: %s", exc)
@@ -591,6 +611,7 @@ class SourceWatcher:
             self.on_batch(report, state)
 
     def _save(self) -> None:
+        self._saved_at = time.monotonic()
         if self.state_file is None:
             return
         try:

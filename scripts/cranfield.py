@@ -138,9 +138,9 @@ def ingest_corpus(corpus: Path, store_dir: Path, model: str | None) -> None:
 
     state = {"total": 0, "done": 0, "shown": -1}
 
-    def on_start(total: int) -> None:
-        state["total"] = total
-        print(f"embedding {total} chunks ...", file=sys.stderr)
+    def on_phase(name: str, total: int) -> None:
+        state["total"], state["done"], state["shown"] = total, 0, -1
+        print(f"{name}: {total} {'files' if name == 'reading' else 'chunks'} ...", file=sys.stderr)
 
     def on_progress(n: int) -> None:
         state["done"] += n
@@ -150,7 +150,7 @@ def ingest_corpus(corpus: Path, store_dir: Path, model: str | None) -> None:
             print(f"  {state['done']}/{state['total']}", file=sys.stderr)
 
     with open_store(CollectionAddress(store=store_dir)) as store:
-        report = ingest(corpus, store, model=model, on_start=on_start, on_progress=on_progress)
+        report = ingest(corpus, store, model=model, on_phase=on_phase, on_progress=on_progress)
     print(
         f"ingested: {len(report.added)} added, {len(report.updated)} updated, "
         f"{len(report.unchanged)} unchanged, {len(report.skipped)} skipped; "

@@ -52,7 +52,7 @@ from semfs.fusefs.agent.writing import SourceWriter
 from semfs.fusefs.view.foldermap import FolderMaps
 from semfs.fusefs.view.reader import ChunksMissingError, DocumentReader
 from semfs.fusefs.view.refresh import TreeRefresher
-from semfs.fusefs.view.searchdir import link_names, render_results
+from semfs.fusefs.view.searchdir import link_names, render_results, with_status_line
 from semfs.fusefs.view.tree import DIR, FILE, InodeMap, Node, Ownership, Tree
 from semfs.ingest import formats
 from semfs.ingest.errors import (
@@ -248,8 +248,15 @@ class Toolbox:
         if scope and not any(node.path == f or node.path.startswith(f + "/") for f in scope):
             shown = [f for f in scope if not node.path or f.startswith(node.path + "/")]
             where = ("in " + ", ".join(f"{f}/" for f in shown)) if shown else None
-        rendered = render_results(
-            request, hits, link_names(hits, k), where=where, tools=True
+        # While an ingest's dense pass is under way: how much of what was searched is
+        # embedded (not for a token's several folders at the root: it sees only its own).
+        note = (
+            self.searcher.meaning_note(mode, node.path or None)
+            if request.text and (node.path or not scope)
+            else None
+        )
+        rendered = with_status_line(
+            render_results(request, hits, link_names(hits, k), where=where, tools=True), note
         ).decode("utf-8", "surrogateescape")
         return self._fit(
             rendered,
@@ -552,6 +559,10 @@ def open_toolbox(address: CollectionAddress, budget: int = DEFAULT_BUDGET) -> It
             )
         box = Toolbox(store, budget=budget)
         stops.append(box.close)
+        # The dense vectors an ingest left to do, and those of each write (ours or another
+        # process's through our socket), when we own the store.
+        resident.embed()
+        box.writer.on_indexed = resident.changed
         # A `semfs search` beside us runs on our searcher, with our model.
         resident.serve(on_change=box.refresher.wake, searcher=lambda: box.searcher)
         stops.append(resident.stop_serving)

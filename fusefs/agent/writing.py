@@ -29,6 +29,10 @@ Rules a caller may rely on:
   it is not in) refuses in one line and leaves the file as it was. ``append`` leaves the
   owner as it is and clears the three bits. Only a regular file is written (never a FIFO,
   device or link: refused without blocking).
+* The file is indexed for keywords before the call returns (the ingest's first pass, taking
+  its turn with the collection's other writers for at most :data:`WRITE_WAIT` seconds); its
+  dense vectors follow from the store owner's dense pass (``on_indexed`` tells it), so a
+  write never waits for the model.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import os
 import secrets
 import stat
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +50,7 @@ from semfs.fusefs.view.reserved import reserved_part
 from semfs.ingest import formats
 from semfs.ingest.beneath import SourceFolder
 from semfs.ingest.embedding.embedder import Embedder
-from semfs.ingest.errors import PathError, SemfsError, ToolInputError, not_text
+from semfs.ingest.errors import PathError, SemfsError, StoreBusyError, ToolInputError, not_text
 from semfs.ingest.sources import DEFAULT_MAX_BYTES, VCS_DIRS
 from semfs.ingest.store import Store
 from semfs.ingest.store.backends import user_umask
@@ -53,6 +58,9 @@ from semfs.ingest.store.backends import user_umask
 MODES = ("append", "replace")
 # Set-uid, set-gid and sticky: never left on a file this tool wrote.
 _SPECIAL = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
+# How long a write waits for another writer of the collection (a first ingest's keyword pass
+# may take minutes) before it answers that the file is written but not indexed yet.
+WRITE_WAIT = 30.0
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,8 @@ class SourceWriter:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._embedder: Embedder | None = None
+        # Told after each file is indexed: its chunks want dense vectors (ResidentStore.changed).
+        self.on_indexed: Callable[[], None] | None = None
 
     def source(self) -> Path:
         meta = self.store.read_meta()
@@ -180,7 +190,21 @@ class SourceWriter:
 
         if self._embedder is None:
             self._embedder = load_embedder(resolve_model(self.store, None))
-        report = ingest(source, self.store, embedder=self._embedder, paths=[rel], keep_failed=True)
+        try:
+            report = ingest(
+                source,
+                self.store,
+                embedder=self._embedder,
+                paths=[rel],
+                keep_failed=True,
+                dense=False,  # the owner's dense pass embeds it: no write waits for the model
+                lock_timeout=WRITE_WAIT,
+            )
+        except StoreBusyError as exc:
+            why = f"{exc}; the next ingest (or a watcher of the folder) indexes it"
+            return Written(rel, mode, written, size, False, why)
+        if self.on_indexed is not None:
+            self.on_indexed()
         skipped = next((s.reason for s in report.skipped if s.path == rel), "")
         return Written(rel, mode, written, size, not skipped, skipped)
 

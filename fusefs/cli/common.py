@@ -212,3 +212,8 @@ def source_options(func: F) -> F:
     """--model / --include / --exclude / --batch-size / --max-size / --follow-symlinks: how a
     source is read, shared by `semfs ingest` and `semfs mount --watch`."""
     return params(SOURCE)(func)
+
+
+def waiting(holder: str) -> None:
+    """Say, on stderr, that a command waits for another writer of its collection."""
+    click.echo(f"Waiting for {holder}, which is writing this collection ...", err=True)

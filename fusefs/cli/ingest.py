@@ -23,6 +23,7 @@ from semfs.fusefs.cli.common import (
     handle_errors,
     source_options,
     store_options,
+    waiting,
 )
 from semfs.fusefs.cli.maintenance import in_place
 from semfs.ingest.store.address import CollectionAddress
@@ -31,7 +32,7 @@ from semfs.ingest.store.backends import open_store
 if TYPE_CHECKING:
     from semfs.fusefs.cli.progress import IngestProgress
     from semfs.ingest.embedding.embedder import Embedder
-    from semfs.ingest.pipeline import IngestReport
+    from semfs.ingest.pipeline import IngestReport, Interrupted
     from semfs.ingest.sources import SourceOptions
     from semfs.ingest.store import Store
     from semfs.ingest.syncstate import SyncState
@@ -136,9 +137,12 @@ def ingest_cmd(
         return
 
     from semfs.ingest.embedding.embedder import load_embedder
-    from semfs.ingest.pipeline import resolve_model
+    from semfs.ingest.pipeline import Interrupted, resolve_model
     from semfs.ingest.skipmemo import memo_file
 
+    # SIGTERM stops a run as Ctrl-C does, with the same message (it was silent).
+    stopped_by = [int(signal.SIGINT)]
+    signal.signal(signal.SIGTERM, lambda signum, frame: _stop_by(stopped_by, signum))
     with _serving(address) as store, _in_place_if(verify):
         # Made here, so that the export it may make on first use can be reported afterwards.
         embedder = load_embedder(resolve_model(store, model))
@@ -156,25 +160,20 @@ def ingest_cmd(
                 max_bytes=max_bytes,
                 follow_symlinks=follow_symlinks,
                 jobs=jobs,
-                on_start=progress.start if progress else None,
+                on_phase=progress.phase if progress else None,
                 on_progress=progress.advance if progress else None,
                 verify=verify,
                 replace_source=replace,
                 skip_memo=memo_file(address),
                 retry_skipped=retry_skipped,
+                on_wait=None if as_json else waiting,
             )
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             if progress is not None:
                 progress.close()
                 progress = None
-            # Each document commits whole (its chunks, then its record): what was in stays.
-            click.echo(
-                "Interrupted: the documents ingested so far are kept, the one in progress "
-                "is not; run the same command again to resume (what is in is not embedded "
-                "again).",
-                err=True,
-            )
-            sys.exit(130)
+            click.echo(_interrupted(exc if isinstance(exc, Interrupted) else None), err=True)
+            sys.exit(128 + stopped_by[0])
         finally:
             if progress is not None:
                 progress.close()
@@ -199,15 +198,42 @@ def _serving(address: CollectionAddress) -> Iterator[Store]:
         yield resident.store
 
 
+def _stop_by(stopped_by: list[int], signum: int) -> None:
+    stopped_by[0] = signum
+    raise KeyboardInterrupt
+
+
+def _interrupted(exc: Interrupted | None) -> str:
+    """What an interrupted ingest kept, in one line: each document commits whole (its chunks,
+    then its record), and its dense vectors follow in a pass of their own."""
+    again = "run the same command again to resume (nothing in is read into the model again)"
+    if exc is None:  # before the first document (waiting for another writer, say)
+        return f"Interrupted before anything was written; {again}."
+    report = exc.report
+    if exc.phase == "keywords":
+        return (
+            f"Interrupted: the {report.committed} documents ingested in this run are kept and "
+            f"keyword-searchable, the one in progress is not; {again}."
+        )
+    pending = f"{report.dense_pending} chunks" if report.dense_pending else "some chunks"
+    return (
+        "Interrupted while embedding: every document is in and keyword-searchable, and "
+        f"{pending} wait for their dense vectors (searches score them on keywords "
+        f"meanwhile); {again}."
+    )
+
+
 def _in_place_if(verify: bool) -> contextlib.AbstractContextManager[None]:
     return in_place("ingest --verify") if verify else contextlib.nullcontext()
 
 
-def _progress(embedder: Embedder, label: str = "Embedding") -> IngestProgress:
-    """The progress display of an ingest on stderr, told of ``embedder``'s load too."""
+def _progress(embedder: Embedder, label: str = "") -> IngestProgress:
+    """The progress display of an ingest on stderr, told of ``embedder``'s load too;
+    ``label`` names both passes (a watcher's "Syncing")."""
     from semfs.fusefs.cli.progress import IngestProgress
 
-    progress = IngestProgress(sys.stderr, label=label)
+    labels = {"reading": label, "embedding": label} if label else None
+    progress = IngestProgress(sys.stderr, label=label or "Embedding", labels=labels)
     if hasattr(embedder, "on_load"):
         embedder.on_load = progress.on_load
     if hasattr(embedder, "on_export"):
@@ -272,7 +298,7 @@ def _follow(
 
         follower.run(
             on_batch,
-            on_start=progress.start if progress else None,
+            on_phase=progress.phase if progress else None,
             on_progress=progress.advance if progress else None,
             on_ready=on_ready,
         )
@@ -341,10 +367,22 @@ def _print_report(report: IngestReport, source: Path, collection: str, location:
         f"  added {len(report.added)}, updated {len(report.updated)}, unchanged "
         f"{len(report.unchanged)}, deleted {len(report.deleted)}, skipped {len(report.skipped)}"
     )
+    if report.chunks_written:  # the first pass: keyword-searchable from then on
+        click.echo(
+            f"  {report.chunks_written} chunks written, keyword-searchable after "
+            f"{report.keywords_seconds:.1f} s"
+        )
+    reused = f", {report.vectors_reused} took a stored vector" if report.vectors_reused else ""
     click.echo(
-        f"  {report.chunks_embedded} chunks embedded in {report.seconds:.1f} s "
+        f"  {report.chunks_embedded} chunks embedded{reused} in {report.seconds:.1f} s "
         f"({report.chunks_per_second:.1f} chunks/s)"
     )
+    if report.dense_pending:  # left to the store's owner (a mount), or dense=False
+        by = report.dense_elsewhere or "the next `semfs ingest`, or a mount,"
+        click.echo(
+            f"  {report.dense_pending} chunks wait for their dense vectors ({by} embeds "
+            "them; keyword scores meanwhile; `semfs status` shows how far)"
+        )
     if report.words_cut:
         from semfs.ingest.store.bm25 import MAX_WORD_CHARS
 

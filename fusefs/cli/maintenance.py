@@ -5,16 +5,22 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from semfs.fusefs.cli.common import handle_errors, one_line, store_options
+from semfs.fusefs.cli.common import handle_errors, one_line, store_options, waiting
 from semfs.ingest.errors import SemfsError
-from semfs.ingest.store import Store
+from semfs.ingest.store import DEFAULT_COLLECTION, Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
+
+if TYPE_CHECKING:
+    from semfs.ingest.store.check import CheckReport
+    from semfs.ingest.store.schema import StoreMeta
 
 
 @click.command()
@@ -84,6 +90,7 @@ def check(
         _rebuild(address, repair_source, model, exc)
     with open_store(address) as store:
         report = check_store(store)
+        meta = store.read_meta()
         fixed: list[str] = []
         if report.problems and prune:
             fixed = report.damaged_paths
@@ -108,6 +115,7 @@ def check(
                     "notes": report.notes,
                     "not_verified": list(report.not_verified),
                     "fixed": fixed,
+                    "repair": _repair_command(report, meta, address),
                 },
                 indent=2,
             )
@@ -120,6 +128,12 @@ def check(
             click.echo(line)
         for note in report.notes:
             click.echo(f"note: {note}")
+        repair = _repair_command(report, meta, address)
+        if repair is not None:
+            click.echo(
+                f"note: to repair, re-ingest the damaged documents from their folder: {repair} "
+                "(or --prune to delete them)"
+            )
         if any("cannot be read" in p.reason for p in report.problems):
             click.echo(
                 "note: the engine cannot decode some points, so they cannot be replaced in "
@@ -134,6 +148,23 @@ def check(
             )
     if not report.ok:
         raise click.exceptions.Exit(1)
+
+
+def _repair_command(
+    report: CheckReport, meta: StoreMeta | None, address: CollectionAddress
+) -> str | None:
+    """The command that repairs what ``report`` found (the folder the collection mirrors, when
+    it is recorded), or None when nothing is to repair in place."""
+    if report.ok or any("cannot be read" in p.reason for p in report.problems):
+        return None  # sound, or only a rebuild helps (said on its own line)
+    words = ["semfs", "check", "--repair", meta.source if meta and meta.source else "SOURCE"]
+    if address.store is not None:
+        words += ["--store", str(address.store)]
+    if address.url:
+        words += ["--url", address.url]
+    if address.collection != DEFAULT_COLLECTION:
+        words += ["-c", address.collection]
+    return " ".join(w if w == "SOURCE" else shlex.quote(w) for w in words)
 
 
 @contextlib.contextmanager
@@ -170,21 +201,25 @@ def _rebuild(
 
 
 def _prune(store: Store, paths: list[str]) -> None:
-    """Delete damaged documents and record the new counts (a change the mount picks up)."""
-    store.delete_documents(paths)
-    meta = store.read_meta()
-    if meta is not None:
-        docs = store.list_documents()
-        # replace(), not a new StoreMeta: the source record and BM25's average stay.
-        store.write_meta(
-            dataclasses.replace(
-                meta,
-                generation=meta.generation + 1,
-                documents=len(docs),
-                chunks=sum(d.chunks for d in docs),
+    """Delete damaged documents and record the new counts (a change the mount picks up),
+    in its turn with the collection's other writers."""
+    from semfs.ingest.store.writelock import WRITE_LOCK, CollectionLock
+
+    with CollectionLock(store.lock_path(WRITE_LOCK), "keyword").held_for(on_wait=waiting):
+        store.delete_documents(paths)
+        meta = store.read_meta()
+        if meta is not None:
+            docs = store.list_documents()
+            # replace(), not a new StoreMeta: the source record and BM25's average stay.
+            store.write_meta(
+                dataclasses.replace(
+                    meta,
+                    generation=meta.generation + 1,
+                    documents=len(docs),
+                    chunks=sum(d.chunks for d in docs),
+                )
             )
-        )
-    store.flush()
+        store.flush()
 
 
 @click.command()

@@ -3,7 +3,9 @@
 Rules a caller may rely on (what users of ``llm embed-multi`` and ``rsync --info=progress2``
 expect):
 
-* On a terminal: a bar (tqdm's) with chunks done of the total, chunks per second and the time
+* Two phases, one bar each: "Reading" counts files (read, extracted, chunked and stored with
+  their keywords: searchable as they go), "Embedding" counts chunks given their dense vectors.
+* On a terminal: a bar (tqdm's) with the count done of the total, the rate and the time
   left, redrawn at least once a second by a ticker thread even while one batch embeds, so the
   rate and ETA never freeze.
 * Elsewhere (a log file, CI): one plain line every :data:`LOG_EVERY` seconds with the same
@@ -38,8 +40,8 @@ def eta_text(seconds: float | None) -> str:
 
 
 class IngestProgress:
-    """``on_load`` for the document embedder, ``start``/``advance`` for the pipeline's
-    ``on_start``/``on_progress``, ``close`` at the end (also after an error). Thread-safe."""
+    """``on_load`` for the document embedder, ``phase``/``advance`` for the pipeline's
+    ``on_phase``/``on_progress``, ``close`` at the end (also after an error). Thread-safe."""
 
     def __init__(
         self,
@@ -47,13 +49,17 @@ class IngestProgress:
         tty: bool | None = None,
         label: str = "Embedding",
         log_every: float = LOG_EVERY,
+        labels: dict[str, str] | None = None,
     ) -> None:
         self.stream = stream
         self.tty = stream.isatty() if tty is None else tty
         self.label = label
+        # The label of each phase (a watcher's are both "Syncing").
+        self._labels = labels if labels is not None else {"reading": "Reading", "embedding": label}
         self.log_every = log_every
         self.total = 0
         self.done = 0
+        self.unit = "chunks"
         self._started = 0.0
         self._last_line = 0.0
         self._bar: Any = None
@@ -69,12 +75,17 @@ class IngestProgress:
         else:
             self._say(f"Loaded model {name} in {seconds:.1f} s")
 
-    # -- chunks ---------------------------------------------------------------------------
+    # -- phases ---------------------------------------------------------------------------
 
-    def start(self, total: int) -> None:
+    def phase(self, name: str, total: int) -> None:
+        """A pass starts: "reading" (``total`` files) or "embedding" (``total`` chunks)."""
+        self.label = self._labels.get(name, self.label)
+        self.start(total, "files" if name == "reading" else "chunks")
+
+    def start(self, total: int, unit: str = "chunks") -> None:
         with self._lock:
             self.close_locked()
-            self.total, self.done = total, 0
+            self.total, self.done, self.unit = total, 0, unit
             self._started = self._last_line = time.monotonic()
             self._stop.clear()
             if not total:
@@ -86,7 +97,7 @@ class IngestProgress:
                 self._bar = tqdm(
                     total=total,
                     desc=self.label,
-                    unit=" chunks",
+                    unit=f" {unit}",
                     file=self.stream,
                     # The terminal's size, or 100x24 when it says 0x0 (a pty nobody sized:
                     # tqdm would then hide the bar).
@@ -133,7 +144,7 @@ class IngestProgress:
         left = (self.total - self.done) / rate if rate > 0 else None
         pct = 100 * self.done / self.total if self.total else 100.0
         return (
-            f"{self.done}/{self.total} chunks ({pct:.0f}%), {rate:.1f} chunks/s, "
+            f"{self.done}/{self.total} {self.unit} ({pct:.0f}%), {rate:.1f} {self.unit}/s, "
             f"ETA {eta_text(left)}, {eta_text(elapsed)} elapsed"
         )
 

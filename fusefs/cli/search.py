@@ -63,6 +63,7 @@ def search(
         semfs search "custom domain" --under deploy -k 3 --json
         semfs search "webhook retries" --paths | xargs -d '\\n' grep -n retry
     """
+    from semfs.fusefs.view.searchdir import with_status_line
     from semfs.ingest.search import Searcher
     from semfs.ingest.search.results import render
 
@@ -75,7 +76,10 @@ def search(
         if found:
             if request.under is not None:
                 _check_folder(store, request.under, address.collection)
-            hits = Searcher(store).search(request)
+            searcher = Searcher(store)
+            hits = searcher.search(request)
+            # While an ingest's dense pass is under way: how much of it is embedded.
+            note = searcher.meaning_note(request.mode, request.under, meta)
     if not found:  # after closing: listing may open the store (a file: URL takes one client)
         raise missing_collection(address)
     if as_json:
@@ -86,7 +90,8 @@ def search(
         for h in hits:
             click.echo(_source_path(source, h.path))
         return
-    click.echo(render(request.text, hits, request.describe()), nl=False)
+    text = render(request.text, hits, request.describe()).encode("utf-8", "surrogateescape")
+    click.echo(with_status_line(text, note).decode("utf-8", "surrogateescape"), nl=False)
 
 
 def _source_path(source: str | None, path: str) -> str:

@@ -28,6 +28,7 @@ def status_lines(info: dict[str, Any], raw_bytes: bool) -> Iterator[tuple[str, s
     times. A key this function does not know is shown as it is (after the known ones)."""
     shown = {
         "watch",
+        "embedding",
         "bytes",
         "dimension",
         "ingest_seconds",
@@ -47,6 +48,8 @@ def status_lines(info: dict[str, Any], raw_bytes: bool) -> Iterator[tuple[str, s
         if key == "documents" and info.get("bytes") is not None:
             value = f"{value} ({shown_size(info['bytes'], raw_bytes)})"
         yield key, str(value)
+    if info.get("embedding") is not None:
+        yield "embedded", embedding_line(info["embedding"])
     if "disk_bytes" in info:
         yield "on disk", shown_size(info["disk_bytes"], raw_bytes)  # None: a server keeps its own
     if info.get("model") is not None:
@@ -189,3 +192,16 @@ def status(address: CollectionAddress, raw_bytes: bool, as_json: bool) -> None:
 def register(group: click.Group) -> None:
     """Add `semfs status` to ``group``."""
     group.add_command(status)
+
+
+def embedding_line(progress: dict[str, Any]) -> str:
+    """``41 % (1,230 of 3,000 chunks; keyword scores for the rest), pid 7 (semfs mount ...)
+    is embedding them``; ``every chunk`` when done."""
+    embedded, total = progress["embedded"], progress["chunks"]
+    if embedded >= total:
+        return "every chunk (meaning and keywords)"
+    pct = 100 * embedded // total if total else 100
+    line = f"{pct} % ({embedded:,} of {total:,} chunks; keyword scores for the rest)"
+    if progress.get("by"):
+        return f"{line}, {progress['by']} is embedding them"
+    return f"{line}; the next `semfs ingest` (or a mount) embeds them"

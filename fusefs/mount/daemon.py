@@ -52,8 +52,10 @@ from semfs.ingest.store.manifest import collector_paused
 if TYPE_CHECKING:  # imported where used: the first listing needs neither (see MountDaemon.run)
     from semfs.fusefs.mount.writes import WritableOperations
     from semfs.ingest.embedding.embedder import Embedder
+    from semfs.ingest.pipeline import IngestReport
     from semfs.ingest.search import Hit, Searcher
     from semfs.ingest.sources import SourceOptions
+    from semfs.ingest.syncstate import SyncState
     from semfs.ingest.watch import SourceWatcher
 
 logger = logging.getLogger(__name__)
@@ -171,23 +173,33 @@ class MountDaemon:
         self._services: list[Callable[[], None]] = []  # stop functions, run in reverse
         self._began = time.monotonic()
         self._watcher: SourceWatcher | None = None
+        # Drops cached search results when a dense pass stored vectors (set in run()).
+        self._vectors_changed: Callable[[], None] | None = None
 
-    def _follow(self, store: Store, embedder: Embedder, refresher: TreeRefresher) -> SourceWatcher:
+    def _follow(
+        self, store: Store, embedder: Embedder, refresher: TreeRefresher, resident: ResidentStore
+    ) -> SourceWatcher:
         """The watcher of ``--watch``: it writes into the daemon's own store with the store's
         document model (torch for a torch store, loaded only when something must be embedded;
         queries may run on ONNX Runtime) and shows each batch at once by waking the
-        refresher. It starts in init(), after the fork."""
+        refresher; the resident store's dense pass then embeds it. It starts in init(), after the
+        fork."""
         from semfs.ingest.syncstate import state_file
         from semfs.ingest.watch import SourceWatcher
 
         assert self.cfg.watch is not None
+
+        def batch_done(_report: IngestReport, _state: SyncState) -> None:
+            refresher.wake()
+            resident.changed()
+
         return SourceWatcher(
             self.cfg.watch,
             store,
             self._source(),
             embedder=embedder,
             state_file=state_file(self.cfg.address),
-            on_batch=lambda _report, _state: refresher.wake(),
+            on_batch=batch_done,
         )
 
     def _source(self) -> SourceOptions:
@@ -259,7 +271,7 @@ class MountDaemon:
             ops = self._operations(
                 tree,
                 DocumentReader(store),
-                on_init=lambda: self._started(resident, refresher, searcher, pins),
+                on_init=lambda: self._started(resident, refresher, searcher, pins, documents),
                 kernel=KernelCache(),
                 pins=pins,
             )
@@ -273,13 +285,23 @@ class MountDaemon:
             # DIR/.similar/PATH/: the documents nearest to DIR/PATH, as a question folder.
             similars = SimilarDirectories(searcher.similar, self.cfg.search)
             ops.resolvers.append(lambda rel: similars.resolve(ops.tree, rel))
+            # While an ingest's dense pass is under way, results say how much is embedded,
+            # and are searched again as its vectors come in.
+            searches.meaning = lambda mode, scope: searcher.get().meaning_note(mode, scope)
+
+            def vectors_changed() -> None:
+                searches.cache.clear()
+                similars.cache.clear()
+                ops.kernel.forget_searches()
+
+            self._vectors_changed = vectors_changed
             # `semfs guide MOUNTPOINT` names the search folder this mount answers.
             ops.root_xattrs.append(lambda: {"search_dir": searches.folder})
             refresher.publish = ops.set_tree
             if self.cfg.watch is not None:
                 # Its deletions wait for open files too.
                 assert documents is not None
-                self._watcher = self._follow(pins.guard(), documents, refresher)
+                self._watcher = self._follow(pins.guard(), documents, refresher, resident)
                 ops.root_xattrs.append(self._watcher.state.xattrs)
                 if self.cfg.writable:
                     cast(
@@ -312,15 +334,28 @@ class MountDaemon:
         refresher: TreeRefresher,
         searcher: _OnDemandSearcher,
         pins: GenerationPins,
+        documents: Embedder | None,
     ) -> None:
         """FUSE init(): the kernel is connected. Start the threads, then report."""
         store = resident.store
         try:
             refresher.start()
             self._services.append(refresher.stop)
+            # The dense vectors an ingest left to do (and the watcher's batches add), in a
+            # thread of their own; the model loads only if there is anything to embed.
+            resident.embed(
+                (lambda: documents) if documents is not None else None,
+                pins.guard(),
+                on_vectors=self._vectors_changed,
+            )
             # The ingest's deletions wait for the handles still reading what they delete.
             # A `semfs search` beside the mount runs on our searcher and warm model.
-            resident.serve(on_change=refresher.wake, served=pins.guard(), searcher=searcher.get)
+            # A plain `semfs ingest` beside a writable mount leaves the files it holds open
+            # for writing as they are, as the watcher does (it indexes them once closed).
+            held = self._watcher.held_paths if self._watcher is not None else None
+            resident.serve(
+                on_change=refresher.wake, served=pins.guard(), searcher=searcher.get, held=held
+            )
             self._services.append(resident.stop_serving)
         except Exception as exc:
             self.error = f"cannot serve {store.location} to `semfs ingest`: {exc}"

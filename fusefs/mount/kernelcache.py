@@ -224,6 +224,16 @@ class KernelCache:
             if len(self._virtual) > MAX_VIRTUAL_PATHS:
                 self._virtual.popitem(last=False)
 
+    def forget_searches(self) -> None:
+        """Search results changed without a tree swap (a dense pass stored vectors): every
+        search path the kernel was shown is invalidated."""
+        with self._lock:
+            virtual = list(self._virtual)
+            self._virtual.clear()
+        if self.invalidates:
+            for path in virtual:
+                self._queue.put((path, 0, 0))
+
     # -- tree swaps -------------------------------------------------------------------------
 
     def swap(self, old: Tree, new: Tree, publish: Callable[[], None]) -> int:

@@ -336,6 +336,11 @@ class QueryCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def clear(self) -> None:
+        """Forget every result (the collection's vectors changed: a dense pass progressed)."""
+        with self._lock:
+            self._entries.clear()
+
 
 class RecentQueries:
     """The last ``max_entries`` distinct query directories used, most recent first, by the
@@ -415,6 +420,9 @@ class SearchDirectories:
         # A line for every results file, asked when a search runs (a watched mount's
         # "index as of HH:MM:SS, N changes pending"); None adds nothing.
         self.status_line: Callable[[], str | None] | None = None
+        # The line a results file gets while some chunks have no dense vector yet, by mode
+        # and scope (Searcher.meaning_note); None adds nothing.
+        self.meaning: Callable[[str, str | None], str | None] | None = None
         # The uid of the user whose request is running (the mount asks libfuse): recent
         # queries are kept per user, so a shared folder does not list others' questions.
         self.caller: Callable[[], int | None] = lambda: None
@@ -506,11 +514,19 @@ class SearchDirectories:
             results_name=results_name(request.k),
             results_file=with_status_line(
                 render_results(request, hits, names),
-                self.status_line() if self.status_line is not None else None,
+                self._status(request.mode, request.under),
             ),
             created=time.time(),
             _positions=MappingProxyType({n: i for i, n in enumerate(names)}),
         )
+
+    def _status(self, mode: str, scope: str | None) -> str | None:
+        """The lines under a results file's title: freshness, and how much is embedded."""
+        lines = [
+            self.status_line() if self.status_line is not None else None,
+            self.meaning(mode, scope) if self.meaning is not None else None,
+        ]
+        return "\n".join(line for line in lines if line) or None
 
     # -- nodes ----------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ import logging
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -24,13 +25,13 @@ from typing import Any
 from semfs.ingest.embedding.embedder import Embedder, load_query_embedder, query_backend
 from semfs.ingest.embedding.owner import owner_embedder
 from semfs.ingest.errors import SemfsError, StoreUnavailableError, not_text
-from semfs.ingest.request import DEFAULT_MODE, SearchRequest
+from semfs.ingest.request import DEFAULT_MODE, SearchRequest, normalize_under
 from semfs.ingest.search.excerpts import Excerpt, ExcerptPicker, definition_excerpts
 from semfs.ingest.search.ranking import DATED_PENALTY, asks_about_changes, is_dated_entry
 from semfs.ingest.store import QueryService, SparseQuery, Store
 from semfs.ingest.store.bm25 import bm25_model
 from semfs.ingest.store.ipc.client import RemoteStore
-from semfs.ingest.store.schema import OutlineEntry, ScoredChunk
+from semfs.ingest.store.schema import OutlineEntry, ScoredChunk, StoreMeta
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,9 @@ FAIR = 0.2
 # word, less with fewer. A rule, not a fit (scripts/strength_fit.py has no such queries).
 RARE_DOCS = 3
 RARE_STRENGTH = 0.6
+# How long a count of the chunks still without dense vectors stands for a results file's
+# meaning line (s): two counts in the engine, ~0.1 s at 100k chunks, while a pass embeds.
+MEANING_TTL = 2.0
 
 
 def match_strength(score: float, mode: str) -> float:
@@ -252,6 +256,7 @@ class Searcher:
         if embedder is None and self._owner is None:
             self._embedder = self._load_embedder()
         self._bm25 = bm25_model()
+        self._meaning: dict[str | None, tuple[float, int, int]] = {}
         # The excerpt budget in all, by default and with ``more``: attributes so that a
         # measurement (scripts/answers.py --curve) can vary them.
         self.excerpt_chars, self.excerpt_total = EXCERPT_CHARS, EXCERPT_TOTAL
@@ -276,6 +281,35 @@ class Searcher:
         return owner_embedder(
             self.store, name, lambda: load_query_embedder(name, threads=threads)
         ) or load_query_embedder(name, threads=threads)
+
+    def meaning_note(
+        self, mode: str, under: str | None = None, meta: StoreMeta | None = None
+    ) -> str | None:
+        """One line for a results file while some chunks of the searched folder have no dense
+        vector yet (an ingest's second pass is under way), else None. Hybrid search scores
+        those chunks on keywords alone; @semantic finds only the embedded ones. ``meta``: the
+        store's, when the caller has just read it (one round trip fewer beside an owner)."""
+        if mode in ("keyword", "symbol"):  # no vectors: complete at once
+            return None
+        meta = meta or self.store.read_meta()
+        if meta is None or not meta.dense_pending:
+            return None  # every chunk has its vector: nothing is counted
+        scope = normalize_under(under)
+        now = time.monotonic()
+        known = self._meaning.get(scope)
+        if known is None or now - known[0] > MEANING_TTL:
+            embedded, total = self.store.embedding_counts(scope)
+            if len(self._meaning) > 256:
+                self._meaning.clear()
+            self._meaning[scope] = known = (now, embedded, total)
+        _at, embedded, total = known
+        if not total or embedded >= total:
+            return None
+        where = f"{scope}/" if scope else "the collection"
+        share = f"meaning: {100 * embedded // total} % of {where} embedded"
+        if mode == "semantic":
+            return f"{share}; @semantic searched only that part (@hybrid adds keyword scores)"
+        return f"{share}; keyword scores for the rest"
 
     def warm_up(self) -> None:
         """Load the model now, so that the first query does not wait for it."""

@@ -20,7 +20,7 @@ import operator
 import os
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from semfs.ingest.store.manifest import Manifest
 from semfs.ingest.store.schema import (
     ChunkPoint,
     ChunkRecord,
+    DenseVector,
     DirectoryRecord,
     DocumentRecord,
     ScoredChunk,
@@ -242,6 +243,33 @@ class Store(ABC):
     @abstractmethod
     def count_chunks(self) -> int: ...
 
+    @abstractmethod
+    def set_dense(self, vectors: Sequence[DenseVector]) -> int:
+        """Give stored chunks their dense vector, in place. A chunk that is gone (a newer
+        version of its document replaced it) is left out, never made again; the number set."""
+
+    @abstractmethod
+    def chunks_without_dense(
+        self, limit: int, after: str | None = None
+    ) -> tuple[list[ChunkRecord], str | None]:
+        """Up to ``limit`` chunks, of any generation, that have no dense vector yet, from the
+        cursor ``after`` (None: the start), and the next page's cursor (None after the last)."""
+
+    @abstractmethod
+    def dense_by_hash(self, hashes: Sequence[str]) -> dict[str, list[float]]:
+        """A stored dense vector for each of ``hashes`` some embedded chunk has (its
+        ``vhash``): a chunk whose model text is unchanged takes it instead of the model's time."""
+
+    @abstractmethod
+    def embedding_counts(self, under: str | None = None) -> tuple[int, int]:
+        """(chunks with a dense vector, all chunks), of any generation, below ``under``."""
+
+    def lock_path(self, name: str) -> Path | None:
+        """Where the collection's lock file ``name`` is on this machine
+        (:mod:`semfs.ingest.store.writelock`: writers take turns on it); None when this
+        store has no folder here."""
+        return None
+
     def chunk_paths_matching(
         self,
         substrings: Sequence[str],
@@ -296,11 +324,17 @@ class Store(ABC):
         on_change: Callable[[], None] | None = None,
         served: Store | None = None,
         queries: QueryService | None = None,
+        embeds: bool = False,
+        held: Callable[[], Collection[str]] | None = None,
     ) -> Callable[[], None] | None:
         """Let other processes write through this one, when this process owns the store
         exclusively (an embedded shard); returns the function that stops serving.
         Their calls reach ``served`` (a view of this store), default this store;
-        ``queries``, when given, embeds their search queries with this process's model.
+        ``queries``, when given, embeds their search queries with this process's model;
+        ``embeds``: this process gives the chunks they write their dense vectors
+        (:class:`semfs.ingest.densepass.DenseService`), so a writer need not; ``held()``:
+        the files this process's writable mount holds open for writing (their ingests leave
+        them as they are until closed).
 
         ``on_change`` runs after another process commits a change (write_meta,
         delete_documents). None when there is nothing to serve: a server takes every writer
@@ -438,6 +472,23 @@ class DelegatingStore(Store):
     def count_chunks(self) -> int:
         return self.inner.count_chunks()
 
+    def set_dense(self, vectors: Sequence[DenseVector]) -> int:
+        return self.inner.set_dense(vectors)
+
+    def chunks_without_dense(
+        self, limit: int, after: str | None = None
+    ) -> tuple[list[ChunkRecord], str | None]:
+        return self.inner.chunks_without_dense(limit, after)
+
+    def dense_by_hash(self, hashes: Sequence[str]) -> dict[str, list[float]]:
+        return self.inner.dense_by_hash(hashes)
+
+    def embedding_counts(self, under: str | None = None) -> tuple[int, int]:
+        return self.inner.embedding_counts(under)
+
+    def lock_path(self, name: str) -> Path | None:
+        return self.inner.lock_path(name)
+
     def chunk_paths_matching(
         self,
         substrings: Sequence[str],
@@ -464,8 +515,10 @@ class DelegatingStore(Store):
         on_change: Callable[[], None] | None = None,
         served: Store | None = None,
         queries: QueryService | None = None,
+        embeds: bool = False,
+        held: Callable[[], Collection[str]] | None = None,
     ) -> Callable[[], None] | None:
-        return self.inner.serve_writers(on_change, served or self, queries)
+        return self.inner.serve_writers(on_change, served or self, queries, embeds, held)
 
     def compact(self) -> bool:
         return self.inner.compact()

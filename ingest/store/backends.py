@@ -122,6 +122,14 @@ def make_collection_dir(address: CollectionAddress) -> Path:
     return address.local_dir
 
 
+def private_folder(path: Path) -> None:
+    """``mkdir -p path``, every folder it makes owner-only (0700) whatever the umask: where a
+    collection's local files go before its store exists (the writers' lock, made first)."""
+    from semfs.ingest.store.edge.privacy import private_dir
+
+    private_dir(path)
+
+
 def set_aside(address: CollectionAddress) -> Path:
     """Rename an embedded collection's damaged shard aside (``semfs check --rebuild``); the
     new path. Under the collection's lock: refused while a process has it open."""

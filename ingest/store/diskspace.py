@@ -128,10 +128,16 @@ def chunk_bytes(points: Sequence[ChunkPoint]) -> int:
     return sum(
         _PER_CHUNK
         + _PER_TEXT_BYTE * len(p.record.text.encode("utf-8", "surrogatepass"))
-        + _PER_DENSE_ELEMENT * len(p.dense)
+        + _PER_DENSE_ELEMENT * len(p.dense or ())
         + _PER_SPARSE_ELEMENT * len(p.sparse_indices)
         for p in points
     )
+
+
+def dense_bytes(vectors: int, dimension: int) -> int:
+    """About what giving ``vectors`` stored chunks their dense vector adds (keywords first:
+    :meth:`semfs.ingest.store.Store.set_dense`)."""
+    return vectors * _PER_DENSE_ELEMENT * dimension
 
 
 def _mb(n: int) -> int:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from semfs.ingest.errors import StoreOwnedError
@@ -95,16 +95,20 @@ class StoreOwner:
         on_change: Callable[[], None] | None = None,
         served: Store | None = None,
         queries: QueryService | None = None,
+        embeds: bool = False,
+        held: Callable[[], Collection[str]] | None = None,
     ) -> None:
         """Start serving writers (embedded store); raises SemfsError when it cannot.
 
         ``served`` is what their calls reach, a view of ``store`` (default: the store itself;
         the mount passes one that defers deletions an open file still needs). ``queries``:
         embed other processes' search queries with this process's model (a `semfs search`
-        then needs no model of its own).
+        then needs no model of its own). ``embeds``: this process embeds the chunks they
+        write (they leave the dense pass to it). ``held()``: the files our writable mount
+        holds open for writing (an ingest beside it leaves them as they are until closed).
         """
         if self._stop is None and not self._closed:
-            self._stop = self.store.serve_writers(on_change, served, queries)
+            self._stop = self.store.serve_writers(on_change, served, queries, embeds, held)
 
     def stop_serving(self) -> None:
         """Stop taking writes from other processes (waits for calls under way); keep the store."""

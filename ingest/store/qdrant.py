@@ -17,7 +17,7 @@ kept (a file beside the shard; points), and the embedded store's disk-space guar
 Rules a backend may rely on: a read of a collection that does not exist answers empty
 (``None``, ``[]``, ``0``), except reads of one document's chunks or blob and every write,
 which raise :class:`StoreNotFoundError`; every write calls :meth:`QdrantStore._drop_manifest`
-first.
+first, but :meth:`QdrantStore.set_dense`, which changes no record (a manifest lists records).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from semfs.ingest.errors import StoreDamagedError, StoreNotFoundError
 from semfs.ingest.store import FUSION_CANDIDATES, LineSpan, SparseQuery, Store, similarity
-from semfs.ingest.store.diskspace import SpaceGuard, chunk_bytes
+from semfs.ingest.store.diskspace import SpaceGuard, chunk_bytes, dense_bytes
 from semfs.ingest.store.manifest import Manifest
 from semfs.ingest.store.schema import (
     DENSE,
@@ -40,6 +40,7 @@ from semfs.ingest.store.schema import (
     KIND_DOC,
     ChunkPoint,
     ChunkRecord,
+    DenseVector,
     DirectoryRecord,
     DocumentRecord,
     ScoredChunk,
@@ -93,7 +94,14 @@ class Words:
     text: str
 
 
-Condition = Match | MatchAny | Substring | Words
+@dataclass(frozen=True)
+class HasVector:
+    """The point has the named vector (a chunk not embedded yet has no ``dense``)."""
+
+    name: str
+
+
+Condition = Match | MatchAny | Substring | Words | HasVector
 
 
 @dataclass(frozen=True)
@@ -163,13 +171,23 @@ class Engine(ABC):
 
     @abstractmethod
     def scroll(
-        self, where: Where, fields: list[str] | None, offset: Any
+        self,
+        where: Where,
+        fields: list[str] | None,
+        offset: Any,
+        limit: int = SCROLL_PAGE,
+        with_dense: bool = False,
     ) -> tuple[Sequence[Record], Any]:
-        """One page of :data:`SCROLL_PAGE` points matching ``where`` from ``offset`` (None:
-        the first), payload as in :meth:`retrieve`; the next page's offset, None after the last."""
+        """One page of ``limit`` points matching ``where`` from ``offset`` (None: the first),
+        payload and vector as in :meth:`retrieve`; the next page's offset, None after the last."""
 
     @abstractmethod
     def upsert(self, points: Sequence[Point]) -> None: ...
+
+    @abstractmethod
+    def set_vectors(self, dense: Sequence[tuple[str, list[float]]]) -> None:
+        """Set the dense vector of each point id given, keeping its payload and other vector;
+        raises (after setting some, perhaps) when a point does not exist."""
 
     @abstractmethod
     def delete(self, ids: Sequence[str]) -> None: ...
@@ -199,6 +217,8 @@ def _chunks_under(under: str | None) -> list[Condition]:
 
 
 _DOCS = Where((Match("kind", KIND_DOC),))
+# Tries of set_dense when points went meanwhile (a writer replaced their document).
+_SET_DENSE_TRIES = 4
 _DIRS = Where((Match("kind", KIND_DIR),))
 # Chunks and blob parts: what a document version owns besides its record.
 _VERSIONED = MatchAny("kind", (KIND_CHUNK, KIND_BLOB))
@@ -499,3 +519,74 @@ class QdrantStore(Store):
         if engine is None:
             return 0
         return engine.count(Where(tuple(_chunks_under(None))))
+
+    def set_dense(self, vectors: Sequence[DenseVector]) -> int:
+        if not vectors:
+            return 0
+        engine = self.engine
+        if self.space is not None:
+            self.space.check_write(dense_bytes(len(vectors), len(vectors[0].vector)))
+        todo = {chunk_id(v.path, v.gen, v.index): v.vector for v in vectors}
+        for attempt in range(_SET_DENSE_TRIES):
+            try:
+                engine.set_vectors(list(todo.items()))
+                return len(todo)
+            except Exception:
+                # A point went since it was read (a newer version of its document replaced
+                # it): set the others; an update never makes a point again.
+                present = {str(r.id) for r in engine.retrieve(list(todo), ["kind"])}
+                if len(present) == len(todo) or attempt == _SET_DENSE_TRIES - 1:
+                    raise
+                todo = {k: v for k, v in todo.items() if k in present}
+                if not todo:
+                    return 0
+        return 0  # not reached: the last try returns or raises
+
+    def chunks_without_dense(
+        self, limit: int, after: str | None = None
+    ) -> tuple[list[ChunkRecord], str | None]:
+        engine = self._open_engine()
+        if engine is None:
+            return [], None
+        where = Where((Match("kind", KIND_CHUNK),), (HasVector(DENSE),))
+        records, offset = engine.scroll(where, None, after, limit=max(1, limit))
+        chunks = [ChunkRecord.from_payload(r.payload) for r in records if r.payload]
+        return chunks, None if offset is None else str(offset)
+
+    def dense_by_hash(self, hashes: Sequence[str]) -> dict[str, list[float]]:
+        engine = self._open_engine()
+        remaining = {h for h in hashes if h}
+        found: dict[str, list[float]] = {}
+        while engine is not None and remaining:
+            # Only the hashes still wanted: a chunk repeated in many documents (navigation,
+            # a licence) fills one page at most, then its hash is left out of the filter.
+            where = Where(
+                (
+                    Match("kind", KIND_CHUNK),
+                    MatchAny("vhash", tuple(sorted(remaining))),
+                    HasVector(DENSE),
+                )
+            )
+            limit = max(64, 2 * len(remaining))
+            records, _next = engine.scroll(where, ["vhash"], None, limit=limit, with_dense=True)
+            new = False
+            for r in records:
+                vectors = getattr(r, "vector", None)
+                vec = vectors.get(DENSE) if isinstance(vectors, dict) else None
+                h = (r.payload or {}).get("vhash")
+                if h in remaining and isinstance(vec, list) and vec:
+                    found[h] = [float(x) for x in vec]
+                    remaining.discard(h)
+                    new = True
+            if not new:
+                break
+        return found
+
+    def embedding_counts(self, under: str | None = None) -> tuple[int, int]:
+        engine = self._open_engine()
+        if engine is None:
+            return 0, 0
+        must = tuple(_chunks_under(under))
+        total = engine.count(Where(must))
+        missing = engine.count(Where(must, (HasVector(DENSE),))) if total else 0
+        return total - missing, total

@@ -2,8 +2,12 @@
 
 One collection holds these kinds of points, told apart by the ``kind`` payload field:
 
-* ``chunk``: one per chunk, with a dense vector (``dense``, cosine) and a BM25 sparse
-  vector (``bm25``, IDF modifier) and the payload of :class:`ChunkRecord`.
+* ``chunk``: one per chunk, with a BM25 sparse vector (``bm25``, IDF modifier), the payload
+  of :class:`ChunkRecord` and, once embedded, a dense vector (``dense``, cosine). Ingest
+  writes a chunk with its text and BM25 vector first (it is keyword-searchable from its
+  document's commit on) and gives it its dense vector later, in place
+  (:meth:`semfs.ingest.store.Store.set_dense`); ``vhash``, the hash of what the model sees,
+  lets a chunk whose text is unchanged take a stored vector instead of the model's time.
 * ``doc``: one per document, without vectors: the committed version of a document
   (:class:`DocumentRecord`). Readers follow only these; chunks of any other
   generation are invisible, which is what makes a document switch atomically.
@@ -60,7 +64,7 @@ KIND_BLOB = "blob"
 KIND_MANIFEST = "manifest"
 
 # Payload fields with an index: everything a reader filters by.
-INDEXED_KEYWORDS = ("kind", "path", "dirs", "symbols")
+INDEXED_KEYWORDS = ("kind", "path", "dirs", "symbols", "vhash")
 INDEXED_INTEGERS = ("gen",)
 # Full-text index on chunk text (word tokens, lowercased): grep's prefilter. Added after the
 # first stores were made; a store without it answers the same filters, only slower.
@@ -177,6 +181,11 @@ class StoreMeta:
     # took (seconds); an unchanged re-run writes nothing, so it leaves them.
     ingested_at: float | None = None
     ingest_seconds: float | None = None
+    # True while some chunks may lack their dense vectors: set by a keyword pass that wrote
+    # chunks without one, cleared by a dense pass that found none left (under the write lock,
+    # so no writer added any meanwhile). False in stores written before it (every chunk had
+    # its vector): a reader counts nothing while it is False.
+    dense_pending: bool = False
 
     def to_payload(self) -> dict[str, Any]:
         return {
@@ -194,6 +203,7 @@ class StoreMeta:
             "source_ino": self.source_ino,
             "ingested_at": self.ingested_at,
             "ingest_seconds": self.ingest_seconds,
+            "dense_pending": self.dense_pending,
         }
 
     @classmethod
@@ -212,6 +222,7 @@ class StoreMeta:
             source_ino=_int_or_none(p.get("source_ino")),
             ingested_at=_float_or_none(p.get("ingested_at")),
             ingest_seconds=_float_or_none(p.get("ingest_seconds")),
+            dense_pending=bool(p.get("dense_pending", False)),
         )
 
 
@@ -447,6 +458,9 @@ class ChunkRecord:
     syntax: str = ""
     outline: tuple[OutlineEntry, ...] = ()
     symbols: tuple[str, ...] = ()
+    # vector_hash() of what the model embeds for this chunk (the context line and the text):
+    # equal hashes, equal dense vectors. "" in stores written before it was recorded.
+    vhash: str = ""
 
     def to_payload(self) -> dict[str, Any]:
         code: dict[str, Any] = {}
@@ -472,6 +486,7 @@ class ChunkRecord:
             "description": self.description,
             "place": self.place,
             "fence": self.fence,
+            "vhash": self.vhash,
             **code,
         }
 
@@ -497,34 +512,66 @@ class ChunkRecord:
                 for e in p.get("outline") or ()
             ),
             symbols=tuple(str(n) for n in p.get("symbols") or ()),
+            vhash=str(p.get("vhash") or ""),
         )
+
+
+def vector_hash(text: str) -> str:
+    """The hash a chunk's ``vhash`` holds for ``text``, what the model embeds: 128 bits of
+    SHA-256 (a collision would only give a chunk another chunk's meaning)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
 class ChunkPoint:
-    """A chunk with its vectors, ready to upsert."""
+    """A chunk with its vectors, ready to upsert. ``dense`` None: written for keywords
+    first, its dense vector set later (:meth:`semfs.ingest.store.Store.set_dense`)."""
 
     record: ChunkRecord
-    dense: list[float]
+    dense: list[float] | None
     sparse_indices: list[int]
     sparse_values: list[float]
 
     def to_payload(self) -> dict[str, Any]:
         return {
             "record": self.record.to_payload(),
-            "dense": pack_floats(self.dense),
+            "dense": None if self.dense is None else pack_floats(self.dense),
             "indices": [int(i) for i in self.sparse_indices],
             "values": [float(w) for w in self.sparse_values],
         }
 
     @classmethod
     def from_payload(cls, p: dict[str, Any]) -> ChunkPoint:
+        dense = p.get("dense")
         return cls(
             ChunkRecord.from_payload(p["record"]),
-            unpack_floats(p["dense"]),
+            None if dense is None else unpack_floats(dense),
             [int(i) for i in p["indices"]],
             [float(w) for w in p["values"]],
         )
+
+
+@dataclass(frozen=True)
+class DenseVector:
+    """A dense vector for the stored chunk ``path``/``gen``/``index`` (what
+    :meth:`semfs.ingest.store.Store.set_dense` takes)."""
+
+    path: str
+    gen: int
+    index: int
+    vector: list[float]
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "gen": self.gen,
+            "index": self.index,
+            "vector": pack_floats(self.vector),
+        }
+
+    @classmethod
+    def from_payload(cls, p: dict[str, Any]) -> DenseVector:
+        return cls(str(p["path"]), int(p["gen"]), int(p["index"]), unpack_floats(p["vector"]))
 
 
 @dataclass(frozen=True)
@@ -626,6 +673,7 @@ _Encodable = (
     | DirectoryRecord
     | ChunkRecord
     | ChunkPoint
+    | DenseVector
     | ScoredChunk
     | SparseQuery
 )
@@ -636,6 +684,7 @@ _TYPES: dict[str, type[_Encodable]] = {
     "dir": DirectoryRecord,
     "chunk": ChunkRecord,
     "point": ChunkPoint,
+    "dense": DenseVector,
     "scored": ScoredChunk,
     "sparse": SparseQuery,
 }

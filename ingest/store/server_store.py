@@ -20,6 +20,7 @@ import base64
 import contextlib
 import logging
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, cast
 
 from qdrant_client import QdrantClient
@@ -90,7 +91,9 @@ def _reaching(url: str) -> Iterator[None]:
 # --- the engine: qdrant-client's spelling of the core's calls ---------------------------------
 
 
-def _condition(c: core.Condition) -> m.FieldCondition:
+def _condition(c: core.Condition) -> m.FieldCondition | m.HasVectorCondition:
+    if isinstance(c, core.HasVector):
+        return m.HasVectorCondition(has_vector=c.name)
     if isinstance(c, core.Match):
         return m.FieldCondition(key=c.key, match=m.MatchValue(value=c.value))
     if isinstance(c, core.MatchAny):
@@ -136,18 +139,28 @@ class ClientEngine(core.Engine):
         )
 
     def scroll(
-        self, where: core.Where, fields: list[str] | None, offset: Any
+        self,
+        where: core.Where,
+        fields: list[str] | None,
+        offset: Any,
+        limit: int = core.SCROLL_PAGE,
+        with_dense: bool = False,
     ) -> tuple[Sequence[core.Record], Any]:
         return self.client.scroll(
             self.collection,
             scroll_filter=_filter(where),
-            limit=core.SCROLL_PAGE,
+            limit=limit,
             offset=offset,
             with_payload=_payload(fields),
+            with_vectors=[DENSE] if with_dense else False,
         )
 
     def upsert(self, points: Sequence[core.Point]) -> None:
         self.client.upsert(self.collection, points=[_point(p) for p in points], wait=True)
+
+    def set_vectors(self, dense: Sequence[tuple[str, list[float]]]) -> None:
+        vectors = [m.PointVectors(id=point_id, vector={DENSE: vec}) for point_id, vec in dense]
+        self.client.update_vectors(self.collection, points=vectors, wait=True)
 
     def delete(self, ids: Sequence[str]) -> None:
         selector = m.PointIdsList(points=cast(list[m.ExtendedPointId], list(ids)))
@@ -195,6 +208,7 @@ class ServerStore(core.QdrantStore):
         assert address.url is not None
         collection = self.collection = address.collection
         url = self.url = address.url
+        self._local_dir = address.local_dir  # this machine's folder for it (the writers' lock)
         self.client = client if client is not None else _client(address)
         self._engine = ClientEngine(self.client, collection)
         # Never started: other clients may write the collection too, so a manifest scrolls.
@@ -206,6 +220,10 @@ class ServerStore(core.QdrantStore):
     @property
     def location(self) -> str:
         return f"{self.url} collection {self.collection}"
+
+    def lock_path(self, name: str) -> Path | None:
+        # This machine's writers take turns; another machine's are not seen (writelock).
+        return self._local_dir / name
 
     def exists(self) -> bool:
         return self._exists
@@ -221,6 +239,13 @@ class ServerStore(core.QdrantStore):
     def create(self, dimension: int) -> None:
         if self._exists or self.client.collection_exists(self.collection):
             self._exists = True
+            if not self.url.startswith("file:"):
+                have = self.client.get_collection(self.collection).payload_schema
+                for name in INDEXED_KEYWORDS:  # one added since the collection was made
+                    if name not in have:
+                        self.client.create_payload_index(
+                            self.collection, name, m.PayloadSchemaType.KEYWORD
+                        )
             return
         self.client.create_collection(
             self.collection,

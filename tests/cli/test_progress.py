@@ -58,22 +58,37 @@ def test_eta_text() -> None:
     assert eta_text(float("nan")) == "?"
 
 
-def test_the_pipeline_reports_every_model_batch(tmp_path: Path) -> None:
-    """Progress comes in batch_size steps (it came in 256-chunk windows: a small folder went
-    from 0 to 100 % at once), adding up to what was embedded."""
-    steps: list[int] = []
-    totals: list[int] = []
+def test_the_pipeline_reports_every_file_and_every_model_batch(tmp_path: Path) -> None:
+    """Two phases: the keyword pass counts files (one step each), the dense pass chunks in
+    batch_size steps (it came in 256-chunk windows: a small folder went from 0 to 100 % at
+    once), adding up to the chunks written."""
+    phases: dict[str, int] = {}
+    steps: dict[str, list[int]] = {}
+    current = [""]
+
+    def on_phase(name: str, total: int) -> None:
+        phases[name] = total
+        current[0] = name
+        steps[name] = []
+
+    def on_progress(n: int) -> None:
+        steps[current[0]].append(n)
+
     with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         report = ingest(
             SAMPLE_CORPUS,
             store,
             model="hash",
             batch_size=8,
-            on_start=totals.append,
-            on_progress=steps.append,
+            on_phase=on_phase,
+            on_progress=on_progress,
         )
-    assert totals == [report.chunks_embedded] and sum(steps) == report.chunks_embedded
-    assert len(steps) >= report.chunks_embedded // 8 and max(steps) <= 8
+    files = len(report.added) + len(report.skipped)
+    assert phases["reading"] == files and steps["reading"] == [1] * files
+    assert phases["embedding"] == report.chunks_written
+    assert sum(steps["embedding"]) == report.chunks_written
+    assert len(steps["embedding"]) >= report.chunks_embedded // 8
+    assert max(steps["embedding"]) <= 8
 
 
 def test_cli_ingest_to_a_log_prints_progress_lines(tmp_path: Path) -> None:

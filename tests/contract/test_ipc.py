@@ -24,6 +24,7 @@ import pytest
 from semfs.ingest import errors
 from semfs.ingest.errors import (
     SemfsError,
+    StoreBusyError,
     StoreLockedError,
     StoreNotFoundError,
     StoreUnavailableError,
@@ -51,6 +52,7 @@ from semfs.ingest.store.schema import (
     ScoredChunk,
     StoreMeta,
 )
+from semfs.ingest.store.writelock import WRITE_LOCK, CollectionLock
 from tests.helpers import SEMFS
 
 DIM = 8
@@ -72,13 +74,15 @@ server.close()
 store.close()
 """
 
-# An ingest stand-in that takes the writer slot and then hangs, to be kill -9'd.
+# An ingest stand-in that takes the collection's write lock, writes, then hangs (kill -9'd).
 WRITER = """
 import sys
 from pathlib import Path
 from semfs.ingest.store.ipc.client import connect_daemon
 from semfs.ingest.store.schema import StoreMeta
+from semfs.ingest.store.writelock import WRITE_LOCK, CollectionLock
 remote = connect_daemon(Path(sys.argv[1]), "docs")
+CollectionLock(remote.lock_path(WRITE_LOCK), "keyword").acquire()
 remote.write_meta(StoreMeta("hash:8", 8, generation=7))
 print("wrote", flush=True)
 sys.stdin.read()
@@ -502,33 +506,40 @@ def test_a_frame_is_read_in_pieces_of_at_most_one_mib() -> None:
     assert max(asked) <= RECV_PIECE and sum(asked) >= len(payload), asked
 
 
-def test_one_writer_at_a_time(served: Any) -> None:
+def test_writers_take_turns_on_the_write_lock_not_the_connection(served: Any) -> None:
+    """Every connection may write (the daemon's own watcher and the write tool write too, so
+    a slot per connection excluded only some writers, and an idle client held it for ten
+    minutes): writers of a collection take turns on its write lock, in any process."""
     edge, _server, _changes = served
     first, second = _remote(edge.dir), _remote(edge.dir)
+    assert first.lock_path(WRITE_LOCK) == edge.lock_path(WRITE_LOCK) == edge.dir / WRITE_LOCK
+    held = CollectionLock(first.lock_path(WRITE_LOCK), "keyword")
+    held.acquire()
     first.write_meta(StoreMeta("hash:8", DIM, generation=1))
-    with pytest.raises(StoreLockedError, match="another ingest is writing through the mounted"):
-        second.write_meta(StoreMeta("hash:8", DIM, generation=2))
-    with pytest.raises(StoreLockedError):
-        second.upsert_chunks(_points("x.md", 2, 1, "w"))
+    waiting = CollectionLock(second.lock_path(WRITE_LOCK), "keyword")
+    with pytest.raises(StoreBusyError, match=f"pid {os.getpid()}"):
+        waiting.acquire(timeout=0.3)
     assert second.read_meta() == StoreMeta("hash:8", DIM, generation=1)  # reads are fine
-    first.write_meta(StoreMeta("hash:8", DIM, generation=3))  # the writer keeps its slot
-    first.close()
-    _eventually(lambda: second.write_meta(StoreMeta("hash:8", DIM, generation=4)))
+    held.release()
+    first.close()  # an idle connection holds nothing
+    with waiting.held_for(timeout=5):
+        second.write_meta(StoreMeta("hash:8", DIM, generation=4))
     assert edge.read_meta() == StoreMeta("hash:8", DIM, generation=4)
     second.close()
 
 
-def test_a_killed_writer_releases_the_slot(served: Any) -> None:
+def test_a_killed_writer_releases_the_write_lock(served: Any) -> None:
     edge, _server, _changes = served
     with _child(WRITER, str(edge.dir)) as proc:
         _await_line(proc, "wrote")
         assert edge.read_meta() == StoreMeta("hash:8", DIM, generation=7)
         with _remote(edge.dir) as other:
-            with pytest.raises(StoreLockedError):
-                other.write_meta(StoreMeta("hash:8", DIM, generation=8))
+            lock = CollectionLock(other.lock_path(WRITE_LOCK), "keyword")
+            assert not lock.try_acquire()
             proc.send_signal(signal.SIGKILL)
             proc.wait(10)
-            _eventually(lambda: other.write_meta(StoreMeta("hash:8", DIM, generation=8)))
+            with lock.held_for(timeout=10):  # flock goes with the process
+                other.write_meta(StoreMeta("hash:8", DIM, generation=8))
     assert edge.read_meta() == StoreMeta("hash:8", DIM, generation=8)
 
 
@@ -711,27 +722,6 @@ def test_a_peer_announcing_a_huge_frame_makes_no_huge_allocation(store_dir: Path
         finally:
             for sock in socks:
                 sock.close()
-
-
-def test_an_idle_writer_loses_the_slot_to_the_next(store_dir: Path) -> None:
-    """Before: a peer that wrote once and went quiet held the writer slot until it hung up."""
-    edge = EdgeStore(store_dir, COLLECTION)
-    edge.create(DIM)
-    server = StoreServer(edge, edge.dir, writer_idle=0.5)
-    server.start()
-    try:
-        with _remote(edge.dir) as idle, _remote(edge.dir) as next_:
-            idle.write_meta(StoreMeta("hash:8", DIM, generation=1))
-            with pytest.raises(StoreLockedError):  # while the writer is active
-                next_.write_meta(StoreMeta("hash:8", DIM, generation=2))
-            time.sleep(1.0)  # the writer is now idle for twice its limit
-            next_.write_meta(StoreMeta("hash:8", DIM, generation=3))
-            assert edge.read_meta() == StoreMeta("hash:8", DIM, generation=3)
-            with pytest.raises(StoreLockedError):  # the slot has moved on
-                idle.write_meta(StoreMeta("hash:8", DIM, generation=4))
-    finally:
-        server.close()
-        edge.close()
 
 
 def test_the_socket_file_is_ours_from_the_moment_it_exists(

@@ -36,7 +36,7 @@ from tests.helpers import SEMFS
 
 # Answered by the proxy itself, never sent: where the store is, who owns it, serving writers,
 # and the manifest, which only the owner (a mount) uses.
-LOCAL = {"location", "address", "served_by", "serve_writers", "read_manifest"}
+LOCAL = {"location", "address", "served_by", "serve_writers", "read_manifest", "lock_path"}
 # Not sent as such: split_line_paths, built on chunk_line_spans, is sent whole instead; a
 # proxy's chunk_texts is the Store default over get_chunks (only a mount's reader needs the
 # text-only fetch, and the proxy's callers, writers, never read files).

@@ -27,6 +27,7 @@ from semfs.ingest.store.schema import (
     BLOB_PART,
     ChunkPoint,
     ChunkRecord,
+    DenseVector,
     DirectoryRecord,
     DocumentRecord,
     StoreMeta,
@@ -35,8 +36,10 @@ from semfs.ingest.store.schema import (
     doc_id,
     manifest_id,
     meta_id,
+    vector_hash,
 )
 from semfs.ingest.store.server_store import ServerStore
+from semfs.ingest.store.writelock import EMBED_LOCK, WRITE_LOCK
 
 BACKENDS = ["edge", "local", "proxy", "server"]
 # Read at import, before the autouse fixture clears QDRANT_URL for every other test.
@@ -111,6 +114,65 @@ def _query(store: Store, text: str, mode: str, under: str | None = None) -> list
         EMB.encode([text])[0], SparseQuery(list(sv.indices), list(sv.values)), mode, 10, under
     )
     return [h.record.path for h in hits]
+
+
+def _keyword_points(path: str, gen: int, texts: list[str]) -> list[ChunkPoint]:
+    """Chunks as the keyword pass writes them: text, BM25 vector and vhash, no dense vector."""
+    return [
+        ChunkPoint(
+            replace(p.record, vhash=vector_hash(p.record.text)),
+            None,
+            p.sparse_indices,
+            p.sparse_values,
+        )
+        for p in _points(path, gen, texts)
+    ]
+
+
+def test_keywords_first_then_dense_vectors_in_place(store: Store) -> None:
+    """A chunk written without its dense vector is found by keywords, listed as lacking one,
+    and gets it in place; a vector is found again by the hash of its text; a chunk that is
+    gone is never made again by a late vector."""
+    store.create(256)
+    texts = ["rotate the api key\n", "install the cli\n", "rotate the api key\n"]
+    store.upsert_chunks(_keyword_points("a.md", 1, texts))
+    store.put_document(DocumentRecord("a.md", 52, 1.5, "sha", 3, 1, (0, 19, 35)))
+    assert store.embedding_counts() == (0, 3) and store.embedding_counts("nowhere") == (0, 0)
+    assert _query(store, "install", "keyword") == ["a.md"]
+    assert _query(store, "install", "semantic") == []  # nothing to find by meaning yet
+    assert _query(store, "install", "hybrid") == ["a.md"]  # keywords alone score it
+    first, cursor = store.chunks_without_dense(2)
+    rest, end = store.chunks_without_dense(2, cursor)
+    assert cursor is not None and end is None
+    missing = [*first, *rest]
+    assert sorted(c.index for c in missing) == [0, 1, 2]
+    assert {c.vhash for c in missing} == {vector_hash(t) for t in texts}
+    assert store.dense_by_hash([vector_hash(texts[0])]) == {}
+    with_vectors = [DenseVector("a.md", 1, c.index, EMB.encode([c.text])[0]) for c in missing]
+    assert store.set_dense(with_vectors) == 3
+    assert store.embedding_counts() == (3, 3)
+    assert store.chunks_without_dense(10) == ([], None)
+    found = store.dense_by_hash([vector_hash(texts[0]), vector_hash(texts[1]), "nope"])
+    assert set(found) == {vector_hash(texts[0]), vector_hash(texts[1])}
+    assert found[vector_hash(texts[1])] == pytest.approx(EMB.encode([texts[1]])[0], abs=1e-6)
+    assert _query(store, "install", "semantic")[:1] == ["a.md"]
+    # A vector for a chunk that no longer exists sets nothing and makes no point.
+    store.delete_stale_chunks("a.md", 2)  # every chunk of generation 1
+    late = [DenseVector("a.md", 1, 0, EMB.encode(["x"])[0])]
+    assert store.set_dense(late) == 0
+    assert store.count_chunks() == 0 and store.embedding_counts() == (0, 0)
+    # Some there, some gone: the ones there get theirs.
+    store.upsert_chunks(_keyword_points("c.md", 1, ["one\n", "two\n"]))
+    both = [DenseVector("c.md", 1, i, EMB.encode([t])[0]) for i, t in enumerate(["one", "two"])]
+    store.delete_stale_chunks("c.md", 1)  # keeps generation 1: both stay
+    assert store.set_dense([*both, DenseVector("c.md", 1, 9, EMB.encode(["z"])[0])]) == 2
+    assert store.embedding_counts() == (2, 2)
+
+
+def test_the_writers_lock_file_is_the_collections_own(store: Store, tmp_path: Path) -> None:
+    a = store.lock_path(WRITE_LOCK)
+    assert a is not None and a.name == WRITE_LOCK
+    assert store.lock_path(EMBED_LOCK) == a.with_name(EMBED_LOCK)
 
 
 def test_empty_store_reads_as_empty(store: Store) -> None:

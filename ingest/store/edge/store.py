@@ -28,7 +28,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +122,9 @@ def set_aside(store_dir: Path, collection: str) -> Path:
 # --- the engine: Qdrant Edge's spelling of the core's calls -----------------------------------
 
 
-def _condition(c: core.Condition) -> qe.FieldCondition:
+def _condition(c: core.Condition) -> qe.FieldCondition | qe.HasVectorCondition:
+    if isinstance(c, core.HasVector):
+        return qe.HasVectorCondition(c.name)
     if isinstance(c, core.Match):
         return qe.FieldCondition(c.key, match=qe.MatchValue(c.value))
     if isinstance(c, core.MatchAny):
@@ -190,18 +192,28 @@ class EdgeEngine(core.Engine):
         )
 
     def scroll(
-        self, where: core.Where, fields: list[str] | None, offset: Any
+        self,
+        where: core.Where,
+        fields: list[str] | None,
+        offset: Any,
+        limit: int = core.SCROLL_PAGE,
+        with_dense: bool = False,
     ) -> tuple[Sequence[core.Record], Any]:
         request = qe.ScrollRequest(
             offset=offset,
-            limit=core.SCROLL_PAGE,
+            limit=limit,
             filter=_filter(where),
             with_payload=_payload(fields),
+            with_vector=[DENSE] if with_dense else False,
         )
         return self.shard.scroll(request)
 
     def upsert(self, points: Sequence[core.Point]) -> None:
         self.shard.update(qe.UpdateOperation.upsert_points([_point(p) for p in points]))
+
+    def set_vectors(self, dense: Sequence[tuple[str, list[float]]]) -> None:
+        vectors = [qe.PointVectors(point_id, {DENSE: vec}) for point_id, vec in dense]
+        self.shard.update(qe.UpdateOperation.update_vectors(vectors))
 
     def delete(self, ids: Sequence[str]) -> None:
         point_ids: list[qe.PointId] = list(ids)
@@ -293,25 +305,29 @@ def _config(dimension: int) -> qe.EdgeConfig:
     )
 
 
-def _index(shard: qe.EdgeShard) -> None:
-    """The payload indexes. On disk, like the text index: in an immutable segment they are then
-    mmapped. ``path`` is the tenant key: compact() then stores a document's chunks next to each
-    other, so reading a file cold faults in its own payload pages, not ten pages shared with
-    chunks of other files."""
+def _index(shard: qe.EdgeShard, have: Collection[str] = ()) -> None:
+    """The payload indexes (those not in ``have``: a store made before one existed gets it).
+    On disk, like the text index: in an immutable segment they are then mmapped. ``path`` is
+    the tenant key: compact() then stores a document's chunks next to each other, so reading
+    a file cold faults in its own payload pages, not ten pages shared with chunks of other
+    files."""
     for name in INDEXED_KEYWORDS:
-        params = qe.KeywordIndexParams(memory=qe.Memory.Cold, is_tenant=name == "path")
-        shard.update(qe.UpdateOperation.create_field_index(name, params))
+        if name not in have:
+            params = qe.KeywordIndexParams(memory=qe.Memory.Cold, is_tenant=name == "path")
+            shard.update(qe.UpdateOperation.create_field_index(name, params))
     for name in INDEXED_INTEGERS:
-        shard.update(
-            qe.UpdateOperation.create_field_index(
-                name, qe.IntegerIndexParams(lookup=True, range=True, memory=qe.Memory.Cold)
+        if name not in have:
+            shard.update(
+                qe.UpdateOperation.create_field_index(
+                    name, qe.IntegerIndexParams(lookup=True, range=True, memory=qe.Memory.Cold)
+                )
             )
-        )
     # Word tokens, lowercased: what Qdrant uses on a field without an index, so a filter
     # means the same on stores made before this index existed. On disk: it is large.
     text = qe.TextIndexParams(tokenizer=qe.TokenizerType.Word, lowercase=True, on_disk=True)
     for name in INDEXED_TEXT:
-        shard.update(qe.UpdateOperation.create_field_index(name, text))
+        if name not in have:
+            shard.update(qe.UpdateOperation.create_field_index(name, text))
 
 
 class EdgeStore(core.QdrantStore):
@@ -434,6 +450,9 @@ class EdgeStore(core.QdrantStore):
     def location(self) -> str:
         return str(self.dir)
 
+    def lock_path(self, name: str) -> Path | None:
+        return self.dir / name
+
     def _load(self) -> qe.EdgeShard:
         # Only when the engine opens the shard: a store opened from its manifest answers
         # `semfs status` and a mount's listings on a full disk, before (or without) this.
@@ -463,7 +482,12 @@ class EdgeStore(core.QdrantStore):
 
     def create(self, dimension: int) -> None:
         with self._lock:
-            if self._ready() is not None:
+            shard = self._ready()
+            if shard is not None:
+                have = shard.info().payload_schema
+                if any(n not in have for n in (*INDEXED_KEYWORDS, *INDEXED_INTEGERS)):
+                    self._drop_manifest()
+                    _index(shard, have)  # an index added since this store was made
                 return
             self._drop_manifest()  # a leftover of a shard that was deleted
             config = _config(dimension)
@@ -513,6 +537,8 @@ class EdgeStore(core.QdrantStore):
         on_change: Callable[[], None] | None = None,
         served: Store | None = None,
         queries: QueryService | None = None,
+        embeds: bool = False,
+        held: Callable[[], Collection[str]] | None = None,
     ) -> Callable[[], None] | None:
         """Serve this shard on ``COLLECTION/daemon.sock``: we hold its lock, so others cannot.
         A collection not created yet (a first ingest) is locked now, its folders owner-only."""
@@ -524,7 +550,14 @@ class EdgeStore(core.QdrantStore):
                 self.ownership.take()
                 self.ownership.write_owner()
 
-        server = StoreServer(served or self, self.dir, on_change=on_change, queries=queries)
+        server = StoreServer(
+            served or self,
+            self.dir,
+            on_change=on_change,
+            queries=queries,
+            embeds=embeds,
+            held=held,
+        )
         server.start()
         return server.close
 

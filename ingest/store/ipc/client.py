@@ -20,6 +20,7 @@ from semfs.ingest.errors import OwnerGoneError, StoreLockedError, StoreUnavailab
 from semfs.ingest.store import Store
 from semfs.ingest.store.ipc.wire import (
     EMBED_QUERY,
+    HELD_OPEN,
     HELLO_WAIT,
     MAX_HELLO,
     MAX_MESSAGE,
@@ -40,6 +41,7 @@ from semfs.ingest.store.ownerkind import INGEST, MCP, WATCHER, owner_kind
 from semfs.ingest.store.schema import (
     ChunkPoint,
     ChunkRecord,
+    DenseVector,
     DirectoryRecord,
     DocumentRecord,
     ScoredChunk,
@@ -88,6 +90,7 @@ def connect_daemon(coll_dir: Path, collection: str) -> RemoteStore | None:
         queries = reply["ok"].get("queries") if isinstance(reply, dict) else None
         searches = reply["ok"].get("searches") if isinstance(reply, dict) else None
         command = reply["ok"].get("command") if isinstance(reply, dict) else None
+        embeds = reply["ok"].get("embeds") if isinstance(reply, dict) else None
     except (OSError, ProtocolError, ValueError, KeyError, TypeError) as exc:
         sock.close()
         raise StoreLockedError(f"{refused}: {exc}") from exc
@@ -102,6 +105,7 @@ def connect_daemon(coll_dir: Path, collection: str) -> RemoteStore | None:
     remote.query_backend = queries if isinstance(queries, str) else None
     remote.owner_searches = searches is True
     remote.owner_command = command if isinstance(command, str) else ""
+    remote.owner_embeds = embeds is True
     return remote
 
 
@@ -120,6 +124,8 @@ class RemoteStore(Store):
         self.query_backend: str | None = None
         self.owner_searches = False  # whether the owner runs whole searches (search())
         self.owner_command = ""  # the owner's command line, as it told us
+        # Whether the owner gives the chunks we write their dense vectors (it said so).
+        self.owner_embeds = False
         self._sock: socket.socket | None = sock
         self._lock = threading.Lock()
 
@@ -256,6 +262,25 @@ class RemoteStore(Store):
     def count_chunks(self) -> int:
         return int(self._call("count_chunks"))
 
+    def set_dense(self, vectors: Sequence[DenseVector]) -> int:
+        return int(self._call("set_dense", list(vectors)))
+
+    def chunks_without_dense(
+        self, limit: int, after: str | None = None
+    ) -> tuple[list[ChunkRecord], str | None]:
+        chunks, cursor = self._call("chunks_without_dense", limit, after)
+        return list(chunks), cursor
+
+    def dense_by_hash(self, hashes: Sequence[str]) -> dict[str, list[float]]:
+        return dict(self._call("dense_by_hash", list(hashes)))
+
+    def embedding_counts(self, under: str | None = None) -> tuple[int, int]:
+        embedded, total = self._call("embedding_counts", under)
+        return int(embedded), int(total)
+
+    def lock_path(self, name: str) -> Path | None:
+        return self.coll_dir / name  # the owner's folder: on this machine, like its socket
+
     def disk_bytes(self) -> int | None:
         return self._call("disk_bytes")
 
@@ -278,6 +303,12 @@ class RemoteStore(Store):
         if not isinstance(vector, list):
             raise StoreUnavailableError(f"{self.location}: embed_query answered {vector!r:.80}")
         return [float(x) for x in vector]
+
+    def held_open(self) -> frozenset[str]:
+        """The files the owner's writable mount holds open for writing (none when it has no
+        writable mount): an ingest through it leaves them as they are until closed."""
+        paths = self._call(HELD_OPEN)
+        return frozenset(str(p) for p in paths) if isinstance(paths, list) else frozenset()
 
     def search(self, fields: dict[str, Any]) -> list[dict[str, Any]]:
         """A whole search run by the owner (when ``owner_searches``): the request's fields

@@ -2,7 +2,8 @@
 
 Owner only: the socket is mode 0600; a client must first send the random token kept in the
 0600 file ``daemon.token`` beside it; where the system tells the peer's uid, it must also be ours
-or root. Any number of connections may read; one at a time may write.
+or root. Any number of connections may read and write: writers of one collection take turns
+on its write lock (:mod:`semfs.ingest.store.writelock`), whatever process they run in.
 
 Searches: an owner that embeds queries (a :class:`~semfs.ingest.store.QueryService`) says so
 in its hello reply (``"queries"``: what runs its model) and answers ``embed_query`` with the
@@ -23,7 +24,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from semfs.ingest.store import QueryService, Store
 from semfs.ingest.store.ipc.wire import (
     CONNECT_TIMEOUT,
     EMBED_QUERY,
+    HELD_OPEN,
     MAX_HELLO,
     MAX_MESSAGE,
     MAX_QUERY_CHARS,
@@ -40,7 +42,6 @@ from semfs.ingest.store.ipc.wire import (
     SEARCH_ARGS,
     SOCKET_NAME,
     TOKEN_NAME,
-    WRITES,
     ProtocolError,
     dial,
     error_reply,
@@ -59,10 +60,6 @@ logger = logging.getLogger(__name__)
 _COMMAND = command_line()[:200]
 # How often the accept loop looks at the stop flag; close() waits about this long.
 ACCEPT_POLL = 0.5
-# A writer that sends nothing for this long (seconds, no call of its under way) loses the writer
-# slot to the next process that wants it: an ingest calls far more often (it embeds a batch,
-# then writes it), while a peer that claimed the slot and went quiet would hold it forever.
-WRITER_IDLE = 600.0
 # After these the daemon's view of the collection (its directory tree) is out of date.
 _CHANGES = frozenset({"write_meta", "delete_documents", "put_directories", "delete_directories"})
 
@@ -88,22 +85,20 @@ class StoreServer:
         coll_dir: Path,
         on_change: Callable[[], None] | None = None,
         queries: QueryService | None = None,
-        writer_idle: float = WRITER_IDLE,
+        embeds: bool = False,
+        held: Callable[[], Collection[str]] | None = None,
     ) -> None:
         self.store = store
         self.queries = queries
+        self.embeds = embeds  # we give the chunks others write their dense vectors
+        self.held = held  # the files our writable mount holds open for writing
         self.coll_dir = Path(coll_dir)
         self.socket_path = self.coll_dir / SOCKET_NAME
         self.token_path = self.coll_dir / TOKEN_NAME
         self._on_change = on_change
         self._token = secrets.token_hex(32)
-        self._lock = threading.Lock()  # guards _conns and the writer slot
+        self._lock = threading.Lock()  # guards _conns
         self._conns: dict[socket.socket, threading.Thread] = {}
-        self._writer: socket.socket | None = None
-        self._writer_pid = -1
-        self._writer_idle = writer_idle
-        self._writer_since = 0.0  # monotonic time of the writer's last request ended
-        self._writer_busy = False  # a call of the writer's is under way
         self._stop = threading.Event()
         self._accepter: threading.Thread | None = None
         # The files to remove on close, if they are still ours then: by identity (see
@@ -231,20 +226,16 @@ class StoreServer:
             searches = (
                 queries is not None and self.queries is not None and bool(self.queries.search)
             )
-            welcome = {"pid": os.getpid(), "queries": queries, "searches": searches}
+            welcome = {
+                "pid": os.getpid(),
+                "queries": queries,
+                "searches": searches,
+                "embeds": self.embeds,
+            }
             send(conn, {"ok": {**welcome, "command": _COMMAND}})
             logger.info("process %d connected to %s", pid, self.socket_path)
             while (frame := recv_frame(conn, MAX_MESSAGE)) is not None:
-                with self._lock:
-                    if self._writer is conn:
-                        self._writer_busy = True
-                try:
-                    changed = self._handle(conn, pid, frame)
-                finally:
-                    with self._lock:
-                        if self._writer is conn:
-                            self._writer_busy = False
-                            self._writer_since = time.monotonic()
+                changed = self._handle(conn, pid, frame)
                 if changed and self._on_change is not None:
                     try:
                         self._on_change()
@@ -258,8 +249,6 @@ class StoreServer:
         finally:
             with self._lock:
                 self._conns.pop(conn, None)
-                if self._writer is conn:  # also on EOF from a client that was kill -9'd
-                    self._writer = None
             conn.close()
 
     def _handshake(self, conn: socket.socket, deadline: float) -> int | None:
@@ -318,7 +307,11 @@ class StoreServer:
         try:
             request = json.loads(frame)
             method = request["method"]
-            if not isinstance(method, str) or method not in METHODS | {EMBED_QUERY, SEARCH}:
+            if not isinstance(method, str) or method not in METHODS | {
+                EMBED_QUERY,
+                SEARCH,
+                HELD_OPEN,
+            }:
                 raise ValueError(f"no method {method!r}")
             args = decode(list(request.get("args", [])))
             kwargs = {str(k): decode(v) for k, v in dict(request.get("kwargs", {})).items()}
@@ -332,10 +325,10 @@ class StoreServer:
             send(conn, error_reply(SemfsError(f"bad request to the mounted daemon: {exc}")))
             return False
         try:
-            if method in WRITES:
-                self._claim_writer(conn, pid)
             if method == EMBED_QUERY:
                 result: Any = Vector(self._embed_query(args))  # float32, exactly
+            elif method == HELD_OPEN:
+                result = sorted(self.held()) if self.held is not None else []
             elif method == SEARCH:
                 result = self._search(args, kwargs)
             elif method == "close":
@@ -354,28 +347,3 @@ class StoreServer:
             )
         send(conn, reply)
         return method in _CHANGES and "ok" in reply
-
-    def _claim_writer(self, conn: socket.socket, pid: int) -> None:
-        with self._lock:
-            idle = (
-                self._writer is not None
-                and not self._writer_busy
-                and time.monotonic() - self._writer_since > self._writer_idle
-            )
-            if idle and self._writer is not conn:
-                logger.warning(
-                    "process %d held the writer slot of %s idle for %.0f s: it goes to process %d",
-                    self._writer_pid,
-                    self.coll_dir,
-                    time.monotonic() - self._writer_since,
-                    pid,
-                )
-                self._writer = None
-            if self._writer is None:
-                self._writer, self._writer_pid = conn, pid
-                self._writer_busy = True  # this call is under way
-            elif self._writer is not conn:
-                raise StoreLockedError(
-                    f"{self.coll_dir}: another ingest is writing through the mounted daemon "
-                    f"(pid {self._writer_pid}); wait for it to finish"
-                )

@@ -56,6 +56,9 @@ SEARCH_ARGS: dict[str, tuple[type, ...]] = {
     "min_score": (float, int, type(None)),
     "more": (bool,),
 }
+# The files a writable mount of the owner holds open for writing: an ingest beside it leaves
+# them as they are until they are closed (the watcher's rule). Reply: a list of paths.
+HELD_OPEN = "held_open"
 # sun_path holds 108 bytes on Linux and 104 on macOS, the final NUL included.
 MAX_SUN_PATH = 100
 
@@ -73,6 +76,7 @@ WRITES = frozenset(
         "put_blob",
         "compact",
         "write_manifest",
+        "set_dense",
     ]
 )
 READS = frozenset(
@@ -89,6 +93,9 @@ READS = frozenset(
         "query",
         "definitions",
         "count_chunks",
+        "chunks_without_dense",
+        "dense_by_hash",
+        "embedding_counts",
         "chunk_paths_matching",
         "split_line_paths",
         "disk_bytes",

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from semfs.fusefs.cli.group import cli
-from semfs.ingest import pipeline
+from semfs.ingest import densepass, pipeline
 from semfs.ingest.errors import ModelMismatchError, SourceError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import DelegatingStore, Store
@@ -370,8 +370,13 @@ def test_a_long_ingest_compacts_as_it_goes_and_reads_whole(
     tmp_path: Path, store_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every COMPACT_EVERY_CHUNKS chunks the run seals what it wrote (Edge holds an appendable
-    segment in RAM whole): documents committed before a compaction and after it read whole."""
+    segment in RAM whole), and the dense pass every COMPACT_EVERY_VECTORS vectors (an update
+    copies a sealed chunk into the appendable segment): documents committed before a
+    compaction and after it read whole."""
     monkeypatch.setattr(pipeline, "COMPACT_EVERY_CHUNKS", 8)
+    monkeypatch.setattr(pipeline, "WINDOW_CHUNKS", 8)
+    monkeypatch.setattr(pipeline, "BM25_SAMPLE_CHUNKS", 8)
+    monkeypatch.setattr(densepass, "COMPACT_EVERY_VECTORS", 8)
     src = tmp_path / "src"
     texts = {
         f"d{i}.md": "".join(f"## part {i}.{s}\n\nwords of part {s} in {i}\n\n" for s in range(6))
@@ -383,8 +388,9 @@ def test_a_long_ingest_compacts_as_it_goes_and_reads_whole(
         store = _CompactCounter(inner)
         report = ingest(src, store, model="hash", batch_size=1)
         assert report.chunks_embedded >= 40
-        # Windows of 8 chunks (batch 1 x 8): a compaction after each, and the one at the end.
-        assert store.compactions >= report.chunks_embedded // 8
+        # Windows of 8 chunks (batch 1 x 8) in each pass: a compaction after each of them,
+        # and the one at the end of the keyword pass.
+        assert store.compactions >= 2 * (report.chunks_embedded // 8)
         for rel, text in texts.items():
             assert stored_text(inner, rel) == text
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import shlex
 from dataclasses import replace
 from pathlib import Path
 
@@ -56,6 +57,9 @@ def test_check_finds_damage_and_verify_repairs_it(sample_copy: Path, tmp_path: P
         "damaged: components/tabs.mdx: chunk 0 of generation 1 is missing",
         "damaged: quickstart.mdx: its chunks do not hash to its sha256 (the stored text was "
         "changed)",
+        # Before (issue 39.0): nothing said how to repair it.
+        "note: to repair, re-ingest the damaged documents from their folder: semfs check "
+        f"--repair {sample_copy} --store {store} (or --prune to delete them)",
     ], lines
     # A plain ingest trusts the hashes: the source did not change.
     plain = json.loads(semfs("ingest", str(sample_copy), "--store", str(store), "--json").stdout)
@@ -70,7 +74,10 @@ def test_check_repair_and_prune(sample_copy: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"
     ingest_hash(sample_copy, store)
     damage_text(store, "quickstart.mdx")
-    out = semfs("check", "--store", str(store), "--repair", str(sample_copy)).stdout
+    found = json.loads(semfs("check", "--store", str(store), "--json", check=False).stdout)
+    suggested = shlex.split(found["repair"])  # the command check suggests, as it is
+    assert suggested[:4] == ["semfs", "check", "--repair", str(sample_copy)]
+    out = semfs(*suggested[1:]).stdout
     assert "repaired: quickstart.mdx" in out and out.splitlines()[-1].startswith("ok: ")
     damage_text(store, "index.mdx")
     out = semfs("check", "--store", str(store), "--prune").stdout

@@ -61,7 +61,9 @@ def fill(disk: Path) -> Path:
 def assert_disk_full_line(proc: subprocess.CompletedProcess[str]) -> None:
     assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
     # The error is one line; a non-TTY run also logs its progress lines (fusefs/cli/progress.py).
-    progress = re.compile(r"^(Embedding|Syncing): \d+/\d+ chunks|^Load(ing|ed) model ")
+    progress = re.compile(
+        r"^(Embedding|Syncing|Reading): \d+/\d+ (chunks|files)|^Load(ing|ed) model "
+    )
     lines = [line for line in proc.stderr.strip().splitlines() if not progress.match(line)]
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("Error: store disk full: ") and "MB free, need about" in lines[0]
