@@ -24,6 +24,7 @@ from semfs.ingest.pipeline import ingest
 from semfs.ingest.search import Searcher
 from semfs.ingest.sources import Document
 from semfs.ingest.store import DelegatingStore, Store
+from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.check import check_store
 from semfs.ingest.store.schema import DocumentRecord
@@ -63,7 +64,7 @@ def test_documents_commit_with_keywords_before_their_meaning(
     """dense=False stops after the first pass: every document is listed, readable and found by
     keywords; nothing is found by meaning; the results say so in one line; the next run
     embeds each chunk's text once and the line goes."""
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         first, texts = _ingest(sample_copy, store, dense=False)
         assert texts == [] and first.chunks_embedded == 0
         assert first.committed == len(first.added) == 42
@@ -89,7 +90,7 @@ def test_documents_commit_with_keywords_before_their_meaning(
     status = json.loads(semfs("status", "--store", str(store_dir), "--json").stdout)
     assert status["embedding"] == {"embedded": 0, "chunks": first.chunks_written, "by": None}
     assert "0 % (0 of " in semfs("status", "--store", str(store_dir)).stdout
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         second, texts = _ingest(sample_copy, store)
         assert second.unchanged and not second.added and second.chunks_written == 0
         assert len(texts) == len(set(texts)) == second.chunks_embedded
@@ -116,7 +117,7 @@ def test_a_one_line_edit_re_embeds_one_or_two_chunks(tmp_path: Path, store_dir: 
     src.mkdir()
     lines = _log(3000).splitlines(keepends=True)
     (src / "run.log").write_text("".join(lines))
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         first, texts = _ingest(src, store)
         n = first.chunks_written
         assert n >= 100 and len(texts) == n
@@ -184,7 +185,7 @@ def test_memory_does_not_grow_with_the_number_of_documents(
 
     monkeypatch.setattr(pipeline, "read_document", spy)
     gc.collect()
-    with open_store(store_dir) as inner:
+    with open_store(CollectionAddress(store=store_dir)) as inner:
         store = _LiveDocuments(inner, live)
         report = ingest(src, store, model="hash", dense=False, jobs=2)
     assert len(report.added) == store.commits == n
@@ -201,6 +202,7 @@ _KILLED = textwrap.dedent(
     from semfs.ingest.embedding.embedder import HashEmbedder
     from semfs.ingest.pipeline import ingest
     from semfs.ingest.store import DelegatingStore
+    from semfs.ingest.store.address import CollectionAddress
     from semfs.ingest.store.backends import open_store
 
     src, store_dir, point, counts = sys.argv[1:5]
@@ -232,7 +234,7 @@ _KILLED = textwrap.dedent(
                 self._at("embedded")
             self.inner.write_meta(meta)
 
-    with open_store(store_dir) as inner:
+    with open_store(CollectionAddress(store=store_dir)) as inner:
         ingest(Path(src), KillAt(inner), model="hash", embedder=Counting(384), batch_size=2)
     print("finished")
     """
@@ -255,7 +257,7 @@ def test_kill_9_in_either_pass_resumes_embedding_each_chunk_once(
         timeout=300,
     )
     assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         docs = store.list_documents()
         committed = {d.path for d in docs}
         # The committed chunks the kill left without a dense vector (a killed run's other
@@ -285,7 +287,7 @@ def test_kill_9_in_either_pass_resumes_embedding_each_chunk_once(
 
 
 def _docs(store_dir: Path) -> list[DocumentRecord]:
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         return store.list_documents()
 
 
@@ -312,7 +314,7 @@ def test_sigterm_stops_an_ingest_as_ctrl_c_does(tmp_path: Path) -> None:
         _out, err = proc.communicate(timeout=120)
         assert proc.returncode == 128 + sig, err
         outs[sig] = [line for line in err.splitlines() if line.startswith("Interrupted")]
-        with open_store(store) as s:
+        with open_store(CollectionAddress(store=store)) as s:
             assert len(s.list_documents()) == 400  # kept, as the message says
     assert outs[signal.SIGINT] == outs[signal.SIGTERM] and len(outs[signal.SIGTERM]) == 1
     assert "every document is in and keyword-searchable" in outs[signal.SIGTERM][0]
@@ -320,7 +322,7 @@ def test_sigterm_stops_an_ingest_as_ctrl_c_does(tmp_path: Path) -> None:
 
 def test_an_owner_resumes_what_a_killed_run_left(sample_copy: Path, store_dir: Path) -> None:
     """The long-running owner's dense pass (a mount's, semfs mcp's) embeds what a run left."""
-    with open_store(store_dir) as store:
+    with open_store(CollectionAddress(store=store_dir)) as store:
         _ingest(sample_copy, store, dense=False)
         embedder = CountingEmbedder()
         service = DenseService(store, lambda: embedder)
