@@ -751,38 +751,50 @@ class _Writer:
 
     def _write_window(self) -> None:
         """The window's chunks (each with the stored vector of its text, when there is one),
-        then the commit of every document in it."""
+        in requests of :data:`WINDOW_CHUNKS`; each document is committed as soon as its chunks
+        are in (a window held for the BM25 sample is thousands of chunks)."""
         assert self.bm25 is not None
         self.last_write = time.monotonic()
-        if not self.window:
-            return
         store = self.store
-        todo = [
-            (p, rec, text) for p in self.window for rec, text in zip(p.chunks, p.texts, strict=True)
-        ]
-        for first in range(0, len(todo), WINDOW_CHUNKS):
-            part = todo[first : first + WINDOW_CHUNKS]
-            known = store.dense_by_hash(list({rec.vhash for _p, rec, _t in part}))
-            points = []
-            for p, rec, text in part:
-                sv = self.bm25.embed_document(text)
-                points.append(
-                    ChunkPoint(rec, known.get(rec.vhash), list(sv.indices), list(sv.values))
-                )
-                p.written += 1
-            store.upsert_chunks(points)
-            reused = sum(1 for pt in points if pt.dense is not None)
-            self.report.chunks_written += len(points)
-            self.report.vectors_reused += reused
-            self.without_dense += len(points) - reused
-        for p in self.window:
+        done = 0  # documents of the window committed
+        part: list[tuple[_Pending, ChunkRecord, str]] = []
+        for i, p in enumerate(self.window):
+            for rec, text in zip(p.chunks, p.texts, strict=True):
+                part.append((p, rec, text))
+                if len(part) >= WINDOW_CHUNKS:
+                    self._upsert(part)
+                    part = []
+                    while done < i and self.window[done].written == len(self.window[done].chunks):
+                        self._commit(self.window[done])
+                        done += 1
+        self._upsert(part)
+        for p in self.window[done:]:
             self._commit(p)
-        self.report.keywords_seconds = time.perf_counter() - self.started
+        if self.window:
+            self.report.keywords_seconds = time.perf_counter() - self.started
         if self.report.chunks_written - self.sealed >= COMPACT_EVERY_CHUNKS:
             self.sealed = self.report.chunks_written
             _compact(store)
         self.window = []
         self.window_chunks = 0
+
+    def _upsert(self, part: list[tuple[_Pending, ChunkRecord, str]]) -> None:
+        """One request of chunks with their BM25 vectors, and the stored dense vector of each
+        one's model text where the store has it."""
+        if not part:
+            return
+        assert self.bm25 is not None
+        known = self.store.dense_by_hash(list({rec.vhash for _p, rec, _t in part}))
+        points = []
+        for p, rec, text in part:
+            sv = self.bm25.embed_document(text)
+            points.append(ChunkPoint(rec, known.get(rec.vhash), list(sv.indices), list(sv.values)))
+            p.written += 1
+        self.store.upsert_chunks(points)
+        reused = sum(1 for pt in points if pt.dense is not None)
+        self.report.chunks_written += len(points)
+        self.report.vectors_reused += reused
+        self.without_dense += len(points) - reused
 
     def _commit(self, p: _Pending) -> None:
         """Commit a document whose chunks are all written, then delete its older chunks,
