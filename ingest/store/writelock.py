@@ -26,7 +26,6 @@ Rules a caller may rely on:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import sys
@@ -35,6 +34,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from semfs.ingest import portable
 from semfs.ingest.errors import StoreBusyError
 
 WRITE_LOCK = "write.lock"
@@ -81,13 +81,13 @@ class CollectionLock:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             os.fchmod(fd, 0o600)  # created under the caller's umask
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                return False
+                taken = portable.lock_file(fd, wait=False)
             except BaseException:
                 os.close(fd)
                 raise
+            if not taken:
+                os.close(fd)
+                return False
             # Who holds it, for the others' messages: written in place (the file is never
             # replaced, or a waiter would lock another inode).
             note = json.dumps({"pid": os.getpid(), "command": _command()}).encode()

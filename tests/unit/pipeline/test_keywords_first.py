@@ -21,6 +21,7 @@ from semfs.ingest import densepass, pipeline
 from semfs.ingest.densepass import DenseService, embed_missing
 from semfs.ingest.embedding.embedder import HashEmbedder
 from semfs.ingest.pipeline import ingest
+from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher
 from semfs.ingest.sources import Document
 from semfs.ingest.store import DelegatingStore, Store
@@ -73,11 +74,11 @@ def test_documents_commit_with_keywords_before_their_meaning(
         assert meta is not None and meta.dense_pending and not meta.dirty
         assert first.dense_pending == first.chunks_written
         searcher = Searcher(store, embedder=HashEmbedder())
-        assert searcher.search("custom domain", mode="keyword")
-        assert searcher.search("custom domain", mode="semantic") == []
-        hybrid = searcher.search("custom domain", mode="hybrid")
+        assert searcher.search(SearchRequest("custom domain", mode="keyword"))
+        assert searcher.search(SearchRequest("custom domain", mode="semantic")) == []
+        hybrid = searcher.search(SearchRequest("custom domain", mode="hybrid"))
         assert [h.path for h in hybrid] == [
-            h.path for h in searcher.search("custom domain", mode="keyword")
+            h.path for h in searcher.search(SearchRequest("custom domain", mode="keyword"))
         ]
         assert searcher.meaning_note("hybrid") == (
             "meaning: 0 % of the collection embedded; keyword scores for the rest"
@@ -101,7 +102,7 @@ def test_documents_commit_with_keywords_before_their_meaning(
         assert store.read_manifest() is not None  # stored again for the new meta
         searcher = Searcher(store, embedder=HashEmbedder())
         assert searcher.meaning_note("hybrid") is None
-        assert searcher.search("custom domain", mode="semantic")
+        assert searcher.search(SearchRequest("custom domain", mode="semantic"))
         third, texts = _ingest(sample_copy, store)
         assert texts == [] and third.chunks_embedded == third.chunks_written == 0
     assert semfs("check", "--store", str(store_dir)).stdout.startswith("ok: ")
