@@ -81,8 +81,9 @@ def embed_missing(
     """Give every chunk of ``store`` that lacks one its dense vector (see the module's rules).
 
     ``wait``: wait for another pass that holds the collection's embed lock, then embed what it
-    left; False: leave it to that pass (``report.elsewhere`` says who). ``stop`` set: end after
-    the window under way (``report.left`` then counts what is still to embed)."""
+    left; False: leave it to that pass (``report.elsewhere`` says who). ``stop`` set: end at
+    the next model batch, the window under way left for the next pass (``report.left`` then
+    counts what is still to embed)."""
     started = time.perf_counter()
     report = DenseReport()
     lock = CollectionLock(store.lock_path(EMBED_LOCK), "embedding")
@@ -106,7 +107,12 @@ def embed_missing(
             chunks, cursor = store.chunks_without_dense(window, cursor)
             if chunks:
                 swept_empty = False
-                done = _embed_window(store, embedder, chunks, batch_size, on_progress, report)
+                try:
+                    done = _embed_window(
+                        store, embedder, chunks, batch_size, on_progress, report, stop
+                    )
+                except _Stopped:
+                    break
                 since_compact += done
                 if since_compact >= COMPACT_EVERY_VECTORS:
                     since_compact = 0
@@ -151,6 +157,18 @@ def mark_embedded(store: Store) -> bool:
         lock.release()
 
 
+def model_text_of(chunk: ChunkRecord) -> str:
+    """What the model embeds for a stored chunk: the text the first pass hashed (``vhash``),
+    made again from the record (code chunks have a context line of their own)."""
+    if chunk.syntax:
+        return code_model_text(chunk.text, chunk.heading, chunk.path)
+    return model_text(chunk.text, chunk.heading, chunk.title)
+
+
+class _Stopped(Exception):
+    """The pass was told to stop between two model batches."""
+
+
 def _embed_window(
     store: Store,
     embedder: Embedder,
@@ -158,16 +176,13 @@ def _embed_window(
     batch_size: int,
     on_progress: Progress | None,
     report: DenseReport,
+    stop: threading.Event | None = None,
 ) -> int:
     """Vectors for ``chunks``: stored ones of the same text first, the model for the rest."""
     texts: dict[str, str] = {}
     hashes: list[str] = []
     for c in chunks:
-        # What the first pass hashed: code chunks have a context line of their own.
-        if c.syntax:
-            text = code_model_text(c.text, c.heading, c.path)
-        else:
-            text = model_text(c.text, c.heading, c.title)
+        text = model_text_of(c)
         h = c.vhash or vector_hash(text)
         texts.setdefault(h, text)
         hashes.append(h)
@@ -176,7 +191,7 @@ def _embed_window(
     todo = [h for h in texts if h not in vectors]
     if todo:
         # Each model batch moves the bar: a window takes seconds on a busy machine.
-        encoded = encode(embedder, [texts[h] for h in todo], batch_size, on_progress)
+        encoded = encode(embedder, [texts[h] for h in todo], batch_size, on_progress, stop)
         vectors.update(zip(todo, encoded, strict=True))
     dense = [
         DenseVector(c.path, c.gen, c.index, vectors[h]) for c, h in zip(chunks, hashes, strict=True)
@@ -190,22 +205,30 @@ def _embed_window(
 
 
 def encode(
-    embedder: Embedder, texts: list[str], batch_size: int, on_progress: Progress | None
+    embedder: Embedder,
+    texts: list[str],
+    batch_size: int,
+    on_progress: Progress | None,
+    stop: threading.Event | None = None,
 ) -> list[list[float]]:
     """``texts``' vectors, one model batch at a time, each reported to ``on_progress``.
-    Longest first, as sentence-transformers orders one call's texts, so a batch pads little."""
-    if on_progress is None:
+    Longest first, as sentence-transformers orders one call's texts, so a batch pads little.
+    ``stop`` set before a batch: :class:`_Stopped` (a closing mount waits one batch at most)."""
+    if on_progress is None and stop is None:
         return embedder.encode(texts, batch_size=batch_size)
     size = max(batch_size, 1)
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     out: list[list[float]] = [[] for _ in texts]
     for start in range(0, len(order), size):
+        if stop is not None and stop.is_set():
+            raise _Stopped
         idx = order[start : start + size]
         for i, vec in zip(
             idx, embedder.encode([texts[i] for i in idx], batch_size=size), strict=True
         ):
             out[i] = vec
-        on_progress(len(idx))
+        if on_progress is not None:
+            on_progress(len(idx))
     return out
 
 

@@ -28,7 +28,7 @@ from semfs.ingest.store import DelegatingStore, Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.check import check_store
-from semfs.ingest.store.schema import DocumentRecord
+from semfs.ingest.store.schema import DocumentRecord, vector_hash
 from tests.helpers import SEMFS
 from tests.helpers.mounting import semfs
 
@@ -339,3 +339,29 @@ def test_an_owner_resumes_what_a_killed_run_left(sample_copy: Path, store_dir: P
         # Nothing left: a second pass loads nothing and embeds nothing.
         again = embed_missing(store, embedder)
         assert again.embedded == again.reused == 0
+
+
+def test_the_dense_pass_embeds_what_the_first_pass_hashed(tmp_path: Path, store_dir: Path) -> None:
+    """The second pass rebuilds each chunk's model text from its record (prose: title and
+    heading path; code: the file's path and the definition's label): it must be the text whose
+    hash the first pass stored, or a reused vector would be another text's."""
+    src = tmp_path / "src"
+    (src / "pkg").mkdir(parents=True)
+    (src / "guide.md").write_text("# Guide\n\n## Setup\n\nInstall it.\n\n## Use\n\nRun it.\n")
+    (src / "pkg" / "upload.py").write_text(
+        "class Uploader:\n    def retry_upload(self, n: int) -> int:\n        return n + 1\n\n\n"
+        "def shouldRetryRequest(code: int) -> bool:\n    return code >= 500\n"
+    )
+    (src / "notes.txt").write_text("plain words\n\nmore plain words\n")
+    with open_store(CollectionAddress(store=store_dir)) as store:
+        _ingest(src, store, dense=False)
+        missing, cursor = store.chunks_without_dense(1000)
+        assert cursor is None and {c.path for c in missing} == {
+            "guide.md",
+            "pkg/upload.py",
+            "notes.txt",
+        }
+        assert any(c.syntax for c in missing)  # the code path is taken
+        for c in missing:
+            text = densepass.model_text_of(c)
+            assert c.vhash == vector_hash(text), c.path
