@@ -35,6 +35,7 @@ ESSENTIAL = {
     "mkdir",
     "mv",
     "sed",
+    "seq",
     "setpriv",
     "sh",
     "sleep",
