@@ -148,11 +148,6 @@ def ingest_cmd(
         embedder = load_embedder(resolve_model(store, model))
         # The model's load, then a bar (a line every 10 s when stderr is not a terminal).
         progress = None if as_json else _progress(embedder)
-        if store.read_meta() is None:
-            # A first ingest chunks, so it needs the model's tokenizer: a broken install is
-            # one line now, not after the reading bar has started (a re-run that changes
-            # nothing still loads no model).
-            embedder.count_tokens(["semfs"])
         try:
             report = ingest(
                 source,
