@@ -364,6 +364,11 @@ def ingest(
         meta = store.read_meta()
         if meta is not None and meta.dirty:
             writer.begin(full=scope is None, existing=reader.existing)  # clean up first
+        if meta is None and files and embedder is not None:
+            # A first ingest chunks, so it needs the model's tokenizer: a broken install is
+            # one line now, not after the reading bar has started (a re-run that changes
+            # nothing still loads no model).
+            embedder.count_tokens(["semfs"])
         if on_phase is not None:
             on_phase("reading", len(files))
         for doc, touched in reader.changes(files, on_progress):
