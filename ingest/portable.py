@@ -83,6 +83,14 @@ def open_files_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY or soft <= 0 else soft
 
 
+def cpu_count() -> int:
+    """The cores this process may run on (Linux: its affinity; macOS has none: all of them)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
 # Linux counts per thread; elsewhere the process's count stands in for it.
 _RUSAGE_WHO = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
 

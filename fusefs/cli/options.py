@@ -137,7 +137,8 @@ SOURCE = (
         show_default=True,
         number=int,
         bounds=(1, 4096),
-        help="Chunks per model batch.",
+        help="Chunks per encode call (a torch model's batch; the default model runs each "
+        "chunk alone, one per core at once: faster on a CPU).",
     ),
     Param(
         "max_bytes",

@@ -167,7 +167,8 @@ def _serve(memory: int) -> None:
 
 
 def default_jobs() -> int:
-    """How many extractions run at once by default: the cores this process may run on."""
+    """How many extractions run at once by default: the cores this process may run on
+    (``portable.cpu_count``'s rule, written here: this package imports nothing of semfs)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # macOS has no affinity call

@@ -171,6 +171,30 @@ def test_the_default_and_onnx_are_one_graph_written_once(cached: Path) -> None:
 
 
 @pytest.mark.model
+def test_each_text_runs_alone_and_gets_the_vector_a_batch_gives_it(cached: Path) -> None:
+    """Issue 38.5: texts run one at a time (no padding), several at once, each on one thread:
+    the vectors are a padded batch's (mean pooling over the mask) to float precision, and do
+    not depend on how many run at once."""
+    import numpy as np
+
+    texts = _texts()
+    model = load_embedder(PACKAGED_MODEL)
+    alone = np.array(model.encode(texts))
+    one = OnnxEmbedder(model.name, str(model.location), "onnx", 32, threads=1)  # type: ignore[attr-defined]
+    assert np.array_equal(alone, np.array(one.encode(texts)))
+    session, tokenizer = one._session, one._tokenizer
+    encs = tokenizer.encode_batch(texts)  # padded to the longest, as batches were run
+    ids = np.array([e.ids for e in encs], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
+    hidden = session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                "token_type_ids": np.zeros_like(ids)})[0]  # fmt: skip
+    weights = mask[..., None].astype(np.float32)
+    pooled = (hidden * weights).sum(1) / weights.sum(1)
+    batch = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+    assert float((alone * batch).sum(1).min()) > 0.99999
+
+
+@pytest.mark.model
 def test_int8_store_records_its_backend_and_queries_follow_it(
     cached: Path, tmp_path: Path, store_dir: Path
 ) -> None:
