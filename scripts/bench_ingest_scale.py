@@ -177,8 +177,11 @@ def run_ingest(
     report = json.loads(out)
     final = max((n for _t, n in watcher.listed), default=0)
     all_listed = next((t for t, n in watcher.listed if n >= final), None)
-    dense = next((t for t, e, c in watcher.embedded if c and e >= c), None)
     chunks = int(report["chunks_embedded"])
+    written = int(report.get("chunks_written") or chunks)
+    # Every chunk of the run embedded: a status taken before the first commits (no chunk yet,
+    # or a first window's, not yet pending) does not count.
+    dense = next((t for t, e, c in watcher.embedded if c >= written and e >= c), None)
     return {
         "documents": final,
         "chunks": chunks,

@@ -52,6 +52,11 @@ def baseline_tree(rev: str, dest: Path) -> Path:
         ["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True
     )
     subprocess.run(["tar", "-x", "-C", str(src)], input=archive.stdout, check=True)
+    # The packaged model's files are put in the checkout by setup.py, not committed: the
+    # baseline uses this checkout's (the same model either side).
+    model = Path("ingest") / "embedding" / "all-MiniLM-L6-v2"
+    if (REPO / model).is_dir() and not (src / model).exists():
+        (src / model).symlink_to(REPO / model)
     package = dest / "py" / "semfs"
     package.mkdir(parents=True)
     for part in ("ingest", "fusefs"):
