@@ -109,8 +109,11 @@ class IngestProgress:
                 )
             else:
                 self._line()
-        self._ticker = threading.Thread(target=self._tick, name="semfs-progress", daemon=True)
-        self._ticker.start()
+        ticker = threading.Thread(target=self._tick, name="semfs-progress", daemon=True)
+        ticker.start()
+        # Kept only once started: a Ctrl-C (or SIGTERM) between the two would leave close()
+        # a thread it cannot join. One that ends up not kept stops at _stop like any other.
+        self._ticker = ticker
 
     def advance(self, n: int) -> None:
         with self._lock:

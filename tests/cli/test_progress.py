@@ -7,8 +7,11 @@ from __future__ import annotations
 import io
 import re
 import subprocess
+import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from semfs.fusefs.cli.progress import IngestProgress, eta_text
 from semfs.ingest.pipeline import ingest
@@ -51,6 +54,25 @@ def test_a_terminal_bar_is_redrawn_while_a_batch_embeds() -> None:
     assert redraws >= 2, out.getvalue()
     text = out.getvalue()
     assert "5/50" in text and "50/50" in text and "chunks/s" in text, text
+
+
+def test_a_stop_as_the_bar_starts_leaves_nothing_to_join(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C or SIGTERM right when a pass's bar starts (the signal's KeyboardInterrupt raised
+    as its ticker thread starts): close() still ends the display. Before, it raised
+    "cannot join thread before it is started", and the ingest said that instead of what it
+    kept (seen in CI under load)."""
+    out = io.StringIO()
+    progress = IngestProgress(out, tty=False)
+
+    def interrupted(self: threading.Thread) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading.Thread, "start", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        progress.start(100)
+    monkeypatch.undo()
+    progress.close()  # no RuntimeError
+    assert out.getvalue().startswith("Embedding: 0/100 chunks")
 
 
 def test_eta_text() -> None:

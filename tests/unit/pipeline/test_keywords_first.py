@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -314,7 +315,10 @@ def test_sigterm_stops_an_ingest_as_ctrl_c_does(tmp_path: Path) -> None:
         proc.send_signal(sig)
         _out, err = proc.communicate(timeout=120)
         assert proc.returncode == 128 + sig, err
-        outs[sig] = [line for line in err.splitlines() if line.startswith("Interrupted")]
+        # The same message, but for how many chunks wait: that depends on when it landed.
+        outs[sig] = [
+            re.sub(r"\d+", "N", line) for line in err.splitlines() if line.startswith("Interrupted")
+        ]
         with open_store(CollectionAddress(store=store)) as s:
             assert len(s.list_documents()) == 400  # kept, as the message says
     assert outs[signal.SIGINT] == outs[signal.SIGTERM] and len(outs[signal.SIGTERM]) == 1
