@@ -108,6 +108,8 @@ class Collection:
             raise StoreNotFoundError(
                 f"no document {path!r} in collection {self.address.collection!r}"
             )
+        if record.as_is:  # stored as it is (an image, an unopenable PDF): its bytes' parts
+            record = record.original_record() or record
         indexes = range(len(record.offsets or ()) or record.chunks)
         if record.blob:
             parts = self.store.read_blob(path, record.gen, indexes)

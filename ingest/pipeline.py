@@ -947,9 +947,13 @@ def _counts(
     A full run knows every record; a run over some paths adds its changes to the last run's
     counts, or counts afresh after an interrupted run or in a store without counts yet.
     """
-    gone = [*report.updated, *report.deleted]
+    # A file that turned into a view or back (a PDF that became readable, a page retried
+    # with --retry-skipped) is updated under a name the store did not hold: its old record,
+    # under the other name, is among the deleted.
+    written = {*report.added, *report.updated}
+    gone = {p for p in (*report.updated, *report.deleted) if p in existing}
     change = (
-        len(report.added) - len(report.deleted),
+        len(written - existing.keys()) - len(set(report.deleted) & existing.keys()),
         report.chunks_written - sum(existing[p].chunks for p in gone),
     )
     if full:  # ``existing`` is every record the store held: exact, whatever the meta says

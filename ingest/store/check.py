@@ -94,6 +94,10 @@ def _verify(store: Store, rec: DocumentRecord) -> str | None:
     full = rec if rec.offsets is not None else store.get_document(rec.path)
     if full is None:
         return "its record is gone"
+    if full.as_is:  # a file stored as it is (an image, a PDF no extractor opens): its bytes
+        as_is = full.original_record()
+        assert as_is is not None  # as_is means the record names its original
+        return verify_original(store, as_is)
     offsets = full.offsets or ()
     if len(offsets) != full.chunks:
         return f"its record has {len(offsets)} chunk offsets for {full.chunks} chunks"

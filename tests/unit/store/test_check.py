@@ -185,3 +185,36 @@ def test_an_ok_says_what_it_does_not_verify(sample_copy: Path, tmp_path: Path) -
         "the dense vectors' values",
         "the keyword index",
     ]
+
+
+def test_files_stored_as_they_are_pass_check_and_read(tmp_path: Path) -> None:
+    """Issue 46 attack 7: a PNG and a PDF no extractor opens, served byte for byte, were
+    reported damaged by `semfs check` ("its chunks hold 0 bytes"); `--prune` deleted them and
+    `Collection.read()` refused them. Their stored bytes are what check verifies."""
+    from semfs.ingest.collection import open_collection
+    from tests.helpers.docfixtures import make_bad
+
+    src = tmp_path / "src"
+    make_bad(tmp_path / "bad")
+    src.mkdir()
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
+    (src / "logo.png").write_bytes(png)
+    (src / "broken.pdf").write_bytes((tmp_path / "bad" / "broken.pdf").read_bytes())
+    (src / "notes.md").write_text("# Notes\n\nA plain note.\n")
+    store = tmp_path / "store"
+    report = ingest_hash(src, store)
+    assert {s.path for s in report.unsearched} >= {"broken.pdf"}
+    out = semfs("check", "--store", str(store)).stdout
+    assert out.startswith("ok: 3 documents"), out
+    pruned = semfs("check", "--store", str(store), "--prune").stdout
+    assert "pruned" not in pruned, pruned
+    with open_collection(CollectionAddress(store=store)) as c:
+        assert c.read("logo.png") == png
+        assert c.read("broken.pdf") == (src / "broken.pdf").read_bytes()
+    # Damage to such bytes is still found.
+    with open_store(CollectionAddress(store=store)) as s:
+        rec = s.get_document("logo.png")
+        assert rec is not None and rec.as_is
+        s.put_blob("logo.png", rec.gen, b"\x89PNG not the bytes that were ingested")
+    found = semfs("check", "--store", str(store), check=False)
+    assert found.returncode != 0 and "logo.png: its stored original logo.png" in found.stdout
