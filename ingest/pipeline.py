@@ -28,7 +28,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
@@ -36,13 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from semfs.ingest import formats, parallel
-from semfs.ingest.chunking import (
-    code_embedding_text,
-    document_description,
-    document_title,
-    embedding_text,
-    rechunk,
-)
 from semfs.ingest.densepass import DenseReport, embed_missing, mark_embedded
 from semfs.ingest.embedding.embedder import (
     DEFAULT_BATCH_SIZE,
@@ -54,6 +46,7 @@ from semfs.ingest.embedding.embedder import (
 from semfs.ingest.errors import DiskFullError, ModelMismatchError
 from semfs.ingest.ignores import rules_folder
 from semfs.ingest.origin import Claim, claim_source
+from semfs.ingest.records import chunk_document, document_record, previous_chunks
 from semfs.ingest.skipmemo import SkipMemo
 from semfs.ingest.sources import (
     DEFAULT_MAX_BYTES,
@@ -76,7 +69,6 @@ from semfs.ingest.store.schema import (
     DirectoryRecord,
     DocumentRecord,
     StoreMeta,
-    vector_hash,
 )
 from semfs.ingest.store.writelock import WRITE_LOCK, CollectionLock
 from semfs.ingest.unsearched import KINDS as UNSEARCHED_KINDS
@@ -709,8 +701,8 @@ class _Writer:
             # commits), and let go of its bytes.
             self.store.put_blob(original.path, self.gen, original.data)
             doc = replace(doc, original=replace(original, data=b""))
-        chunks, texts = _chunk_document(
-            self.embedder, doc, self.gen, _previous_chunks(self.store, existing.get(doc.path))
+        chunks, texts = chunk_document(
+            self.embedder, doc, self.gen, previous_chunks(self.store, existing.get(doc.path))
         )
         self.window.append(_Pending(doc, chunks, texts))
         self.window_chunks += len(chunks)
@@ -730,7 +722,9 @@ class _Writer:
             self.begin(full, existing)
         old = self.store.get_document(doc.path)
         if old is not None:
-            self.store.put_document(_record(doc, old.chunks, old.gen, old.offsets, old.split_lines))
+            self.store.put_document(
+                document_record(doc, old.chunks, old.gen, old.offsets, old.split_lines)
+            )
 
     def _flip(self, doc: Document, existing: dict[str, DocumentRecord]) -> None:
         """A file that turned from a document into one stored as it is, or back (a PDF that
@@ -807,7 +801,7 @@ class _Writer:
         doc = p.doc
         split = any(not c.text.endswith("\n") for c in p.chunks[:-1])
         self.store.put_document(
-            _record(doc, len(p.chunks), self.gen, tuple(c.start for c in p.chunks), split)
+            document_record(doc, len(p.chunks), self.gen, tuple(c.start for c in p.chunks), split)
         )
         self.report.committed += 1
         if not self.nothing_stale:
@@ -974,35 +968,6 @@ def _compact(store: Store) -> bool:
         return False
 
 
-def _record(
-    doc: Document,
-    chunks: int,
-    gen: int,
-    offsets: Sequence[int] | None,
-    split_lines: bool | None,
-) -> DocumentRecord:
-    """The committed record of ``doc``: what the source says, plus where its chunks are."""
-    original = doc.original
-    return DocumentRecord(
-        doc.path,
-        doc.size,
-        doc.mtime,
-        doc.sha256,
-        chunks,
-        gen,
-        offsets,
-        mtime_ns=doc.mtime_ns,
-        split_lines=split_lines,
-        mode=doc.mode,
-        uid=doc.uid,
-        gid=doc.gid,
-        original=original.path if original else None,
-        original_size=original.size if original else None,
-        original_sha256=original.sha256 if original else None,
-        extractor=original.extractor if original else None,
-    )
-
-
 def _clean_interrupted(store: Store) -> None:
     """Delete chunks that no committed record points to: leftovers of a killed run."""
     docs = store.list_documents()
@@ -1015,79 +980,3 @@ def _clean_interrupted(store: Store) -> None:
         logger.info(
             "cleaned up chunks of %d documents left by an interrupted run", len(stale_paths)
         )
-
-
-def _previous_chunks(store: Store, old: DocumentRecord | None) -> list[str]:
-    """The chunk texts of ``old`` (the stored version a changed document replaces), in
-    order; none when there are none or some are missing (then it is chunked afresh)."""
-    if old is None or old.as_is or not old.chunks:
-        return []
-    texts = store.chunk_texts(old.path, old.gen, range(old.chunks))
-    return [texts[i] for i in range(old.chunks)] if len(texts) == old.chunks else []
-
-
-def _chunk_document(
-    embedder: Embedder, doc: Document, gen: int, previous: Sequence[str] = ()
-) -> tuple[list[ChunkRecord], list[str]]:
-    """``doc``'s chunk records and what the model sees of each (context line + chunk text).
-    ``previous``: the chunk texts of the version it replaces, kept where the text still has
-    them (:func:`semfs.ingest.chunking.rechunk`: an edit re-embeds one or two chunks)."""
-    assert doc.text is not None  # only unchanged views go unextracted, and are not here
-    where = _Places(doc.original.unit, doc.original.marks) if doc.original else None
-    # A page (slide, chapter) starts a chunk, so a hit cites one: sections need not.
-    cuts = where.lines if where and where.numbered else []
-    spans = rechunk(doc.text, doc.path, embedder.count_tokens, embedder.max_tokens, cuts, previous)
-    title = document_title(doc.text, doc.path)
-    description = document_description(doc.text, doc.path)
-    # Code: the path and the definitions around the chunk say what it is about.
-    texts = [
-        code_embedding_text(s, doc.path) if s.syntax else embedding_text(s, title) for s in spans
-    ]
-    records = [
-        ChunkRecord(
-            doc.path,
-            gen,
-            s.index,
-            s.start,
-            s.end,
-            s.start_line,
-            s.end_line,
-            s.text,
-            s.heading,
-            title,
-            description,
-            where.of(s.start_line, s.end_line) if where else "",
-            s.fence,
-            s.syntax,
-            s.outline,
-            s.symbols,
-            vhash=vector_hash(text),
-        )
-        for s, text in zip(spans, texts, strict=True)
-    ]
-    return records, texts
-
-
-class _Places:
-    """Which page (slide, chapter) a chunk's lines are on, from a view's marks."""
-
-    def __init__(self, unit: str, marks: Sequence[tuple[int, str]]) -> None:
-        self.unit = unit
-        self.numbered = unit in ("page", "slide", "chapter")
-        self.lines = [line for line, _label in marks]
-        self.labels = [label for _line, label in marks]
-
-    def of(self, start_line: int, end_line: int) -> str:
-        """ "page 7", "pages 7-8"; for sections the one a chunk starts in: "section Setup"."""
-        if not self.unit or not self.lines:
-            return ""
-        first = bisect_right(self.lines, start_line) - 1
-        last = bisect_right(self.lines, end_line) - 1
-        if last < 0:
-            return ""
-        first = max(first, 0)
-        if self.unit == "section":
-            return f"section {self.labels[first]}"
-        if first == last:
-            return f"{self.unit} {self.labels[first]}"
-        return f"{self.unit}s {self.labels[first]}-{self.labels[last]}"
