@@ -188,13 +188,12 @@ def _tool(
                 f"{fn.__name__} failed on the server (its log says why); try again, or "
                 "narrow the call"
             ) from exc
-        # The wire's camelCase names: the spelling both SDK majors accept.
-        return CallToolResult.model_validate(
-            {
-                "content": [{"type": "text", "text": _wire_text(out.text)}],
-                "structuredContent": _wire_data(out.data),
-            }
-        )
+        # The wire's camelCase names: the spelling both SDK majors accept. No data, no
+        # structured content (search by default): see Toolbox.search.
+        result: dict[str, Any] = {"content": [{"type": "text", "text": _wire_text(out.text)}]}
+        if out.data:
+            result["structuredContent"] = _wire_data(out.data)
+        return CallToolResult.model_validate(result)
 
     wrapper.__signature__ = signature.replace(parameters=params[:-1])  # type: ignore[attr-defined]
     return wrapper
@@ -290,8 +289,8 @@ def build_server(
         details: Annotated[
             bool,
             Field(
-                description="Structured content as `semfs search --json` (each hit's passage "
-                "and answering lines); default: paths, scores and line ranges only."
+                description="Add structured content as `semfs search --json` (each hit's "
+                "passage and answering lines); default: the text alone."
             ),
         ] = False,
         scope: Scope = (),
@@ -363,9 +362,10 @@ def build_server(
         "search": (
             search,
             "Find the documents that answer a question, best first: the same ranking as "
-            "`semfs search` and the mount's .search folders. Returns each document's path, "
-            "match strength, title and answering lines (structured content: each hit's path, "
-            "scores and line ranges; with details=true the JSON of `semfs search --json`). "
+            "`semfs search` and the mount's .search folders. Returns the mount's results file: "
+            "the best answering lines first, then each document's path, match strength, title "
+            "and answering lines (text only; details=true adds the JSON of `semfs search "
+            "--json` as structured content). "
             "Use it first for anything asked in words; follow with read on "
             "the lines shown.\n\n" + GUIDE,
         ),

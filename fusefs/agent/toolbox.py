@@ -11,6 +11,8 @@ Rules a caller may rely on:
 
 * Paths are relative to the collection root (``""`` is the root; a leading ``/`` or ``./``
   is ignored); ``..`` is refused.
+* ``search``'s text is the mount's results file for the same query, with no data unless
+  ``details`` asks (an empty ``data``: the server sends no structured content).
 * A result's text and its data (structured content, as JSON) together stay within the output
   budget (bytes, default 30 KB): when they do not fit, the smaller one is kept whole if it fits
   in half, and the other is cut to the rest: the data's longest list, with ``data["cut"]``
@@ -63,7 +65,7 @@ from semfs.ingest.errors import (
 )
 from semfs.ingest.request import DEFAULT_MODE, SearchRequest
 from semfs.ingest.resident import ResidentStore
-from semfs.ingest.search import Hit, Searcher, place_fields
+from semfs.ingest.search import Hit, Searcher
 from semfs.ingest.store import DEFAULT_K, Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.schema import DocumentRecord
@@ -258,9 +260,12 @@ class Toolbox:
         rendered = with_status_line(
             render_results(request, hits, link_names(hits, k), where=where, tools=True), note
         ).decode("utf-8", "surrogateescape")
+        # The text is the mount's results file; no structured content unless asked: clients
+        # that get both pass the model one (Claude Code and VS Code the structured content
+        # alone, so the answering lines never reached it) or both (the bytes twice).
         return self._fit(
             rendered,
-            {"results": [h.to_json() if details else compact_hit(h) for h in hits]},
+            {"results": [h.to_json() for h in hits]} if details else {},
             "ask for fewer documents (k) or a narrower path",
         )
 
@@ -574,22 +579,6 @@ def open_toolbox(address: CollectionAddress, budget: int = DEFAULT_BUDGET) -> It
                 stop()
             except Exception as exc:
                 logger.error("shutting down: %s", exc, exc_info=logger.isEnabledFor(logging.DEBUG))
-
-
-# What a hit's structured content keeps without ``details``: where the document and its
-# answering lines are, and how well it matches; the lines themselves are in the text.
-_COMPACT = ("rank", "path", "score", "strength", "match", "title", "start_line", "end_line")
-
-
-def compact_hit(hit: Hit) -> dict[str, Any]:
-    """``hit`` as a search tool's structured content gives it by default: about the size of
-    its line of the text (clients that show structured content pass it to the model too,
-    so `semfs search --json`'s whole form, passage and lines included, is ``details``)."""
-    full = hit.to_json()
-    out = {k: full[k] for k in _COMPACT}
-    out.update(place_fields(hit.place))  # a converted document's page, slide or chapter
-    out["lines"] = [[e.start_line, e.end_line] for e in hit.excerpts]
-    return out
 
 
 def _grep_notes(res: GrepResult, max_results: int) -> list[str]:

@@ -133,8 +133,11 @@ def test_a_scoped_token_reads_nothing_outside_its_folder_through_a_link(open_tmp
                 ("read", {"path": "drop/x.md"}),
                 ("read", {"path": "drop/y.md"}),
                 ("grep", {"pattern": "PRIVATE|OUTSIDER", "regex": True}),
-                ("search", {"query": "PRIVATE salary table", "mode": "keyword"}),
-                ("search", {"query": "OUTSIDER page elsewhere", "mode": "keyword"}),
+                ("search", {"query": "PRIVATE salary table", "mode": "keyword", "details": True}),
+                (
+                    "search",
+                    {"query": "OUTSIDER page elsewhere", "mode": "keyword", "details": True},
+                ),
                 ("read", {"path": "drop/mine.md"}),
             ],
         )
@@ -196,8 +199,8 @@ def test_a_scoped_token_neither_sees_nor_infers_outside(sample_store: Path) -> N
                 ("status", {}),
                 ("grep", {"pattern": outside_word}),
                 ("grep", {"pattern": "e", "regex": True, "max_results": 10_000}),
-                ("search", {"query": outside_title, "k": 100}),
-                ("search", {"query": outside_title, "k": 100, "mode": "keyword"}),
+                ("search", {"query": outside_title, "k": 100, "details": True}),
+                ("search", {"query": outside_title, "k": 100, "mode": "keyword", "details": True}),
                 # Outside paths and missing ones must answer alike.
                 ("read", {"path": outside}),
                 ("read", {"path": "customize/no-such-page.mdx"}),

@@ -55,11 +55,11 @@ def test_stdio_writes_only_when_started_writable(tmp_path: Path, source: Path) -
             return [
                 await call(client, "write", path="notes/build.log", text="step one: okapi\n"),
                 await call(client, "write", path="notes/build.log", text="step two: quokka\n"),
-                await call(client, "search", query="quokka", mode="keyword"),
+                await call(client, "search", query="quokka", mode="keyword", details=True),
                 await call(
                     client, "write", path="notes/build.log", text="only kiwi\n", mode="replace"
                 ),
-                await call(client, "search", query="kiwi", mode="keyword"),
+                await call(client, "search", query="kiwi", mode="keyword", details=True),
                 await call(client, "read", path="notes/build.log"),
                 await call(client, "write", path=".git/config", text="x"),
                 await call(client, "write", path="report.pdf", text="x"),
