@@ -164,14 +164,15 @@ def build(tree: Path, store_dir: Path, prose: bool, model: str | None = None) ->
     return info
 
 
-def ask_semfs(store_dir: Path, questions: list[Question]) -> Arm:
+def ask_semfs(store_dir: Path, questions: list[Question], mode: str = "hybrid") -> Arm:
     arm = Arm("semfs")
     with open_store(CollectionAddress(store=store_dir)) as store:
         searcher = Searcher(store)
-        searcher.warm_up()
+        if mode != "keyword":
+            searcher.warm_up()
         for q in questions:
             started = time.perf_counter()
-            request = SearchRequest(q.question, k=K, mode="hybrid")
+            request = SearchRequest(q.question, k=K, mode=mode)
             hits = searcher.search(request)
             seconds = time.perf_counter() - started
             text = render(request.text, hits, request.describe())
@@ -365,6 +366,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--markdown", type=Path)
     p.add_argument("--json", type=Path)
     p.add_argument("--no-costs", action="store_true", help="Skip the chunker and ingest timings.")
+    p.add_argument("--no-prose", action="store_true", help="Skip the prose chunker's store.")
+    p.add_argument(
+        "--model", help="The stores' model (default: the packaged one; 'hash': the stand-in)"
+    )
     p.add_argument(
         "--short-share",
         type=float,
@@ -381,12 +386,14 @@ def main(argv: list[str] | None = None) -> int:
         work = args.work / name
         work.mkdir(parents=True, exist_ok=True)
         print(f"{name}: ingesting (code chunker)", file=sys.stderr)
-        code_info = build(tree, work / "code-store", prose=False)
-        print(f"{name}: ingesting (prose chunker) {code_info}", file=sys.stderr)
-        prose_info = build(tree, work / "prose-store", prose=True)
-        arms = {
-            "semfs, code chunker": ask_semfs(work / "code-store", questions),
-            "semfs, prose chunker": ask_semfs(work / "prose-store", questions),
+        code_info = build(tree, work / "code-store", prose=False, model=args.model)
+        arms = {"semfs, code chunker": ask_semfs(work / "code-store", questions)}
+        prose_info = None
+        if not args.no_prose:
+            print(f"{name}: ingesting (prose chunker) {code_info}", file=sys.stderr)
+            prose_info = build(tree, work / "prose-store", prose=True, model=args.model)
+            arms["semfs, prose chunker"] = ask_semfs(work / "prose-store", questions)
+        arms |= {
             "grep -rn": ask_grep(tree, questions, git=False),
             "git grep": ask_grep(tree, questions, git=True),
         }
