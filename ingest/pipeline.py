@@ -46,7 +46,7 @@ from semfs.ingest.embedding.embedder import (
 from semfs.ingest.errors import DiskFullError, ModelMismatchError
 from semfs.ingest.ignores import rules_folder
 from semfs.ingest.origin import Claim, claim_source
-from semfs.ingest.records import chunk_document, document_record, previous_chunks
+from semfs.ingest.records import chunk_document, document_record, keyword_text, previous_chunks
 from semfs.ingest.skipmemo import SkipMemo
 from semfs.ingest.sources import (
     DEFAULT_MAX_BYTES,
@@ -740,7 +740,13 @@ class _Writer:
 
     def _measure_bm25(self) -> None:
         assert self.meta is not None
-        average = bm25_average_length([t for p in self.window for t in p.texts])
+        average = bm25_average_length(
+            [
+                keyword_text(r, t)
+                for p in self.window
+                for r, t in zip(p.chunks, p.texts, strict=True)
+            ]
+        )
         self.meta = replace(self.meta, bm25_avg_len=average)
         self.store.write_meta(
             replace(self.meta, generation=self.gen, dirty=True, documents=None, chunks=None)
@@ -786,7 +792,7 @@ class _Writer:
         known = self.store.dense_by_hash(list({rec.vhash for _p, rec, _t in part}))
         points = []
         for p, rec, text in part:
-            sv = self.bm25.embed_document(text)
+            sv = self.bm25.embed_document(keyword_text(rec, text))
             points.append(ChunkPoint(rec, known.get(rec.vhash), list(sv.indices), list(sv.values)))
             p.written += 1
         self.store.upsert_chunks(points)

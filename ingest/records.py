@@ -17,6 +17,7 @@ from semfs.ingest.chunking import (
 from semfs.ingest.embedding.embedder import Embedder
 from semfs.ingest.sources import Document
 from semfs.ingest.store import Store
+from semfs.ingest.store.bm25 import code_keyword_text
 from semfs.ingest.store.schema import ChunkRecord, DocumentRecord, vector_hash
 
 
@@ -56,6 +57,12 @@ def previous_chunks(store: Store, old: DocumentRecord | None) -> list[str]:
         return []
     texts = store.chunk_texts(old.path, old.gen, range(old.chunks))
     return [texts[i] for i in range(old.chunks)] if len(texts) == old.chunks else []
+
+
+def keyword_text(rec: ChunkRecord, text: str) -> str:
+    """What BM25 indexes of a chunk whose model text is ``text``: source code (a chunk cut by
+    its syntax) with its identifiers' parts as well (:func:`code_keyword_text`)."""
+    return code_keyword_text(text) if rec.syntax else text
 
 
 def chunk_document(

@@ -27,7 +27,7 @@ from semfs.ingest.embedding.owner import owner_embedder
 from semfs.ingest.errors import SemfsError, StoreUnavailableError, not_text
 from semfs.ingest.request import DEFAULT_MODE, SearchRequest, normalize_under
 from semfs.ingest.search.excerpts import Excerpt, ExcerptPicker, definition_excerpts
-from semfs.ingest.search.ranking import DATED_PENALTY, asks_about_changes, is_dated_entry
+from semfs.ingest.search.ranking import lowered
 from semfs.ingest.store import QueryService, SparseQuery, Store
 from semfs.ingest.store.bm25 import bm25_model
 from semfs.ingest.store.ipc.client import RemoteStore
@@ -261,6 +261,8 @@ class Searcher:
         # measurement (scripts/answers.py --curve) can vary them.
         self.excerpt_chars, self.excerpt_total = EXCERPT_CHARS, EXCERPT_TOTAL
         self.more_chars, self.more_total = MORE_CHARS, MORE_TOTAL
+        # The ranking's penalties by document kind (None: .ranking's), varied by a measurement.
+        self.penalties: tuple[float, float, float] | None = None
 
     @property
     def embedder(self) -> Embedder:
@@ -348,12 +350,8 @@ class Searcher:
             limit=max(k * CHUNKS_PER_DOC, 50),
             under=request.under,
         )
-        if not asks_about_changes(text):
-            # Pages of dated entries win long questions on breadth: see .ranking.
-            chunks = [
-                replace(sc, score=sc.score - DATED_PENALTY) if is_dated_entry(sc.record) else sc
-                for sc in chunks
-            ]
+        # Changelogs, tests, type declarations, and prose beside code: see .ranking.
+        chunks = lowered(chunks, text, self.penalties)
         return self._documents(text, chunks, k, mode, min_score, committed, more, sv.indices)
 
     def similar(

@@ -28,7 +28,13 @@ Rules a caller may rely on:
   label is the definition it sits in (``class Uploader > def retry_upload``), an excerpt
   never spans two definitions, and carries the innermost one (``definition``: its line,
   label and signature) for the results file to name. Its ``#`` lines are comments, and
-  lines of brackets alone are never picked.
+  lines of brackets alone are never picked. A code line's terms include its joined
+  identifiers' parts (``maxDelay`` holds ``delay``, as the index has it), and a definition's
+  own signature line counts :data:`SIGNATURE_WEIGHT` of its score: the signature is the
+  excerpt's label already, the answer is the condition, constant or call inside
+  (:func:`_code_score`). A line that scores and names an attribute or constant assigned in
+  another line at hand (``@ivar maxDelay: the longest wait`` and ``maxDelay = 3600``) lends
+  that assignment its score: a constant's hit shows its value (:func:`_values_named`).
 * Deterministic: the same chunks and query give the same excerpts.
 """
 
@@ -40,13 +46,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from semfs.ingest.labels import dedupe_path, heading_label
-from semfs.ingest.store.bm25 import Bm25, bm25_model
+from semfs.ingest.store.bm25 import Bm25, bm25_model, code_keyword_text
 from semfs.ingest.store.schema import ChunkRecord, OutlineEntry
 
 # A heading match counts this much of a line match: it says the section is about the query.
 HEADING_WEIGHT = 0.5
 # Added per rank step a chunk is nearer the document's best chunk: breaks ties toward it.
 CHUNK_RANK_WEIGHT = 0.15
+# A code line that is its definition's signature counts this share of its score: the label
+# names the definition already, the lines inside answer (tuned on the code questions' tuned half).
+SIGNATURE_WEIGHT = 0.5
 # Lines shown after and before each best line (its window); nearby picks merge.
 AFTER = 3
 BEFORE = 1
@@ -103,6 +112,12 @@ class _Line:
     heading: str
     chunk_rank: int
     definition: OutlineEntry | None = None
+    # The text whose BM25 terms count: a code line's with its identifiers' parts.
+    keywords: str = ""
+
+    @property
+    def terms_text(self) -> str:
+        return self.keywords or self.text
 
 
 class ExcerptPicker:
@@ -150,7 +165,7 @@ class ExcerptPicker:
         for lines in per_doc:
             for line in lines:
                 n += 1
-                for t in self.tokens(line.text):
+                for t in self.tokens(line.terms_text):
                     df[t] = df.get(t, 0) + 1
         idf = {t: math.log(1 + (n + 1) / (c + 0.5)) for t, c in df.items()}
         picks = [_Picks(lines, budget) for lines, budget in zip(per_doc, budgets, strict=True)]
@@ -161,6 +176,8 @@ class ExcerptPicker:
                 continue
             w = weights[d] if d < len(weights) else 1.0
             scores = [self._score(line, idf) for line in pk.lines]
+            if pk.lines[0].keywords:
+                scores = _values_named(pk.lines, scores)
             pk.scores = scores
             best = [i for i in range(len(scores)) if scores[i] > 0.0]
             if not best:
@@ -190,11 +207,51 @@ class ExcerptPicker:
         return [pk.excerpts() for pk in picks]
 
     def _score(self, line: _Line, idf: dict[int, float]) -> float:
-        own = sum(idf.get(t, 0.0) for t in self.terms(line.text))
+        own = sum(idf.get(t, 0.0) for t in self.terms(line.terms_text))
         if own == 0.0:
             return 0.0
         head = sum(idf.get(t, 0.0) for t in self.terms(line.heading))
-        return own + HEADING_WEIGHT * head + CHUNK_RANK_WEIGHT / (1 + line.chunk_rank)
+        score = own + HEADING_WEIGHT * head + CHUNK_RANK_WEIGHT / (1 + line.chunk_rank)
+        return _code_score(line, score) if line.keywords else score
+
+
+def _code_score(line: _Line, score: float) -> float:
+    """A code line's score: a definition's signature line counts less than the lines inside
+    it (the signature is the excerpt's label; see the module rules)."""
+    if line.definition is not None and line.number == line.definition.line:
+        return score * SIGNATURE_WEIGHT
+    return score
+
+
+# An assignment: ``NAME =``, ``self.NAME =``, ``NAME: type =`` (not ``==``); Go's ``NAME = ``
+# in a const block, ``const NAME =`` and ``NAME :=`` alike.
+_ASSIGNED = re.compile(
+    r"\s*(?:(?:const|var|let|final|static|public|private|protected)\s+)*(?:self\.|this\.)?"
+    r"([A-Za-z_]\w*)\s*(?::[^=\n]*)?:?=(?!=)"
+)
+_NAMES = re.compile(r"[A-Za-z_]\w*")
+
+
+def _values_named(lines: Sequence[_Line], scores: list[float]) -> list[float]:
+    """Code lines' scores where each assignment (``maxDelay = 3600``) scores at least as well
+    as the best line naming what it assigns (its docstring's ``@ivar maxDelay: ...``, a
+    comment): the value is the answer the description points to."""
+    assigned: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        m = _ASSIGNED.match(line.text)
+        if m and len(m.group(1)) > 2:
+            assigned.setdefault(m.group(1), i)
+    if not assigned:
+        return scores
+    out = list(scores)
+    for i, line in enumerate(lines):
+        if scores[i] <= 0.0:
+            continue
+        for name in set(_NAMES.findall(line.text)):
+            j = assigned.get(name)
+            if j is not None and j != i:
+                out[j] = max(out[j], scores[i])
+    return out
 
 
 def _anchor_line(picks: list[_Picks], entry: tuple[float, int, int]) -> int:
@@ -396,7 +453,7 @@ def _code_lines(chunks: Sequence[ChunkRecord]) -> list[_Line]:
                 where = e
         heading = where.label if where is not None else ""
         shown = text if joined.endswith("\n") else text + "…"
-        out.append(_Line(number, shown, heading, ranks[number], where))
+        out.append(_Line(number, shown, heading, ranks[number], where, code_keyword_text(text)))
     return out
 
 

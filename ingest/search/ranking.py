@@ -1,4 +1,5 @@
-"""Document-type evidence for ranking: a page of dated entries rarely answers a question.
+"""Document-type evidence for ranking: a page of dated entries rarely answers a question, nor
+does a test or a type declaration when the code it exercises or declares matches too.
 
 Release notes, changelogs and version histories hold a line about nearly every feature, so on
 a long question one of their chunks often outscores the task page that explains the feature
@@ -9,20 +10,32 @@ a long question one of their chunks often outscores the task page that explains 
 Rules a caller may rely on:
 
 * A chunk is a dated entry when its document's path or title names a log (changelog, release
-  notes, what's new), when a heading above it is a version or a date
-  (``0.106.0 (2023-12-25)``), or when its own text holds two dates or more (``<Update
-  label="2026-08-11">`` entries).
+  notes, what's new; a file named ``NEWS``, ``CHANGES`` or ``HISTORY``), when a heading
+  above it is a version or a date (``0.106.0 (2023-12-25)``), or when its own text holds two
+  dates or more (``<Update label="2026-08-11">`` entries).
 * A query that names a version (``0.100``, ``v2.0.1``), a date, or a log (``changelog``,
   ``release notes``, ``what's new``) is about changes: nothing is lowered.
-* Only scores change, by one constant: the ranking of the other documents among themselves
-  is untouched, and one Qdrant query still serves a search.
+* A chunk of a test (a file under ``test/``, ``tests/``, ``testing/``, ``__tests__/`` or
+  ``spec/``, or named ``test_*``, ``*_test.*``, ``*.test.*``, ``*.spec.*``, ``conftest.py``)
+  or of a type declaration (``.d.ts``, ``.pyi``) has its score lowered by
+  :data:`SECONDARY_PENALTY`, unless the query names tests, specs, types or declarations:
+  such files repeat an implementation's words (its names, its options) without doing the
+  thing, and on a code question the implementation is the answer. A prior by the file's
+  kind, the same for every project; where nothing else matches, they still rank.
+* Where a code chunk (one cut by its syntax) is among a query's candidates, a chunk of a
+  document written in prose (Markdown, reStructuredText, plain text) has its score lowered by
+  :data:`PROSE_BESIDE_CODE`: in a source tree the code that does the thing answers, the
+  how-to that mentions it second. A collection without code (every chunk prose) is untouched.
+* Only scores change, by one constant each: the ranking of the other documents among
+  themselves is untouched, and one Qdrant query still serves a search.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
-from semfs.ingest.store.schema import ChunkRecord
+from semfs.ingest.store.schema import ChunkRecord, ScoredChunk
 
 # Subtracted from a dated entry's fused (DBSF) score, which runs ~0-2.5 with the right page
 # near 2: enough to let the task page pass a changelog chunk that matched as well, not so
@@ -31,6 +44,9 @@ from semfs.ingest.store.schema import ChunkRecord
 # mintlify-docs unchanged or better (see BENCHMARKS.md).
 DATED_PENALTY = 0.3
 _LOG_NAME = re.compile(r"change-?logs?\b|release[-_ ]?notes?|what'?s[-_ ]?new", re.I)
+# A source tree's log by its conventional capitalised name (NEWS.rst, CHANGES, HISTORY.md):
+# a task page may be called history.md.
+_LOG_FILE = re.compile(r"(?:^|/)(?:NEWS|CHANGES|HISTORY)(?:\.(?:md|rst|txt))?$")
 _VERSION = re.compile(r"(?:^|[\s(v])\d+\.\d+(?:\.\d+)?(?=[\s)]|$)")
 _DATE = re.compile(
     r"\b\d{4}-\d{2}-\d{2}\b|"
@@ -38,11 +54,25 @@ _DATE = re.compile(
     re.I,
 )
 _YEAR = re.compile(r"\d{4}")
+# Subtracted from a test's or a type declaration's fused score (see the module rules); tuned
+# on the code questions' tuned half (scripts/bench_code.py), checked on the held-out half.
+SECONDARY_PENALTY = 0.5
+_TEST_PATH = re.compile(
+    r"(?:^|/)(?:tests?|testing|__tests__|specs?)/|(?:^|/)(?:test_[^/]*|conftest\.py)$"
+    r"|_test\.\w+$|\.(?:test|spec)\.\w+$"
+)
+# Subtracted from a prose document's chunk where code chunks are candidates too (see the rules).
+PROSE_BESIDE_CODE = 0.3
+_PROSE = re.compile(r"\.(?:md|mdx|markdown|rst|txt|adoc|asciidoc|org|textile)$", re.I)
+_DECLARATION = re.compile(r"\.d\.[mc]?ts$|\.pyi$")
+_ASKS_SECONDARY = re.compile(
+    r"\b(?:tests?|testing|tested|specs?|types?|typings?|declar\w*)\b", re.I
+)
 
 
 def is_dated_entry(rec: ChunkRecord) -> bool:
     """Whether ``rec`` is a chunk of a page of dated entries (see the module rules)."""
-    if _LOG_NAME.search(rec.path) or _LOG_NAME.search(rec.title):
+    if _LOG_NAME.search(rec.path) or _LOG_NAME.search(rec.title) or _LOG_FILE.search(rec.path):
         return True
     heads = rec.heading.split(" > ")[1:]  # the first level is the page's own title
     if any(_VERSION.search(h) or _DATE.search(h) for h in heads):
@@ -56,3 +86,36 @@ def is_dated_entry(rec: ChunkRecord) -> bool:
 def asks_about_changes(query: str) -> bool:
     """Whether ``query`` names a version, a date or a log: then dated entries may answer."""
     return bool(_LOG_NAME.search(query) or _VERSION.search(query) or _DATE.search(query))
+
+
+def is_secondary(path: str) -> bool:
+    """Whether ``path`` is a test or a type declaration (see the module rules)."""
+    return bool(_TEST_PATH.search(path) or _DECLARATION.search(path))
+
+
+def asks_about_secondary(query: str) -> bool:
+    """Whether ``query`` names tests, specs, types or declarations: then they may answer."""
+    return bool(_ASKS_SECONDARY.search(query))
+
+
+def lowered(
+    chunks: list[ScoredChunk], query: str, penalties: tuple[float, float, float] | None = None
+) -> list[ScoredChunk]:
+    """``chunks`` with the scores the module rules lower lowered (their order is the
+    caller's to sort). ``penalties``: (dated, secondary, prose beside code), by default the
+    module's constants (a measurement varies them)."""
+    dated, secondary, prose = penalties or (DATED_PENALTY, SECONDARY_PENALTY, PROSE_BESIDE_CODE)
+    changes, tests = asks_about_changes(query), asks_about_secondary(query)
+    code = any(sc.record.syntax for sc in chunks)
+    out = []
+    for sc in chunks:
+        rec = sc.record
+        cut = 0.0
+        if not changes and is_dated_entry(rec):
+            cut += dated
+        if not tests and is_secondary(rec.path):
+            cut += secondary
+        if code and not rec.syntax and _PROSE.search(rec.path):
+            cut += prose
+        out.append(replace(sc, score=sc.score - cut) if cut else sc)
+    return out

@@ -14,6 +14,11 @@ Rules a caller may rely on:
   (its recorded average length, else Bm25's default); without one, the default, which is also
   the query model (a query's weights do not depend on the average length).
 * :func:`bm25_average_length` measures texts in BM25's own tokens, after stemming and stop words.
+* A chunk of source code is keyword-indexed by :func:`code_keyword_text`: its text, then the
+  parts of its joined identifiers (``parseConfigFile`` -> ``parse Config File``), so that a
+  question's plain words find the identifier while the whole name still matches itself
+  (the tokenizer splits ``snake_case`` and ``kebab-case`` at ``_`` and ``-`` already, never
+  ``camelCase``). Only documents change: a query is embedded as written.
 * A word (a run of letters and digits: the tokenizer's unit) longer than :data:`MAX_WORD_CHARS`
   is cut to its first :data:`MAX_WORD_CHARS` characters, in documents and queries alike
   (:func:`cut_long_words`), so the same long word still matches itself; the model's
@@ -36,6 +41,32 @@ from semfs.ingest.store.schema import StoreMeta
 MAX_WORD_CHARS = 64
 # One of the tokenizer's words: letters and digits ("_" and "-" separate words, as it does).
 _LONG_WORD = re.compile(rf"[^\W_]{{{MAX_WORD_CHARS + 1},}}")
+
+
+# A word joined from words by capitals (camelCase, PascalCase with an inner capital,
+# HTTPServer); its parts: runs of capitals before a capitalised word, words, digits.
+_JOINED = re.compile(r"[A-Za-z][a-z0-9]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z][A-Za-z0-9]*")
+_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def identifier_parts(text: str) -> list[str]:
+    """The parts of every joined identifier in ``text``, one list entry per part per
+    occurrence (a name used five times counts five times, as its whole form does)."""
+    out: list[str] = []
+    cache: dict[str, list[str]] = {}
+    for name in _JOINED.findall(text):
+        parts = cache.get(name)
+        if parts is None:
+            parts = cache[name] = _PART.findall(name)
+        out += parts
+    return out
+
+
+def code_keyword_text(text: str) -> str:
+    """What BM25 indexes of a chunk of source code: ``text``, then the parts of its joined
+    identifiers on a line of their own (see the module rules)."""
+    parts = identifier_parts(text)
+    return f"{text}\n{' '.join(parts)}" if parts else text
 
 
 def cut_long_words(text: str) -> tuple[str, int]:

@@ -13,11 +13,19 @@ import qdrant_edge as qe
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher
-from semfs.ingest.search.ranking import DATED_PENALTY, asks_about_changes, is_dated_entry
+from semfs.ingest.search.ranking import (
+    DATED_PENALTY,
+    PROSE_BESIDE_CODE,
+    SECONDARY_PENALTY,
+    asks_about_changes,
+    is_dated_entry,
+    is_secondary,
+    lowered,
+)
 from semfs.ingest.store import SparseQuery
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
-from semfs.ingest.store.schema import ChunkRecord
+from semfs.ingest.store.schema import ChunkRecord, ScoredChunk
 
 CHANGELOG = """\
 # Changelog
@@ -91,3 +99,47 @@ def test_the_task_page_outranks_a_changelog_that_matches_better(tmp_path: Path) 
     assert hits[0].strength >= hits[1].strength  # the strength follows the new order
     # Asked about the changelog, nothing is lowered.
     assert asked[0].path == "changelog.md"
+
+
+def test_a_source_trees_log_is_known_by_its_capitalised_name() -> None:
+    assert is_dated_entry(_record("NEWS.rst", "Features\n--------\n- A thing."))
+    assert is_dated_entry(_record("pkg/CHANGES", "x"))
+    assert not is_dated_entry(_record("guides/news.md", "How to post news to the feed."))
+
+
+def test_tests_and_type_declarations_are_secondary_files() -> None:
+    for path in (
+        "src/twisted/web/test/test_http.py",
+        "tests/backoff.test.js",
+        "lib/__tests__/a.js",
+        "net/http/server_test.go",
+        "types/index.d.ts",
+        "stubs/os.pyi",
+        "spec/models/user_spec.rb",
+        "conftest.py",
+    ):
+        assert is_secondary(path), path
+    for path in ("src/twisted/web/http.py", "lib/testing-library.md", "contest.py", "a.ts"):
+        assert not is_secondary(path), path
+
+
+def _scored(path: str, score: float, syntax: str = "") -> ScoredChunk:
+    rec = ChunkRecord(path, 1, 0, 0, 1, 1, 1, "x", syntax=syntax)
+    return ScoredChunk(rec, score)
+
+
+def test_prose_is_lowered_beside_code_only() -> None:
+    code, doc = _scored("lib/a.py", 1.0, "python"), _scored("docs/howto.rst", 1.0)
+    test = _scored("lib/test/test_a.py", 1.0, "python")
+    got = {sc.record.path: sc.score for sc in lowered([code, doc, test], "how is it done")}
+    assert got == {
+        "lib/a.py": 1.0,
+        "docs/howto.rst": 1.0 - PROSE_BESIDE_CODE,
+        "lib/test/test_a.py": 1.0 - SECONDARY_PENALTY,
+    }
+    # A collection of prose (no code among the candidates): nothing is lowered.
+    alone = lowered([doc, _scored("guide.md", 0.5)], "how is it done")
+    assert [sc.score for sc in alone] == [1.0, 0.5]
+    # Asked about tests, the test keeps its score.
+    asked = lowered([code, test], "which test covers it")
+    assert [sc.score for sc in asked] == [1.0, 1.0]

@@ -1,0 +1,133 @@
+"""Code search that beats grep (issue 47): a question's plain words find joined identifiers,
+the implementation outranks a test and a type declaration that repeat its words, and a code
+hit's excerpt is the answering line inside the definition, not its first lines.
+
+A real Edge store, the real chunker and BM25 (hash embedder: keyword mode needs no model).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from semfs.ingest.pipeline import ingest
+from semfs.ingest.request import SearchRequest
+from semfs.ingest.search import Hit, Searcher
+from semfs.ingest.store.address import CollectionAddress
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.bm25 import code_keyword_text, identifier_parts
+
+LOADER = """\
+import fs from "fs";
+
+export function load(where) {
+  const text = fs.readFileSync(where, "utf8");
+  return parseConfigFile(text);
+}
+"""
+
+NOTES = """\
+# Setup
+
+Write the settings in a text file next to the program and start it.
+"""
+
+# The implementation says it once; its test and its type declaration repeat the words.
+BACKOFF = """\
+export function nextWait(attempt, base) {
+  // exponential backoff between retries
+  return Math.min(base * 2 ** attempt, 30000);
+}
+"""
+
+BACKOFF_TEST = """\
+import { nextWait } from "../lib/backoff.js";
+
+test("exponential backoff between retries", () => {
+  // the backoff is exponential: retries wait twice as long
+  expect(nextWait(1, 100)).toBe(200);
+  expect(nextWait(2, 100)).toBe(400); // exponential backoff between retries
+});
+"""
+
+BACKOFF_TYPES = """\
+/** The exponential backoff between retries: the wait before retry `attempt`. */
+export declare function nextWait(attempt: number, base: number): number;
+/** Exponential backoff between retries, as a default. */
+export declare const defaultBackoff: number;
+"""
+
+# The answer (the condition) sits deep in a long definition, its words only in identifiers.
+CHANNEL = '''\
+class Channel:
+    """One connection's request reader."""
+
+    def lineReceived(self, line):
+        """Called with each line of the request, headers included."""
+        self.lines.append(line)
+        if not line:
+            self.allLinesDone()
+            return
+        parts = line.split(b":", 1)
+        if len(parts) != 2:
+            self.badLine(line)
+            return
+        self._receivedSize += len(line)
+        if self._receivedSize > self.totalHeadersSize:
+            self.rejectTooLarge()
+            return
+        self.store(parts[0].strip(), parts[1].strip())
+'''
+
+
+def _search(tmp_path: Path, files: dict[str, str], query: str, k: int = 3) -> list[Hit]:
+    src = tmp_path / "src"
+    for name, text in files.items():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_text(text)
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
+        ingest(src, store, model="hash")
+        return Searcher(store).search(SearchRequest(query, k=k, mode="keyword"))
+
+
+def test_identifier_parts_keep_the_whole_and_split_the_joined() -> None:
+    assert identifier_parts("x = parseConfigFile(HTTPServer, maxRetry2)") == [
+        *("parse", "Config", "File", "HTTP", "Server", "max", "Retry", "2"),
+    ]
+    text = "return parseConfigFile(text)"
+    assert code_keyword_text(text) == f"{text}\nparse Config File"
+    assert code_keyword_text("plain words only") == "plain words only"
+
+
+def test_a_question_word_finds_a_joined_identifier(tmp_path: Path) -> None:
+    hits = _search(
+        tmp_path, {"lib/loader.js": LOADER, "README.md": NOTES}, "where is the config parsed"
+    )
+    assert [h.path for h in hits][:1] == ["lib/loader.js"]
+    shown = [t for e in hits[0].excerpts for _, t in e.lines]
+    assert "  return parseConfigFile(text);" in shown
+
+
+def test_the_implementation_outranks_its_test_and_type_declaration(tmp_path: Path) -> None:
+    files = {
+        "lib/backoff.js": BACKOFF,
+        "tests/backoff.test.js": BACKOFF_TEST,
+        "types/index.d.ts": BACKOFF_TYPES,
+    }
+    hits = _search(tmp_path, files, "exponential backoff between retries")
+    # The test and the declaration still rank, below the code that does it.
+    assert hits[0].path == "lib/backoff.js"
+    assert sorted(h.path for h in hits[1:]) == ["tests/backoff.test.js", "types/index.d.ts"]
+    # Asked about the tests, they are not lowered.
+    again = _search(tmp_path / "again", files, "the test of exponential backoff between retries")
+    assert again[0].path == "tests/backoff.test.js"
+
+
+def test_a_code_excerpt_holds_the_answering_condition(tmp_path: Path) -> None:
+    hits = _search(tmp_path, {"web/channel.py": CHANNEL}, "total headers size too large")
+    shown = {n: t for e in hits[0].excerpts for n, t in e.lines}
+    assert shown.get(15) == "        if self._receivedSize > self.totalHeadersSize:"
+    best = next(e for e in hits[0].excerpts if e.best)
+    assert best.start_line <= 15 <= best.end_line
+    # The signature is the label, not the excerpt: the definition names it.
+    assert best.definition is not None and best.definition.line == 4
+    assert best.heading == "class Channel > def lineReceived"
