@@ -78,6 +78,34 @@ class Channel:
         self.store(parts[0].strip(), parts[1].strip())
 '''
 
+# The docstring describes the attribute; its value sits lines below, in words of its own.
+FACTORY = '''\
+class ReconnectingFactory:
+    """
+    Connects again after a lost connection, waiting longer each time.
+
+    @ivar maxDelay: The longest wait between two connection attempts, in seconds.
+    @ivar initialDelay: The first wait.
+    @ivar factor: How much each wait grows.
+    @ivar jitter: Randomness added to each wait.
+    @ivar continueTrying: Whether to go on.
+    @ivar connector: The connector in use.
+    @ivar clock: The clock that schedules the calls.
+    """
+
+    initialDelay = 1.0
+    factor = 2.7182818284590451
+    jitter = 0.11962656472
+    delay = initialDelay
+    retries = 0
+    maxRetries = None
+    _callID = None
+    connector = None
+    clock = None
+    continueTrying = 1
+    maxDelay = 3600
+'''
+
 
 def _search(tmp_path: Path, files: dict[str, str], query: str, k: int = 3) -> list[Hit]:
     src = tmp_path / "src"
@@ -131,3 +159,14 @@ def test_a_code_excerpt_holds_the_answering_condition(tmp_path: Path) -> None:
     # The signature is the label, not the excerpt: the definition names it.
     assert best.definition is not None and best.definition.line == 4
     assert best.heading == "class Channel > def lineReceived"
+
+
+def test_a_described_constant_is_shown_with_its_value(tmp_path: Path) -> None:
+    hits = _search(
+        tmp_path,
+        {"internet/protocol.py": FACTORY},
+        "longest wait between two connection attempts",
+    )
+    shown = {n: t for e in hits[0].excerpts for n, t in e.lines}
+    assert shown.get(5, "").strip().startswith("@ivar maxDelay: The longest wait")
+    assert shown.get(24) == "    maxDelay = 3600"
