@@ -32,8 +32,17 @@ def test_the_stream_keeps_the_order_and_takes_a_bounded_number_ahead() -> None:
             taken.append(i)
             yield i
 
+    # Each even item ends only once the next one has: results come done out of order.
+    ended = [threading.Event() for _ in range(50)]
+
+    def work(i: int) -> int:
+        if i % 2 == 0:
+            assert ended[i + 1].wait(WAIT), f"item {i + 1} never ran beside item {i}"
+        ended[i].set()
+        return i * i
+
     got = []
-    for item, result in parallel.stream(items(), lambda i: i * i, jobs=4, window=6):
+    for item, result in parallel.stream(items(), work, jobs=4, window=6):
         # What has been taken is what was given plus at most the window.
         assert len(taken) <= len(got) + 1 + 6
         got.append((item, result))

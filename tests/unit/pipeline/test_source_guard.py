@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -118,13 +119,18 @@ def test_the_first_ingest_records_the_folder_and_when(tmp_path: Path, store_dir:
     src = _tree(tmp_path / "src", {"one.md": "one\n"})
     os.chdir(tmp_path)  # a relative path is recorded absolute
     with open_store(CollectionAddress(store=store_dir)) as store:
+        before, began = time.time(), time.perf_counter()
         ingest(Path("src"), store, model="hash")
+        took, after = time.perf_counter() - began, time.time()
         meta = store.read_meta()
     st = src.stat()
     assert meta is not None and meta.source == str(src)
     assert (meta.source_dev, meta.source_ino) == (st.st_dev, st.st_ino)
     assert meta.ingested_at is not None and meta.ingest_seconds is not None
-    assert meta.ingest_seconds >= 0
+    # When it ended, and how long it took: within the call's own span (the duration is kept
+    # to the millisecond; opening a store and writing a document takes more than one).
+    assert before <= meta.ingested_at <= after
+    assert 0 < meta.ingest_seconds <= took + 0.001
 
 
 def test_a_store_without_a_record_adopts_its_next_source(tmp_path: Path, store_dir: Path) -> None:
