@@ -34,7 +34,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from semfs.ingest.errors import SemfsError, StoreNotFoundError
+from semfs.ingest.errors import SemfsError, SourceMismatchError, StoreNotFoundError
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.store import DEFAULT_COLLECTION, Store
 from semfs.ingest.store.address import CollectionAddress
@@ -80,7 +80,11 @@ class Collection:
         from semfs.ingest.skipmemo import memo_file
 
         options.setdefault("skip_memo", memo_file(self.address))
-        report = ingest(Path(source), self.store, **options)
+        try:
+            report = ingest(Path(source), self.store, **options)
+        except SemfsError as exc:
+            _for_python(exc, self.address)
+            raise
         self._searcher = None  # a first ingest chose the model the searcher loads
         return report
 
@@ -90,7 +94,7 @@ class Collection:
 
         meta = self.store.read_meta()
         if meta is None:
-            raise missing_collection(self.address)
+            raise _for_python(missing_collection(self.address), self.address)
         return store_info(self.store, meta, self.address.collection)
 
     def documents(self) -> list[DocumentRecord]:
@@ -139,6 +143,33 @@ class Collection:
             from semfs.ingest.search import Searcher
 
             if self.store.read_meta() is None:
-                raise missing_collection(self.address)
+                raise _for_python(missing_collection(self.address), self.address)
             self._searcher = Searcher(self.store)
         return self._searcher
+
+
+# The command line's ways out, as a Python caller takes them: an error raised through the API
+# names the API's call, not a command to run (issue 46).
+_WAYS_OUT = (
+    ("run `semfs ingest DIR` first", "ingest a folder into it first: collection.ingest(DIR)"),
+    ("Drop --model to use the store's model", "Leave out model= to use the store's model"),
+    ("ingest into another --collection", "ingest into another collection"),
+)
+
+
+def _for_python(exc: SemfsError, address: CollectionAddress) -> SemfsError:
+    """``exc`` with its message's way out in the API's terms (the same error, its fields kept)."""
+    if isinstance(exc, SourceMismatchError) and exc.source:
+        exc.args = (
+            f"collection {address.collection!r} mirrors {exc.mirrors}, not {exc.source}: to "
+            f"mirror {exc.source} instead (deleting what is not in it), call "
+            f"ingest({exc.source!r}, replace_source=True); or open another collection "
+            "(open_collection(NAME))",
+        )
+        return exc
+    message = str(exc)
+    for cli, api in _WAYS_OUT:
+        message = message.replace(cli, api)
+    if message != str(exc):
+        exc.args = (message,)
+    return exc

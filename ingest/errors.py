@@ -48,7 +48,14 @@ class SourceError(SemfsError):
 
 
 class SourceMismatchError(SemfsError):
-    """The collection mirrors another folder: ingesting this one would delete its documents."""
+    """The collection mirrors another folder: ingesting this one would delete its documents.
+    ``mirrors`` is the folder it mirrors, ``source`` the one refused (each front end names its
+    own way out: the CLI's ``--replace``, the Python API's ``replace_source=True``)."""
+
+    def __init__(self, message: str, mirrors: str = "", source: str = "") -> None:
+        super().__init__(message)
+        self.mirrors = mirrors
+        self.source = source
 
 
 class StoreDamagedError(StoreUnavailableError):

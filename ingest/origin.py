@@ -98,7 +98,9 @@ def claim_source(
     raise SourceMismatchError(
         f"collection {collection!r} mirrors {old}, not {here.path}: to mirror {here.path} "
         f"instead (deleting what is not in it), run `{command}`; or use -c NAME for another "
-        "collection"
+        "collection",
+        old,
+        here.path,
     )
 
 

@@ -92,7 +92,13 @@ class ShardLock:
         privacy.hold()
 
     def refusal(self, owner: str) -> str:
-        """The message for a process refused the shard because ``owner`` holds it."""
+        """The message for a process refused the shard because ``owner`` holds it (this
+        process itself: the collection is open twice in it, e.g. two ``open_collection``)."""
+        if owner.startswith(f"pid {os.getpid()} ("):
+            return (
+                f"store {self.coll_dir} is already open in this process: use the collection "
+                "already open, or close it first (close(), or open it in a `with` block)"
+            )
         return f"store {self.coll_dir} is in use by {owner}; {owner_advice(self.coll_dir)}"
 
     def release(self) -> None:
