@@ -29,9 +29,11 @@ find work). Search it first, then read (a map first if it is new to you):
    Write the query in the docs' own words, a few of them (the feature, setting or
    error message, not the story of what broke), and search the product's folder
    when you know it: DOCS/DIR/{DEFAULT_NAME}/QUERY/ finds only documents under DIR.
-2. The file lists the best documents, one a line: rank, path, match 0-1 (strong >= 0.5,
-   fair >= 0.2, else weak) and title; then the lines that best answer, each numbered as
-   in the file ("41: ..."), under [its section]. Often the answer is there: stop.
+2. The file starts with the best answer: "Answer: 1. PATH lines 41-44 [its section]" and
+   those lines, numbered as in the file ("41: ..."). Then the best documents, one a line:
+   rank, path, match 0-1 (strong >= 0.5, fair >= 0.2, else weak) and title; then more
+   of their lines. When the Answer's hit is strong and its lines say what you asked,
+   that is enough: stop. Else the other lines, then step 3.
 3. To check or widen an answer, read a few lines by number, never the whole page:
      sed -n '38,46p' DOCS/PATH        (the lines around a hit's line)
      grep -n '^#' DOCS/PATH           (the page's outline: its headings)

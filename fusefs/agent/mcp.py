@@ -104,7 +104,9 @@ How to work:
 1. Search with search(query), a few words in the docs' own terms ("rotate API key"; the
    feature, setting or error, not the story of what broke): it ranks documents by meaning
    and keywords together (match 0-1: strong >= 0.5, fair >= 0.2, else weak) and shows the
-   lines of the best ones that answer it, numbered as in the file. Narrow with
+   lines of the best ones that answer it, numbered as in the file. It starts with the best
+   answer ("Answer: 1. PATH lines 41-44 [its section]" and those lines): when that hit is
+   strong and its lines say what you asked, that is enough: stop. Narrow with
    path="some/dir" when you know the product; mode="keyword" for exact terms. In source
    code a hit names its definition ("src/upload.py:120 · class Uploader › def retry_upload",
    its signature first); mode="symbol" finds where a name is defined (query="retry_upload",

@@ -51,11 +51,12 @@ def search(
 ) -> None:
     """Find the documents that best answer QUERY, with the lines that answer it.
 
-    Prints what a mount's `.search/QUERY/00-results.md` holds: a ranked list, then the
-    numbered lines that answer, under their headings. `--paths` prints the paths only, one
-    a line, as `grep -l` would: absolute paths in the source folder (a converted document's
-    original), usable from any folder. --under DIR searches only the documents inside DIR, a
-    folder of the collection (as a mount shows it); a DIR that is not one is an error.
+    Prints what a mount's `.search/QUERY/00-results.md` holds: the best answering lines, a
+    ranked list, then more numbered lines that answer, under their headings. `--paths`
+    prints the paths only, one a line, as `grep -l` would: absolute paths in the source
+    folder (a converted document's original), usable from any folder. --under DIR searches
+    only the documents inside DIR, a folder of the collection (as a mount shows it); a DIR
+    that is not one is an error.
 
     \b
     Example:

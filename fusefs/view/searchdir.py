@@ -7,8 +7,8 @@ The paths below any directory ``D`` of the tree (the folder name ``.search`` is 
                                     most recent first
     D/.search/@keyword/@k=3/        parameter folders: options for the queries below them
     D/.search/[@PARAM/...]QUESTION/ a query directory: its name is the query text
-        00-results.md               a ranked list (path, match strength, title), then the
-                                    windows of lines that answer the question
+        00-results.md               the best answering lines, a ranked list (path, match
+                                    strength, title), then more lines that answer
         01-NAME -> ../../PATH       one relative symlink per document, best first
 
 Parameters, chained in any order (a later one wins), are the table of

@@ -155,6 +155,7 @@ def hit_from_fields(fields: dict[str, Any]) -> Hit:
             tuple((int(n), str(t)) for n, t in e["lines"]),
             bool(e.get("best", False)),
             OutlineEntry(*e["definition"]) if e.get("definition") else None,
+            bool(e.get("lead", False)),
         )
         for e in fields["excerpts"]
     )

@@ -63,6 +63,12 @@ BEFORE = 1
 LABEL_COST = 40
 # Less room than this left for a document (or in all) and no more anchors are tried.
 MIN_PICK = 40
+# Characters of the best passage (the best line of all and its window): what a results file
+# shows first, with its heading line; a longer line is cut to its best sentences, the rest of
+# the budget goes to the other lines. Measured on the public sets' tuning halves (BENCHMARKS.md
+# section 29): 320-500 held fewer answers (the lines after the best one were cut), 600 as
+# many as the whole budget.
+LEAD_CHARS = 600
 _HEADING = re.compile(r"[ \t]*(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _ANCHOR = re.compile(r"\s*\{\s*#[^}]*\}\s*$")
 _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
@@ -87,6 +93,9 @@ class Excerpt:
     best: bool = False
     # Source code: the innermost definition around the excerpt's lines, else None.
     definition: OutlineEntry | None = None
+    # Whether it is (part of) the search's best passage, the window of the best line of all
+    # the documents: a results file shows it first (see LEAD_CHARS).
+    lead: bool = False
 
     @property
     def text(self) -> str:
@@ -102,6 +111,8 @@ class Excerpt:
         if self.definition is not None:
             d = self.definition
             out["definition"] = {"line": d.line, "label": d.label, "signature": d.signature}
+        if self.lead:
+            out["lead"] = True
         return out
 
 
@@ -127,6 +138,7 @@ class ExcerptPicker:
         self._bm25 = bm25 or bm25_model()
         self._terms = set(self._bm25.embed_query(query).indices)
         self._cache: dict[str, frozenset[int]] = {}
+        self.lead_chars = LEAD_CHARS
 
     def tokens(self, text: str) -> frozenset[int]:
         """Every BM25 term of ``text``."""
@@ -193,6 +205,7 @@ class ExcerptPicker:
         queue.sort(key=lambda e: (-e[0], e[1], _anchor_line(picks, e)))
         left = total
         bar = floor * queue[0][0] if queue else 0.0
+        lead = True  # the first anchor taken is the best passage's
         for score, d, a in queue:
             if score < bar:
                 break
@@ -201,7 +214,8 @@ class ExcerptPicker:
                 continue
             left_doc = pk.budget - pk.used
             room = left_doc if left is None else min(left_doc, left)
-            spent = pk.add(a, room, self)
+            spent = pk.add(a, min(room, self.lead_chars) if lead else room, self, lead)
+            lead = lead and not spent
             if left is not None:
                 left -= spent
         return [pk.excerpts() for pk in picks]
@@ -268,14 +282,16 @@ class _Picks:
         self.order = sorted(range(len(lines)), key=lambda i: lines[i].number)  # document order
         self.where = {i: p for p, i in enumerate(self.order)}
         self.chosen: dict[int, str] = {}
+        self.lead: set[int] = set()  # the best passage's lines, when it is in this document
         self.used = 0
 
     @property
     def full(self) -> bool:
         return self.used >= self.budget - MIN_PICK
 
-    def add(self, a: int, room: int, picker: ExcerptPicker) -> int:
-        """Adds anchor ``a`` and its window within ``room`` characters; the cost."""
+    def add(self, a: int, room: int, picker: ExcerptPicker, lead: bool = False) -> int:
+        """Adds anchor ``a`` and its window within ``room`` characters; the cost. With
+        ``lead``, the lines added are the best passage."""
         lines = self.lines
         if a in self.chosen:
             return 0
@@ -293,13 +309,22 @@ class _Picks:
                 text = _cut(text, room, picker)
                 cost = room
             self.chosen[i] = text
+            if lead:
+                self.lead.add(i)
             spent += cost
         self.used += spent
         return spent
 
     def excerpts(self) -> list[Excerpt]:
+        """The chosen lines as excerpts in document order; the best passage's lines apart from
+        the others (a results file shows it first, whole)."""
         keep = sorted(self.chosen, key=self.where.__getitem__)
-        found = _excerpts([(self.lines[i], self.chosen[i]) for i in keep])
+        found = [
+            replace(e, lead=True)
+            for e in _excerpts([(self.lines[i], self.chosen[i]) for i in keep if i in self.lead])
+        ]
+        found += _excerpts([(self.lines[i], self.chosen[i]) for i in keep if i not in self.lead])
+        found.sort(key=lambda e: e.start_line)
         if not self.chosen:
             return found
         first = self.lines[next(iter(self.chosen))].number  # the first anchor: the best line

@@ -5,9 +5,13 @@ tool and ``semfs search``. It is sized to the answer, not to a fixed budget:
 
 * a title line (``# Search: QUESTION``, a long question cut to ``QUERY_CHARS``) and one
   line of settings and scope;
+* the best passage, answer first: ``Answer: RANK. PATH lines A-B [section path]`` and the
+  lines of the best line of all the hits with its window (about 400 bytes, see
+  :data:`semfs.ingest.search.excerpts.LEAD_CHARS`); a code hit names its definition instead
+  of a section. Its lines are not shown again below;
 * a ranked list, one line a document: rank, path, match strength (0-1 and its label), and
   the title where it says more than the path does;
-* then the windows that answer the question: per hit that has any, ``## RANK. PATH``, then
+* then the other windows that answer the question: per hit that has any, ``## RANK. PATH``, then
   its lines, each prefixed with its line number as ``sed -n`` counts, under a ``[heading
   path]`` label wherever the section changes. The windows' size is the search's choice
   (:mod:`semfs.ingest.search.excerpts` stops when the next line would add little), so
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from semfs.ingest.labels import dedupe_path, heading_label
@@ -76,14 +81,42 @@ def render(
         if query and settings.split(" · ", 1)[0] == "symbol":
             lines.append(SYMBOL_MISS)
         return "\n".join(lines) + "\n"
+    if not full:
+        lines += answer(hits)
     lines += [list_entry(hit) for hit in hits]
     lines.append("")
     for i, hit in enumerate(hits):
         if full:
             lines += _full_passage(hit, links[i] if i < len(links) else "")
-        elif hit.excerpts:
-            lines += windows(hit)
+        elif rest := tuple(e for e in hit.excerpts if not e.lead):
+            lines += windows(replace(hit, excerpts=rest))
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def answer(hits: Sequence[Hit]) -> list[str]:
+    """The best passage first (the excerpts marked ``lead``, in one hit): ``Answer: RANK.
+    PATH lines A-B [section path]`` (a code hit: ``PATH:LINE · definition``, then its
+    signature), then its numbered lines and a blank line; nothing when no hit has one."""
+    for hit in hits:
+        lead = [e for e in hit.excerpts if e.lead]
+        if not lead:
+            continue
+        first, last = lead[0].start_line, lead[-1].end_line
+        where = lead[0].definition
+        if where is not None:
+            out = [f"Answer: {hit.rank}. {hit.path}:{where.line} · {code_label(where.label)}"]
+            if where.line < first:
+                out.append(f"{where.line}: {where.signature}")
+        else:
+            span = f"line {first}" if first == last else f"lines {first}-{last}"
+            place = f" ({hit.place})" if hit.place else ""
+            # The section path, the title's level kept: the list may not show the title.
+            head = short_heading(lead[0].heading, "")
+            out = [f"Answer: {hit.rank}. {hit.path}{place} {span}" + (f" [{head}]" if head else "")]
+        for ex in lead:
+            out += [f"{number}: {line}" for number, line in ex.lines]
+        return [*out, ""]
+    return []
 
 
 def list_entry(hit: Hit) -> str:

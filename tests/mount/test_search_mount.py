@@ -10,6 +10,7 @@ import errno
 import json
 import os
 import re
+import shutil
 import subprocess
 import threading
 import time
@@ -451,3 +452,59 @@ def test_a_repository_through_the_mount(tmp_path: Path) -> None:
         assert "No definition has this exact name" in missing
         assert (m.path / "node_modules" / "retry" / "index.js").read_text() == vendored
         assert not (m.path / "build").exists()
+
+
+# A page whose answering sentence sits inside a chunk, after lines that share its words less.
+PLANTED = """\
+# Snapshots
+
+Snapshots are taken every night and kept on cold storage.
+
+## Restoring a deleted snapshot
+
+The console lists every snapshot with its size and the date it was taken.
+Operators can browse the list and download any snapshot as an archive.
+A deleted snapshot is recoverable for exactly 17 days after its deletion.
+After that window the archive is purged and cannot be restored.
+"""
+PLANTED_LINE = "A deleted snapshot is recoverable for exactly 17 days after its deletion."
+
+
+def test_the_results_file_starts_with_the_answering_lines(tmp_path: Path) -> None:
+    """Before: 00-results.md began with the ranked list; the answering lines came after it,
+    under each hit. Now its first passage, under the title and settings, is the best passage:
+    a planted answer that is not its chunk's first line, with the page, the line numbers and
+    the section; and the MCP search's text is the same file."""
+    from tests.helpers.mcpclient import call, connect, run, stdio, text
+
+    source = tmp_path / "src"
+    (source / "ops").mkdir(parents=True)
+    (source / "ops" / "snapshots.md").write_text(PLANTED)
+    shutil.copy(SAMPLE_CORPUS / "deploy" / "cloudflare.mdx", source / "ops" / "cloudflare.mdx")
+    store = tmp_path / "store"
+    ingest_hash(source, store)
+    with open_store(CollectionAddress(store=store)) as s:
+        doc = s.get_document("ops/snapshots.md")
+        assert doc is not None
+        chunk = s.get_chunks(doc.path, doc.gen, [0])[0]
+    number = PLANTED.splitlines().index(PLANTED_LINE) + 1
+    assert chunk.start_line < number  # not the chunk's first line
+    query = "how many days is a deleted snapshot recoverable"
+    with mounted(tmp_path / "mnt", "--store", str(store)) as m:
+        results = (m.path / ".search" / query / "00-results.md").read_text()
+
+        async def session() -> str:
+            async with connect(stdio("--store", str(store))) as client:
+                return text(await call(client, "search", query=query))
+
+        over_mcp = run(session)
+    rest = results.partition("\n\n")[2]  # after the title and settings
+    first = rest.split("\n\n", 1)[0].splitlines()
+    span = f"lines {number - 1}-{number + 1}"
+    section = "[Snapshots > Restoring a deleted snapshot]"
+    assert first[0] == f"Answer: 1. ops/snapshots.md {span} {section}", results
+    assert f"{number}: {PLANTED_LINE}" in first, results
+    assert len("\n".join(first).encode()) <= 600
+    assert rest.split("\n\n", 2)[1].startswith("1. ops/snapshots.md (")  # then the list
+    assert results.count(PLANTED_LINE) == 1  # not shown again below
+    assert over_mcp == results

@@ -61,7 +61,8 @@ def test_a_code_hit_names_its_definition_and_signature(tmp_path: Path) -> None:
     assert top.path == "uploads/client.py"
     text = render("exponential backoff", hits, "keyword · k 3")
     lines = text.split("\n")
-    head = lines.index("## 1. uploads/client.py:13 · class Uploader › def retry_upload")
+    # The best passage first, named by its definition.
+    head = lines.index("Answer: 1. uploads/client.py:13 · class Uploader › def retry_upload")
     # The signature first (with its number, as sed -n counts), then the answering lines.
     assert lines[head + 1] == "13:     def retry_upload(self, part, attempts=3):"
     assert (
