@@ -22,10 +22,19 @@ folder with ``--shared``); ``--growth 10000,100000`` adds synthetic Zipf corpora
 chunks (``benchmarks.corpora.synthetic_corpus``) to show how each figure grows. Each run
 starts from an empty store. The machine's load is recorded at the start and end of each.
 
+``--first-pass`` (issue 45.4) measures the keyword pass alone, as a watcher's batch runs it
+(``ingest(..., dense=False)``, the same function ``semfs ingest`` calls first) in a process of its
+own: chunks/s to the end of the pass (compaction included) and to its last commit, CPU seconds
+(user + sys: a figure the machine's load does not inflate), and the peaks of VmHWM, RssAnon and
+RssFile (polled; VmHWM is the kernel's own peak). ``--baseline-rev REV`` runs the same on REV's
+code (``git archive``, on PYTHONPATH) in the same run, the two sides alternated per corpus.
+
 Example:
     .venv/bin/python scripts/bench_ingest_scale.py --corpus big=bench-out/bigcorpus/collection \\
         --shared --out bench-out/ingest-scale.json
     .venv/bin/python scripts/bench_ingest_scale.py --growth 10000,100000 -m hash
+    nice -n 10 .venv/bin/python scripts/bench_ingest_scale.py --first-pass --growth 10000,100000 \\
+        --baseline-rev main
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_update import baseline_tree
 from benchmarks.corpora import synthetic_corpus
 from benchmarks.harness import SEMFS
 
@@ -232,6 +242,95 @@ def raw_encode(source: Path, model: str | None, every: int) -> dict[str, Any]:
     }
 
 
+# The keyword pass alone, in a process of its own: the report's figures, then the process's
+# CPU seconds. Only calls every semfs version since keywords first has (a baseline runs it too).
+FIRST_PASS = """
+import json, os, sys, time
+from pathlib import Path
+from semfs.ingest.pipeline import ingest
+from semfs.ingest.store.address import CollectionAddress
+from semfs.ingest.store.backends import open_store
+started = time.perf_counter()
+with open_store(CollectionAddress(store=Path(sys.argv[2]))) as store:
+    r = ingest(Path(sys.argv[1]), store, model=sys.argv[3] or None, dense=False)
+seconds = time.perf_counter() - started
+cpu = os.times()
+print(json.dumps({"chunks": r.chunks_written, "documents": r.committed, "seconds": seconds,
+                  "keywords_seconds": r.keywords_seconds, "cpu_s": cpu.user + cpu.system}))
+"""
+
+
+def _memory(pid: int) -> dict[str, int]:
+    """VmHWM, VmRSS, RssAnon and RssFile of ``pid`` (kB)."""
+    out: dict[str, int] = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmHWM", "VmRSS", "RssAnon", "RssFile"):
+                out[key] = int(value.split()[0])
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def first_pass(source: Path, store: Path, model: str | None, env: dict[str, str]) -> dict[str, Any]:
+    """The keyword pass of a first ingest of ``source`` into a new ``store`` (FIRST_PASS), run
+    with ``env`` (a baseline's PYTHONPATH): chunks/s and peak memory."""
+    if store.exists():
+        shutil.rmtree(store)
+    cmd = [sys.executable, "-c", FIRST_PASS, str(source), str(store), model or ""]
+    load = os.getloadavg()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, text=True)
+        peak: dict[str, int] = {}
+        while proc.poll() is None:
+            for key, kb in _memory(proc.pid).items():
+                peak[key] = max(peak.get(key, 0), kb)
+            time.sleep(0.2)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if proc.returncode != 0:
+        raise RuntimeError(f"first pass of {source} exited {proc.returncode}: {stderr[-800:]}")
+    report = json.loads(stdout.strip().splitlines()[-1])
+    shutil.rmtree(store, ignore_errors=True)
+    chunks = int(report["chunks"])
+    return {
+        "chunks": chunks,
+        "documents": report["documents"],
+        "pass_s": round(report["seconds"], 1),
+        "chunks_per_s": round(chunks / report["seconds"], 1),
+        "last_commit_s": round(report["keywords_seconds"], 1),
+        "cpu_s": round(report["cpu_s"], 1),
+        "chunks_per_cpu_s": round(chunks / report["cpu_s"], 1),
+        "peak_vmhwm_mb": round(peak.get("VmHWM", 0) / 1024),
+        "peak_rss_anon_mb": round(peak.get("RssAnon", 0) / 1024),
+        "peak_rss_file_mb": round(peak.get("RssFile", 0) / 1024),
+        "load_start": [round(x, 1) for x in load],
+        "load_end": [round(x, 1) for x in os.getloadavg()],
+    }
+
+
+def first_pass_sides(
+    sources: dict[str, Path], work: Path, model: str | None, baseline: str | None
+) -> dict[str, Any]:
+    """FIRST_PASS of each corpus, on this checkout and on ``baseline``'s code, alternated."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("SEMFS_STORE", "PYTHONPATH")}
+    sides = {"this": clean}
+    if baseline:
+        code = baseline_tree(baseline, Path(tempfile.mkdtemp(prefix="baseline-", dir=work)))
+        sides = {"baseline": {**clean, "PYTHONPATH": str(code)}, "this": clean}
+    out: dict[str, Any] = {"baseline": baseline, "model": model or "default", "runs": {}}
+    for i, (name, source) in enumerate(sources.items()):
+        order = list(sides) if i % 2 == 0 else list(sides)[::-1]
+        for side in order:
+            print(f"bench_ingest_scale: first pass, {name}, {side}", file=sys.stderr, flush=True)
+            run = first_pass(source, work / "store", model, sides[side])
+            out["runs"].setdefault(name, {})[side] = run
+            print(json.dumps({name: {side: run}}), file=sys.stderr, flush=True)
+    return out
+
+
 def shared_folder(work: Path) -> Path:
     """The three shared corpora copied into one folder (one collection mirrors one folder)."""
     dest = work / "shared-corpora"
@@ -253,6 +352,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-raw", action="store_true", help="Skip the raw encode.")
     p.add_argument("--work", type=Path, help="Where sources and stores go [a temporary folder].")
     p.add_argument("--out", type=Path, help="Write the JSON here too.")
+    p.add_argument(
+        "--first-pass", action="store_true", help="The keyword pass alone: chunks/s and memory."
+    )
+    p.add_argument("--baseline-rev", help="--first-pass: also on this commit's code, same run.")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="semfs-scale-") as tmp:
         work = args.work or Path(tmp)
@@ -266,7 +369,11 @@ def main(argv: list[str] | None = None) -> int:
             if not folder.is_dir():
                 synthetic_corpus(folder, size)
             sources[f"synthetic {size}"] = folder
-        results: dict[str, Any] = {"model": args.model or "default", "runs": {}}
+        if args.first_pass:
+            results = first_pass_sides(sources, work, args.model, args.baseline_rev)
+            sources = {}
+        else:
+            results = {"model": args.model or "default", "runs": {}}
         for name, source in sources.items():
             print(f"bench_ingest_scale: {name} ({source})", file=sys.stderr, flush=True)
             run = run_ingest(source, work / "store", args.model, args.poll, args.jobs)
