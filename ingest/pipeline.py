@@ -341,7 +341,7 @@ def ingest(
         reader.load(scope)
         for _change in reader.changes(files, None):
             pass
-        reader.finish(scope, dirs, save_memo=False)
+        reader.finish(scope, save_memo=False)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -352,7 +352,11 @@ def ingest(
     writer: _Writer | None = None
     try:
         reader.load(scope)
+        stored_dirs = {d.path: d for d in store.list_directories()}
         writer = _Writer(store, report, model_name, embedder, claim, batch_size, started)
+        # Folder records (their modes) go in with the run's first write, before any document
+        # below them commits: a 0700 folder is never served 0555 meanwhile, nor after a kill.
+        writer.folders = _folders_to_write(stored_dirs, dirs)
         meta = store.read_meta()
         if meta is not None and meta.dirty:
             writer.begin(full=scope is None, existing=reader.existing)  # clean up first
@@ -368,11 +372,12 @@ def ingest(
                 writer.touch(doc, reader.existing, scope is None)  # mtime or mode only
             else:
                 writer.add(doc, reader.existing, scope is None)
-        put_dirs, gone_dirs = reader.finish(scope, dirs, save_memo=True)
-        if not writer.begun and (report.deleted or put_dirs or gone_dirs):
+        reader.finish(scope, save_memo=True)
+        gone_dirs = _folders_gone(stored_dirs, dirs, report.skipped, scope)
+        if not writer.begun and (report.deleted or writer.folders or gone_dirs):
             writer.begin(full=scope is None, existing=reader.existing)
         if writer.begun:
-            writer.end(reader.existing, put_dirs, gone_dirs, full=scope is None)
+            writer.end(reader.existing, gone_dirs, full=scope is None)
         else:
             _unchanged_run(store, claim)
         embedder = writer.embedder
@@ -596,10 +601,8 @@ class _Reader:
                     report.unsearched.append(Skipped(doc.path, doc.unsearched))
                 yield doc, False
 
-    def finish(
-        self, scope: set[str] | None, walked: list[DirectoryRecord], save_memo: bool
-    ) -> tuple[list[DirectoryRecord], list[str]]:
-        """After the last file: the skips' kept versions, what is deleted, and the folders."""
+    def finish(self, scope: set[str] | None, save_memo: bool) -> None:
+        """After the last file: the skips' kept versions, and what is deleted."""
         report = self.report
         if save_memo:
             self.memo.update(scope, report.skipped)
@@ -617,7 +620,6 @@ class _Reader:
                 ": left as they were; the mount indexes each once it is closed"
             )
         report.skipped.sort(key=lambda s: s.path)
-        return _directory_changes(self.store, walked, report.skipped, scope)
 
 
 @dataclass
@@ -663,6 +665,7 @@ class _Writer:
         self.sealed = 0
         self.flipped: set[str] = set()
         self.without_dense = 0  # chunks written without their dense vector
+        self.folders: list[DirectoryRecord] = []  # new or changed: written by begin()
 
     def begin(self, full: bool, existing: dict[str, DocumentRecord]) -> None:
         """The run's generation, the store marked dirty (and cleaned after a killed run)."""
@@ -679,6 +682,7 @@ class _Writer:
         )
         if self.was_dirty:
             _clean_interrupted(store)
+        store.put_directories(self.folders)
         # A full run that finds no record (a new store, or one whose killed first run left
         # only chunks, deleted just above) has no older version of anything to delete: each
         # document's delete is a filtered request over every segment.
@@ -818,18 +822,17 @@ class _Writer:
     def end(
         self,
         existing: dict[str, DocumentRecord],
-        put_dirs: list[DirectoryRecord],
         gone_dirs: list[str],
         full: bool,
     ) -> None:
-        """The last window, the deletions and folders, then the clean meta and its manifest."""
+        """The last window, the deletions and the folders gone, then the clean meta and its
+        manifest."""
         store = self.store
         report = self.report
         if self.bm25 is None:
             self._measure_bm25()
         self._write_window()
         _delete(store, [p for p in report.deleted if p not in self.flipped], existing)
-        store.put_directories(put_dirs)
         store.delete_directories(gone_dirs)
         assert self.meta is not None
         documents, chunks = _counts(store, self.meta, self.was_dirty, existing, report, full)
@@ -882,25 +885,30 @@ def _source_fields(claim: Claim) -> dict[str, Any]:
     }
 
 
-def _directory_changes(
-    store: Store,
-    walked: list[DirectoryRecord] | None,
+def _folders_to_write(
+    stored: dict[str, DirectoryRecord], walked: list[DirectoryRecord]
+) -> list[DirectoryRecord]:
+    """The folder records of ``walked`` that the store does not hold as they are."""
+    return sorted((d for d in walked if stored.get(d.path) != d), key=lambda d: d.path)
+
+
+def _folders_gone(
+    stored: dict[str, DirectoryRecord],
+    walked: list[DirectoryRecord],
     skipped: Sequence[Skipped],
     scope: AbstractSet[str] | None = None,
-) -> tuple[list[DirectoryRecord], list[str]]:
-    """Folder records to write and to forget (only at or below ``scope``, when given: a
-    watcher's batch); a folder that could not be read keeps the records below it."""
-    if walked is None:
-        return [], []
-    old = {d.path: d for d in store.list_directories() if scope is None or in_scope(d.path, scope)}
-    new = {d.path: d for d in walked}
+) -> list[str]:
+    """Folder records to forget (only at or below ``scope``, when given: a watcher's batch);
+    a folder that could not be read keeps the records below it."""
+    new = {d.path for d in walked}
     unreadable = [s.path for s in skipped if s.transient]
-    gone = [
+    return [
         p
-        for p in sorted(set(old) - set(new))
-        if not any(p == u or p.startswith(u + "/") for u in unreadable)
+        for p in sorted(stored)
+        if (scope is None or in_scope(p, scope))
+        and p not in new
+        and not any(p == u or p.startswith(u + "/") for u in unreadable)
     ]
-    return [d for p, d in sorted(new.items()) if old.get(p) != d], gone
 
 
 def _same(old: DocumentRecord, doc: Document) -> bool:

@@ -193,10 +193,17 @@ def scan_paths(
     skipped: list[Skipped] = []
     mounts = semfs_devices()
     rules = ignore_rules(source)
+    recorded: set[str] = set()
     for rel in _outermost(paths):
         parts = rel.split("/")
         if not _reachable(source, parts[:-1], exclude, mounts, rules):
             continue
+        if dirs is not None:
+            # The folders above: a file in a folder the batch does not name still has its
+            # folder's record (its mode) when it commits.
+            _record_folders(
+                source, ["/".join(parts[:i]) for i in range(len(parts))], recorded, dirs
+            )
         full = os.path.join(source, *parts)
         try:
             st = os.lstat(full)
@@ -408,6 +415,24 @@ def _walk_fds(
             yield from _walk_fds(sub, sub_fd, on_error)
         finally:
             os.close(sub_fd)
+
+
+def _record_folders(
+    source: Path, rels: Iterable[str], recorded: set[str], out: list[DirectoryRecord]
+) -> None:
+    """Record the folders ``rels`` (opened beneath ``source``), each once."""
+    for rel in rels:
+        if rel in recorded:
+            continue
+        recorded.add(rel)
+        try:
+            fd = open_beneath(str(source), rel, directory=True)
+        except OSError:
+            continue  # gone or changed: its own walk (or the next run) says so
+        try:
+            _record_dir(fd, rel, out)
+        finally:
+            os.close(fd)
 
 
 def _record_dir(dir_fd: int, rel: str, out: list[DirectoryRecord]) -> None:

@@ -189,6 +189,29 @@ def _vectors_problem(store: Store, meta: StoreMeta | None, chunks: int) -> str |
     return None
 
 
+def _folders_problem(store: Store, docs: Iterable[DocumentRecord]) -> str | None:
+    """Why some documents' folders have no record, or None: a folder without one (its mode)
+    is served 0555, so a 0700 folder's files would be open to every user of a shared mount
+    (an ingest killed before it wrote its folder records, by a semfs before issue 46)."""
+    recorded = {d.path for d in store.list_directories()}
+    missing: set[str] = set()
+    for doc in docs:
+        folder = doc.path
+        while folder:
+            folder = folder.rpartition("/")[0]
+            if folder in missing or folder in recorded:
+                break
+            missing.add(folder)
+    if not missing:
+        return None
+    first = min(missing, key=lambda p: (p.count("/"), p))
+    return (
+        f"{len(missing)} folders holding documents have no record of their permissions "
+        f"(for one, {first or 'the top folder'!r}), so a shared mount serves them open to "
+        "every user; re-ingest their folder (`semfs ingest SOURCE`) to record them"
+    )
+
+
 def check_store(
     store: Store,
     on_document: Callable[[int], None] | None = None,
@@ -224,6 +247,10 @@ def check_store(
     vectors = _vectors_problem(store, meta, report.chunks)
     if vectors:
         report.problems.append(Problem("", vectors))
+    if wanted is None:
+        folders = _folders_problem(store, docs)
+        if folders:
+            report.problems.append(Problem("", folders))
     for i, rec in enumerate(sorted(docs, key=lambda d: d.path)):
         if wanted is not None and rec.path not in wanted:
             continue

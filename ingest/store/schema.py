@@ -380,10 +380,12 @@ DOC_TREE_FIELDS = [
 class DirectoryRecord:
     """A source folder as ingested: its permission bits, owner and mtime.
 
-    Written by a full ingest run for every folder it walked (the root is ``""``), so the
-    mount shows empty folders and each folder's own mode. Folders without a record (older
-    stores, a watcher's new folder until the next full run) are inferred from document
-    paths and shown 0555, owned by the mounting user.
+    Written by an ingest run for every folder it walked (the root is ``""``; a watcher's
+    batch also records the folders above its paths) with the run's first write, before any
+    document below it commits, so the mount shows empty folders and each folder's own mode
+    at every moment of a run, and after a run killed mid-way. Folders without a record
+    (stores written before issue 46) are inferred from document paths and shown 0555,
+    owned by the mounting user; ``semfs check`` reports them.
     """
 
     path: str

@@ -7,6 +7,12 @@ runs the real command (its own command line, as `ps` and the store's owner note 
 the hash stand-in whose ``encode`` stops once :data:`PAUSE_AFTER` chunks are embedded: it
 creates ``GATE/paused``, then waits for ``GATE/go`` (up to :data:`WAIT` seconds, then fails).
 By then the ingest has committed what it wrote; what remains waits.
+
+    python -m tests.helpers.pausedingest GATE --at WORD semfs ingest SRC ...
+
+pauses in the keyword pass instead: when the chunker first meets a text holding ``WORD``
+(put it in the file, sorted after the ones that must be in, at which to stop). The documents
+of every window written before are committed; the rest of the run waits.
 """
 
 from __future__ import annotations
@@ -24,26 +30,40 @@ WAIT = 300.0
 
 
 class PausingEmbedder(HashEmbedder):
-    def __init__(self, gate: Path) -> None:
+    def __init__(self, gate: Path, word: str | None = None) -> None:
         super().__init__()
         self.gate = gate
+        self.word = word  # pause in the keyword pass, at the first text holding it
         self.embedded = 0
 
+    def _pause(self) -> None:
+        if (self.gate / "go").exists():
+            return
+        (self.gate / "paused").touch()
+        deadline = time.monotonic() + WAIT
+        while not (self.gate / "go").exists():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"pausedingest: no {self.gate / 'go'} within {WAIT:g} s")
+            time.sleep(0.05)
+
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
-        if self.embedded >= PAUSE_AFTER and not (self.gate / "go").exists():
-            (self.gate / "paused").touch()
-            deadline = time.monotonic() + WAIT
-            while not (self.gate / "go").exists():
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"pausedingest: no {self.gate / 'go'} within {WAIT:g} s")
-                time.sleep(0.05)
+        if self.word is None and self.embedded >= PAUSE_AFTER:
+            self._pause()
         self.embedded += len(texts)
         return super().encode(texts, batch_size)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        if self.word is not None and any(self.word in t for t in texts):
+            self._pause()
+        return super().count_tokens(texts)
 
 
 def main(argv: list[str]) -> None:
     gate, command = Path(argv[0]), argv[1:]
-    paused = PausingEmbedder(gate)
+    word = None
+    if command[:1] == ["--at"]:
+        word, command = command[1], command[2:]
+    paused = PausingEmbedder(gate, word)
     embedding.load_embedder = lambda name="hash", threads=None: paused  # type: ignore[assignment]
     sys.argv = command  # what the store's owner note records: `semfs ingest SRC ...`
     from semfs.fusefs.cli import main as semfs

@@ -119,3 +119,18 @@ def test_a_restricted_run_keeps_folder_records_in_step(tmp_path: Path) -> None:
         assert {"manual", "manual/deep", "empty"} <= folders
         assert not {p for p in folders if p == "docs" or p.startswith("docs/")}
         assert "drafts" in folders  # outside the batch: left alone
+
+
+def test_a_batch_records_the_folders_above_its_files(tmp_path: Path) -> None:
+    """A watcher's batch that names a file in a new private folder (not the folder) writes
+    the folder's record too: otherwise the mount serves it 0555 (issue 46.1)."""
+    src = make_tree(tmp_path)
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
+        ingest(src, store, model="hash")
+        (src / "docs" / "private").mkdir(mode=0o700)
+        (src / "docs" / "private" / "p.md").write_text("papa\n")
+        (src / "docs" / "private").chmod(0o700)
+        ingest(src, store, model="hash", paths={"docs/private/p.md"})
+        assert store.get_document("docs/private/p.md") is not None
+        folders = {d.path: d.mode for d in store.list_directories()}
+        assert folders["docs/private"] == 0o700
