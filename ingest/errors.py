@@ -15,6 +15,11 @@ class StoreLockedError(SemfsError):
     """An embedded store is owned by another process (Qdrant Edge locks its WAL)."""
 
 
+class StoreFolderError(SemfsError):
+    """A store folder (or a file semfs keeps in it) that another user owns or may write:
+    refused, as ``ssh`` refuses such a ``~/.ssh`` (issue 46.2)."""
+
+
 class StoreBusyError(StoreLockedError):
     """Another writer of the collection held its write lock longer than a caller would wait
     (:mod:`semfs.ingest.store.writelock`)."""

@@ -77,6 +77,41 @@ def unlock_file(fd: int) -> None:
     fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+def flock_holders(fd: int) -> list[int] | None:
+    """The pids that hold a ``flock`` on the file open as ``fd`` (the kernel's
+    ``/proc/locks``: the truth, whatever a note in the file says); None where unknown."""
+    if not is_linux():
+        return None
+    try:
+        st = os.fstat(fd)
+        text = Path("/proc/locks").read_text()
+    except OSError:
+        return None
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    exact: list[int] = []
+    same_inode: list[int] = []  # btrfs, overlayfs: stat's device is not the lock table's
+    for line in text.splitlines():
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 1234 08:02:131 0 EOF"; a waiter's line has "->".
+        if len(fields) < 6 or fields[1] != "FLOCK" or not fields[4].isdigit():
+            continue
+        if fields[5] == key:
+            exact.append(int(fields[4]))
+        elif fields[5].rpartition(":")[2] == str(st.st_ino):
+            same_inode.append(int(fields[4]))
+    return exact or same_inode
+
+
+def process_command(pid: int) -> str | None:
+    """The command line of process ``pid`` (Linux ``/proc/PID/cmdline``), None if unknown."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    args = raw.decode("utf-8", "replace").split("\0")
+    return " ".join(a for a in args if a) or None
+
+
 def open_files_limit() -> int | None:
     """This process's soft limit on open files; None when there is none."""
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]

@@ -118,16 +118,25 @@ def make_collection_dir(address: CollectionAddress) -> Path:
     its start (``mount.log``)."""
     from semfs.ingest.store.edge.privacy import private_dir
 
-    private_dir(address.local_dir)
+    private_dir(address.local_dir, top=address.store_dir)
     return address.local_dir
 
 
 def private_folder(path: Path) -> None:
     """``mkdir -p path``, every folder it makes owner-only (0700) whatever the umask: where a
-    collection's local files go before its store exists (the writers' lock, made first)."""
+    collection's local files go before its store exists (the writers' lock, made first).
+    A folder another user owns or may write is refused (:class:`StoreFolderError`)."""
     from semfs.ingest.store.edge.privacy import private_dir
 
     private_dir(path)
+
+
+def open_private_file(path: Path) -> int:
+    """Open (or make, 0600) a file semfs keeps in a store folder, for writing: never through
+    a symlink, and only this user's regular file (else :class:`StoreFolderError`)."""
+    from semfs.ingest.store.edge.privacy import open_private_file as private_open
+
+    return private_open(path)
 
 
 def set_aside(address: CollectionAddress) -> Path:

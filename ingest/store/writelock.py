@@ -15,10 +15,15 @@ Rules a caller may rely on:
   its folder of this machine: ``CollectionAddress.local_dir``). ``flock`` locks an open
   file, not a process: two threads of one process exclude each other like two processes,
   and a process that dies (``kill -9``) lets go at once.
-* :meth:`CollectionLock.acquire` waits, telling ``on_wait`` once who holds it (pid and
-  command, as the holder wrote them into the file), or gives up after ``timeout`` seconds
-  with :class:`~semfs.ingest.errors.StoreBusyError` naming the holder. Ctrl-C interrupts the
-  wait.
+* :meth:`CollectionLock.acquire` waits, telling ``on_wait`` once who holds it, or gives up
+  after ``timeout`` seconds with :class:`~semfs.ingest.errors.StoreBusyError` naming the
+  holder. Ctrl-C interrupts the wait. Who holds it is the kernel's answer (the pid that holds
+  the ``flock``, with its command line); the note the holder writes into the file is only a
+  label, used when it names that pid (or where the kernel does not say).
+* The lock file is opened without following a symlink, and one that is not this user's
+  regular file, or in a folder another user owns or may write, is refused
+  (:class:`~semfs.ingest.errors.StoreFolderError`): nobody else can point it at a file of
+  ours, or hold it under a name of their choosing.
 * Not protected: writers of a Qdrant server on different machines (each machine has its
   own lock file).
 """
@@ -47,6 +52,15 @@ def _command() -> str:
     return " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:200]
 
 
+def _note(fd: int) -> tuple[int, str] | None:
+    """The holder's note in the lock file: (pid, command), or None."""
+    try:
+        info = json.loads(os.pread(fd, 4096, 0))
+        return int(info["pid"]), str(info["command"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 class CollectionLock:
     """One lock file of a collection (``path``; None: nothing to lock, every call is free)."""
 
@@ -61,24 +75,35 @@ class CollectionLock:
         return self._fd is not None
 
     def holder(self) -> str:
-        """Who holds (or last held) the lock, as the holder wrote it: ``pid N (command)``."""
+        """Who holds the lock: ``pid N (command)``, the pid the kernel says holds the flock
+        (the note in the file only labels it); the note where the kernel does not say."""
         if self.path is None:
             return "another writer"
         try:
-            info = json.loads(self.path.read_text())
-            return f"pid {int(info['pid'])} ({info['command']})"
-        except (OSError, ValueError, KeyError, TypeError):
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError:
             return "another writer"
+        try:
+            note = _note(fd)
+            pids = portable.flock_holders(fd)
+        finally:
+            os.close(fd)
+        if pids is None or (note is not None and note[0] in pids):
+            return f"pid {note[0]} ({note[1]})" if note is not None else "another writer"
+        if not pids:
+            return "another writer"
+        command = portable.process_command(pids[0]) or "?"
+        return f"pid {pids[0]} ({command[:200]})"
 
     def try_acquire(self) -> bool:
         """Take the lock if it is free now; True when taken."""
         with self._guard:
             if self.path is None or self._fd is not None:
                 return True
-            from semfs.ingest.store.backends import private_folder
+            from semfs.ingest.store.backends import open_private_file, private_folder
 
-            private_folder(self.path.parent)  # a new store's folder, owner-only
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            private_folder(self.path.parent)  # a new store's folder, owner-only (or refused)
+            fd = open_private_file(self.path)  # never through a symlink; ours, or refused
             os.fchmod(fd, 0o600)  # created under the caller's umask
             try:
                 taken = portable.lock_file(fd, wait=False)

@@ -11,6 +11,13 @@ Rules a caller may rely on:
   for the store, should follow).
 * :func:`make_private` takes group and other bits off everything under a folder that this
   user owns (what was created before the umask was set).
+* :func:`private_dir` (and :func:`require_private`) refuse, with
+  :class:`~semfs.ingest.errors.StoreFolderError`, a folder that another user owns or may
+  write (or a symlink to one, or one another user made a symlink): such a user could plant
+  links for the store's files, hold its locks, or read what it keeps. From ``top`` down
+  when given (the store's folder and the collection's), else the folder itself.
+* :func:`open_private_file` opens a file in such a folder for writing without following a
+  link, and refuses one that is not this user's regular file.
 * :func:`warn_if_exposed` logs one warning per folder and process when a user other than the
   owner could read a file under it (every folder on the way searchable, the file readable).
 """
@@ -18,6 +25,7 @@ Rules a caller may rely on:
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import stat
@@ -26,6 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from semfs.ingest import portable
+from semfs.ingest.errors import StoreFolderError
 
 logger = logging.getLogger(__name__)
 
@@ -37,18 +46,92 @@ _warned: set[str] = set()
 _OTHERS_READ = stat.S_IRGRP | stat.S_IROTH
 
 
-def private_dir(path: Path) -> None:
+def private_dir(path: Path, top: Path | None = None) -> None:
     """``mkdir -p path`` where every folder it creates (parents too) is 0700, whatever the
-    umask; folders that exist already are left as they are."""
-    if path.is_dir():
-        return
-    missing = [path]
-    while not missing[-1].parent.exists() and missing[-1].parent != missing[-1]:
-        missing.append(missing[-1].parent)
-    for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            folder.mkdir(mode=0o700)
-            folder.chmod(0o700)  # mkdir's mode is filtered by the umask; this is not
+    umask; folders that exist already are left as they are, but refused when another user
+    owns or may write them (:func:`require_private`, from ``top`` down when given)."""
+    if not path.is_dir():
+        missing = [path]
+        while not missing[-1].parent.exists() and missing[-1].parent != missing[-1]:
+            missing.append(missing[-1].parent)
+        for folder in reversed(missing):
+            with contextlib.suppress(FileExistsError):
+                folder.mkdir(mode=0o700)
+                folder.chmod(0o700)  # mkdir's mode is filtered by the umask; this is not
+    require_private(path, top)
+
+
+def require_private(path: Path, top: Path | None = None) -> None:
+    """Raise :class:`StoreFolderError` unless the folder ``path`` (and each one from ``top``
+    down to it) is this user's, and no other user may write it."""
+    folders = [path]
+    if top is not None and top != path and top in path.parents:
+        folders = [top, *reversed([p for p in path.parents if top in p.parents]), path]
+    for folder in folders:
+        why = _not_private(folder)
+        if why:
+            raise StoreFolderError(
+                f"store folder {folder} {why}: semfs keeps copies of your documents there and "
+                "takes its locks there; use a folder of your own (--store DIR), or remove "
+                "this one and run again"
+            )
+
+
+def _not_private(folder: Path) -> str | None:
+    uid = os.geteuid()
+    try:
+        st = os.lstat(folder)
+        if stat.S_ISLNK(st.st_mode):
+            if st.st_uid not in (uid, 0):
+                return f"is a symlink made by user {st.st_uid}"
+            st = os.stat(folder)
+    except FileNotFoundError:
+        return None  # not made yet: whoever makes it is checked then
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a folder"
+    if st.st_uid != uid:
+        return f"belongs to user {st.st_uid}, not to you (user {uid})"
+    if st.st_mode & stat.S_IWOTH or (st.st_mode & stat.S_IWGRP and not _own_group(st.st_gid)):
+        return f"may be written by other users (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _own_group(gid: int) -> bool:
+    """Whether the group ``gid`` is this user's own (a user private group: no other member)."""
+    import grp
+    import pwd
+
+    try:
+        name = pwd.getpwuid(os.geteuid()).pw_name
+        return gid == os.getegid() and set(grp.getgrgid(gid).gr_mem) <= {name}
+    except KeyError:
+        return False
+
+
+def open_private_file(path: Path, flags: int = os.O_RDWR | os.O_CREAT) -> int:
+    """``os.open(path)`` for writing a file semfs keeps in a store folder, 0600: never through
+    a symlink (``O_NOFOLLOW``), and refused (:class:`StoreFolderError`) when what is there is
+    not this user's regular file."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StoreFolderError(
+                f"{path} is a symlink: semfs never writes through one in a store folder; "
+                "remove it and run again"
+            ) from exc
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            raise StoreFolderError(
+                f"{path} is not a file of yours (user {st.st_uid}): semfs does not write to "
+                "it; remove it and run again"
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from semfs.ingest import portable
-from semfs.ingest.errors import StoreLockedError
+from semfs.ingest.errors import StoreFolderError, StoreLockedError
 from semfs.ingest.store.edge import privacy
 from semfs.ingest.store.ownerkind import command_line, owner_kind, what_to_do
 
@@ -50,7 +50,7 @@ def owner_advice(coll_dir: Path) -> str:
 def lock(coll_dir: Path, refused: Callable[[str], str]) -> int:
     """Take ``coll_dir``'s lock: the descriptor to close to release it. When another process
     holds it, :class:`StoreLockedError` with ``refused(who holds it)`` as its message."""
-    fd = os.open(coll_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = privacy.open_private_file(coll_dir / LOCK_NAME)  # no symlink followed
     try:
         taken = portable.lock_file(fd, wait=False)
     except OSError:
@@ -86,8 +86,8 @@ class ShardLock:
         return self._fd is not None
 
     def take(self) -> None:
-        privacy.private_dir(self.store_dir)
-        privacy.private_dir(self.coll_dir)
+        privacy.private_dir(self.store_dir)  # refused when another user owns or may write it
+        privacy.private_dir(self.coll_dir, top=self.store_dir)
         self._fd = lock(self.coll_dir, self.refusal)
         privacy.hold()
 
@@ -111,8 +111,11 @@ class ShardLock:
         """Say who we are in ``owner.json``, for the messages of the processes we refuse."""
         info = {"pid": os.getpid(), "command": command_line()[:200]}
         try:
-            (self.coll_dir / OWNER_NAME).write_text(json.dumps(info))
-        except OSError as exc:  # informational only
+            fd = privacy.open_private_file(self.coll_dir / OWNER_NAME, os.O_WRONLY | os.O_CREAT)
+            with os.fdopen(fd, "w") as f:
+                f.truncate()
+                f.write(json.dumps(info))
+        except (OSError, StoreFolderError) as exc:  # informational only
             logger.debug("cannot write owner file: %s", exc)
 
     def forget_owner(self) -> None:
