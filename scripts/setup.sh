@@ -69,7 +69,7 @@ done
 # the tests). coreutils, diffutils, findutils, grep and dash are Essential on Debian; ps and
 # sysctl (procps) and setpriv (util-linux, the other-user tests) are listed all the same, as a
 # minimal image may lack them and their tests would skip.
-TEST_TOOLS="rg:ripgrep mount:mount umount:mount rsync:rsync git:git mkfs.ext4:e2fsprogs ps:procps sysctl:procps setpriv:util-linux man:man-db"
+TEST_TOOLS="rg:ripgrep mount:mount umount:mount rsync:rsync git:git mkfs.ext4:e2fsprogs ps:procps sysctl:procps setpriv:util-linux flock:util-linux man:man-db"
 # Libraries the tests load, as soname:apt-package: libbsd's getpeereid stands in for macOS's.
 TEST_LIBS="libbsd.so.0:libbsd0"
 if [[ ",$extra," == *,test,* ]]; then
