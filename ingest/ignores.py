@@ -16,6 +16,10 @@ Rules a caller may rely on:
   ``.rgignore``; hidden files are not left out (semfs never did).
 * Rule files are read beneath the source's folder descriptors (no symlink followed), each
   at most :data:`MAX_RULES_BYTES`; one that cannot be read counts as empty.
+* Above the source, only folders the ingesting user trusts count (:func:`trusted`: owned by
+  them or by root, and writable by no one else), and only rule files they or root own: in a
+  1777 parent, another user's ``.ignore`` of ``*`` (or ``.git`` with its ``info/exclude``)
+  neither hides the source's files nor takes back what its own rules leave out (issue 46.5).
 """
 
 from __future__ import annotations
@@ -72,6 +76,8 @@ class IgnoreRules:
         while (up := os.path.dirname(folder)) != folder:
             below = os.path.basename(folder) + ("/" + below if below else "")
             folder = up
+            if not trusted(folder):
+                continue  # its rule files and its .git are anyone's: none of them count
             has_git = os.path.lexists(os.path.join(folder, ".git"))
             above.append((below, folder, has_git))
             root = root or (folder if has_git else None)
@@ -80,15 +86,20 @@ class IgnoreRules:
         git_rules = self.in_git and root != self.source
         self._parents: list[tuple[str, _Level]] = []
         for below, folder, has_git in above:
-            level = _Level(ignore=self._read_path(os.path.join(folder, ".ignore")))
+            level = _Level(ignore=self._read_path(os.path.join(folder, ".ignore"), owned=True))
             level.has_git = has_git
             if git_rules:
-                level.git = self._read_path(os.path.join(folder, ".gitignore"))
+                level.git = self._read_path(os.path.join(folder, ".gitignore"), owned=True)
                 git_rules = not has_git
             self._parents.append((below, level))
         self._exclude: tuple[str, Any] | None = None  # (the source below the root, rules)
         if root is not None:
-            rules = self._read_path(os.path.join(root, ".git", "info", "exclude"))
+            git = os.path.join(root, ".git")
+            rules = None
+            # Above the source, .git and its info/ must be as trusted as their folder.
+            above_source = root != self.source
+            if not above_source or (trusted(git) and trusted(os.path.join(git, "info"))):
+                rules = self._read_path(os.path.join(git, "info", "exclude"), owned=above_source)
             prefix = os.path.relpath(self.source, root).replace(os.sep, "/")
             self._exclude = ("" if prefix == "." else prefix, rules)
 
@@ -101,11 +112,20 @@ class IgnoreRules:
         except (ValueError, TypeError):  # a pattern pathspec cannot read: the file is noise
             return None
 
-    def _read_path(self, path: str) -> Any:
+    def _read_path(self, path: str, owned: bool = False) -> Any:
+        """The rules in the file ``path``; ``owned``: only when it is the user's or root's."""
         try:
             fd = os.open(path, _FLAGS)
         except OSError:
             return None
+        if owned:
+            try:
+                mine = os.fstat(fd).st_uid in (os.geteuid(), 0)
+            except OSError:
+                mine = False
+            if not mine:
+                os.close(fd)
+                return None
         return self._parse(_read_fd(fd))
 
     def enter(self, rel: str, dir_fd: int) -> None:
@@ -167,6 +187,16 @@ class IgnoreRules:
             found = _match(self._exclude[1], f"{prefix}/{target}" if prefix else target)
             return bool(found)
         return False
+
+
+def trusted(folder: str) -> bool:
+    """Whether the ingesting user trusts ``folder``'s rule files: it is theirs or root's, and
+    no one else may write it (a 1777 folder, sticky or not, is anyone's to add a file to)."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return False
+    return st.st_uid in (os.geteuid(), 0) and not st.st_mode & 0o022
 
 
 def _match(spec: Any, path: str) -> bool | None:

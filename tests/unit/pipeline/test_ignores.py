@@ -211,3 +211,52 @@ def test_a_changed_gitignore_re_reads_its_folder(tmp_path: Path) -> None:
         top = ingest(root, store, model="hash", paths=[".gitignore"], keep_failed=True)
         assert {"app.log", "build/out.md", "node_modules/pkg/index.js"} <= set(top.added)
     assert "README.md" in paths and "sub/x/local.md" not in paths
+
+
+AS_NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) missing")
+@pytest.mark.parametrize(
+    "plant",
+    [
+        {".ignore": "*\n"},
+        {".gitignore": "*\n", ".git/HEAD": "ref: refs/heads/main\n"},
+        {".git/info/exclude": "*\n"},
+        {".ignore": "!secrets/\n"},
+    ],
+    ids=["ignore-all", "gitignore-all", "exclude-all", "take-back-secrets"],
+)
+def test_rule_files_another_user_plants_above_the_source_do_nothing(
+    open_tmp: Path, plant: dict[str, str]
+) -> None:
+    """Issue 46.5: in a 1777 parent, nobody's rule files neither delete root's documents
+    nor take back what the source's own .gitignore leaves out."""
+    shared = open_tmp / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    src = shared / "src"
+    for rel, text in {"a.md": "alpha\n", "docs/b.md": "bravo\n", "secrets/key.md": "k\n"}.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    take_back = plant == {".ignore": "!secrets/\n"}
+    if take_back:
+        (src / ".git").mkdir()  # the source is its own repository, which leaves secrets/ out
+        (src / ".gitignore").write_text("secrets/\n")
+    with open_store(CollectionAddress(store=open_tmp / "store")) as store:
+        ingest(src, store, model="hash")
+        before = sorted(d.path for d in store.list_documents())
+        assert ("secrets/key.md" in before) != take_back and "a.md" in before
+        for rel, text in plant.items():
+            script = 'mkdir -p "$(dirname "$1")" && printf "%s" "$2" > "$1"'
+            planted = [*AS_NOBODY, "sh", "-c", script, "sh", str(shared / rel), text]
+            subprocess.run(planted, check=True)
+        report = ingest(src, store, model="hash")
+        assert report.deleted == [] and report.added == []
+        assert sorted(d.path for d in store.list_documents()) == before
+    # The same files in a folder the user trusts (theirs, written by no one else) count.
+    shared.chmod(0o755)
+    subprocess.run(["chown", "-R", "root:root", str(shared)], check=True)
+    names = taken(src)
+    assert "secrets/key.md" in names if take_back else "a.md" not in names
