@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,7 +31,7 @@ from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.check import check_store
 from semfs.ingest.store.schema import DocumentRecord, vector_hash
-from tests.helpers import SEMFS
+from tests.helpers import REPO, SEMFS
 from tests.helpers.mounting import semfs
 
 
@@ -163,18 +164,15 @@ class _LiveDocuments(DelegatingStore):
         self.inner.put_document(record)
 
 
-def test_memory_does_not_grow_with_the_number_of_documents(
-    tmp_path: Path, store_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A spy on the documents the run holds: 50k documents stream through, at most a window
-    of them (and the first ingest's BM25 sample) alive at once. Before, ingest() read and
-    extracted every document first and held them all."""
-    src = tmp_path / "src"
-    n = 50_000
-    for d in range(n // 1000):
+def _most_held(root: Path, store_dir: Path, n: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The most documents a first ingest of ``n`` one-line notes held at once (a spy on
+    what it read: each Document, weakly, until collected), after checking every one is in
+    and none is held at the end."""
+    src = root / f"src-{n}"
+    for d in range(n // 500):
         folder = src / f"f{d:02d}"
         folder.mkdir(parents=True)
-        for i in range(1000):
+        for i in range(500):
             (folder / f"n{i:03d}.txt").write_text(f"note {d} {i} turbine gasket\n")
     live: weakref.WeakSet[Document] = weakref.WeakSet()
     read = pipeline.read_document
@@ -187,13 +185,29 @@ def test_memory_does_not_grow_with_the_number_of_documents(
 
     monkeypatch.setattr(pipeline, "read_document", spy)
     gc.collect()
-    with open_store(CollectionAddress(store=store_dir)) as inner:
+    with open_store(CollectionAddress(store=store_dir / str(n))) as inner:
         store = _LiveDocuments(inner, live)
         report = ingest(src, store, model="hash", dense=False, jobs=2)
     assert len(report.added) == store.commits == n
-    bound = pipeline.BM25_SAMPLE_CHUNKS + pipeline.WINDOW_CHUNKS + 2 * 2 + 2
-    assert 0 < store.most <= bound, store.most  # n documents, a bounded few held
+    gc.collect()
     assert len(live) == 0
+    return store.most
+
+
+def test_memory_does_not_grow_with_the_number_of_documents(
+    tmp_path: Path, store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spy on the documents the run holds: 1,500 and then 3,000 documents stream through,
+    at most a window of them (and the first ingest's BM25 sample) alive at once, as many for
+    twice the documents. Before, ingest() read and extracted every document first and held
+    them all. (The BM25 sample is cut to 128 chunks so that a few thousand documents are
+    many times the bound: the 2,048 default needed 50k documents and 412 s.)"""
+    monkeypatch.setattr(pipeline, "BM25_SAMPLE_CHUNKS", 128)
+    bound = 128 + pipeline.WINDOW_CHUNKS + 2 * 2 + 2
+    small = _most_held(tmp_path, store_dir, 1_500, monkeypatch)
+    large = _most_held(tmp_path, store_dir, 3_000, monkeypatch)
+    assert 0 < small <= bound and 0 < large <= bound, (small, large, bound)
+    assert large <= small * 1.1 + 8, (small, large)  # no growth with the number held
 
 
 # A run that SIGKILLs itself at one point of its two passes, counting the model's texts.
@@ -294,24 +308,31 @@ def _docs(store_dir: Path) -> list[DocumentRecord]:
 
 
 def test_sigterm_stops_an_ingest_as_ctrl_c_does(tmp_path: Path) -> None:
-    """Before: SIGTERM stopped an ingest silently; Ctrl-C printed what was kept."""
+    """Before: SIGTERM stopped an ingest silently; Ctrl-C printed what was kept. The signal
+    lands while the second pass is paused in its model (tests.helpers.pausedingest): before,
+    it was sent at the second pass's first progress line, which a quick pass printed only
+    when it had ended (the run then exited 0)."""
     src = tmp_path / "src"
     src.mkdir()
-    for i in range(400):
+    for i in range(100):
         (src / f"d{i:03d}.md").write_text(f"# D {i}\n\n" + "words of a note. " * 400)
     outs = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         store = tmp_path / f"store-{sig.name}"
+        gate = tmp_path / f"gate-{sig.name}"
+        gate.mkdir()
+        command = [SEMFS, "ingest", str(src), "--store", str(store), "-m", "hash"]
         proc = subprocess.Popen(
-            [SEMFS, "ingest", str(src), "--store", str(store), "-m", "hash", "--batch-size", "1"],
+            [sys.executable, "-m", "tests.helpers.pausedingest", str(gate), *command],
+            cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        assert proc.stderr is not None
-        for line in proc.stderr:  # the second pass's bar: every document is in
-            if line.startswith("Embedding: "):
-                break
+        deadline = time.monotonic() + 300
+        while not (gate / "paused").exists():  # the second pass: every document is in
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
         proc.send_signal(sig)
         _out, err = proc.communicate(timeout=120)
         assert proc.returncode == 128 + sig, err
@@ -320,7 +341,7 @@ def test_sigterm_stops_an_ingest_as_ctrl_c_does(tmp_path: Path) -> None:
             re.sub(r"\d+", "N", line) for line in err.splitlines() if line.startswith("Interrupted")
         ]
         with open_store(CollectionAddress(store=store)) as s:
-            assert len(s.list_documents()) == 400  # kept, as the message says
+            assert len(s.list_documents()) == 100  # kept, as the message says
     assert outs[signal.SIGINT] == outs[signal.SIGTERM] and len(outs[signal.SIGTERM]) == 1
     assert "every document is in and keyword-searchable" in outs[signal.SIGTERM][0]
 
