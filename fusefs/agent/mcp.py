@@ -43,7 +43,7 @@ from pydantic import Field
 
 from semfs.fusefs.agent import SESSION_TIMEOUT
 from semfs.fusefs.agent.connections import ACCEPT_BURST, guarded_protocol, quiet_accept_errors
-from semfs.fusefs.agent.sessions import FairSessions
+from semfs.fusefs.agent.sessions import FairSessions, quiet_sdk_logs
 from semfs.fusefs.agent.tokens import (
     OWNER,
     OWNER_TOKEN,
@@ -501,6 +501,7 @@ def serve(
     scoped one from ``tokens_folder``'s ``mcp-tokens.json``. stdio needs none: it runs as the
     user who started it, for that user.
     """
+    quiet_sdk_logs()
     if http is None:
         build_server(box).run("stdio")
         return

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import re
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -47,6 +48,48 @@ _SDK_REFUSAL = "Refusing to open a new session"
 
 def _not_the_sdks_refusal(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith(_SDK_REFUSAL)
+
+
+# The SDK's lines for what well-behaved clients do (issue 46): the standalone SSE stream's
+# traceback when a client goes away (one per client exit), and pydantic's whole report (94
+# lines) for each request of a method this SDK does not know (`server/discover`, which an
+# `mcp` 2.x client sends on every connection; it is answered with an error, as it should be).
+_SSE_WRITER = "Error in standalone SSE writer"
+_UNKNOWN_REQUEST = "Failed to validate request"
+_METHOD = re.compile(r"input_value='([^']{1,80})'")
+_unknown_methods: set[str] = set()
+
+
+def _client_exit(record: logging.LogRecord) -> bool:
+    """Drop the SDK's traceback for a client that ended its event stream."""
+    if str(record.msg) == _SSE_WRITER and record.exc_info:
+        return not isinstance(record.exc_info[1], anyio.ClosedResourceError)
+    return True
+
+
+def _unknown_request(record: logging.LogRecord) -> bool:
+    """The SDK's report of a request it could not validate, as one line, once per method."""
+    if not str(record.msg).startswith(_UNKNOWN_REQUEST):
+        return True
+    found = _METHOD.search(record.getMessage())
+    method = found.group(1) if found else "?"
+    if method in _unknown_methods:
+        return False
+    _unknown_methods.add(method)
+    record.msg = (
+        "a client sent a request this server does not know (method %r): answered 'invalid "
+        "request parameters' (logged once per method)"
+    )
+    record.args = (method,)
+    return True
+
+
+def quiet_sdk_logs() -> None:
+    """Install the filters above on the SDK's loggers (the second logs on the root logger)."""
+    from mcp.server import streamable_http
+
+    logging.getLogger(streamable_http.__name__).addFilter(_client_exit)
+    logging.getLogger().addFilter(_unknown_request)
 
 
 class FairSessions(StreamableHTTPSessionManager):

@@ -530,10 +530,13 @@ class Toolbox:
             "model": meta.model if meta else None,
             "dimension": meta.dimension if meta else None,
             "generation": meta.generation if meta else None,
-            "ingest_running": bool(meta and meta.dirty),
+            "ingest_running": _writing(self.store),
             "tree_as_of": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._tree_since)),
             "refresh_interval_s": self.refresher.interval,
         }
+        if meta is not None and meta.dense_pending and not scope:
+            embedded, total = self.store.embedding_counts()
+            info["embedded_chunks"] = f"{embedded} of {total}"
         if scope:
             info["scope"] = list(scope)
             del info["location"]  # where the store lives is the server's business
@@ -542,6 +545,20 @@ class Toolbox:
 
     def _fit(self, text: str, data: dict[str, Any], hint: str) -> ToolOutput:
         return fit(text, data, self.budget, hint)
+
+
+def _writing(store: Store) -> bool:
+    """Whether an ingest writes the collection now, in either pass: a process holds its write
+    lock (the keyword pass) or its embed lock (the dense pass, this server's own included).
+    Before, a meta left dirty said so: false while a run embedded, true after a kill -9."""
+    from semfs.ingest.store.writelock import EMBED_LOCK, WRITE_LOCK, CollectionLock
+
+    for name in (WRITE_LOCK, EMBED_LOCK):
+        lock = CollectionLock(store.lock_path(name), name)
+        if not lock.try_acquire():
+            return True
+        lock.release()
+    return False
 
 
 @contextmanager
