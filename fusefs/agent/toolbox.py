@@ -54,7 +54,6 @@ from semfs.fusefs.agent.writing import SourceWriter
 from semfs.fusefs.view.foldermap import FolderMaps
 from semfs.fusefs.view.reader import ChunksMissingError, DocumentReader
 from semfs.fusefs.view.refresh import TreeRefresher
-from semfs.fusefs.view.searchdir import link_names, render_results, with_status_line
 from semfs.fusefs.view.tree import DIR, FILE, InodeMap, Node, Ownership, Tree
 from semfs.ingest import formats
 from semfs.ingest.errors import (
@@ -66,6 +65,7 @@ from semfs.ingest.errors import (
 from semfs.ingest.request import DEFAULT_MODE, SearchRequest
 from semfs.ingest.resident import ResidentStore
 from semfs.ingest.search import Hit, Searcher
+from semfs.ingest.search.results import link_names, results_file, with_status_line
 from semfs.ingest.store import DEFAULT_K, Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.schema import DocumentRecord
@@ -258,7 +258,7 @@ class Toolbox:
             else None
         )
         rendered = with_status_line(
-            render_results(request, hits, link_names(hits, k), where=where, tools=True), note
+            results_file(request, hits, link_names(hits, k), where=where, tools=True), note
         ).decode("utf-8", "surrogateescape")
         # The text is the mount's results file; no structured content unless asked: clients
         # that get both pass the model one (Claude Code and VS Code the structured content

@@ -1,7 +1,7 @@
 """`semfs search`: the documents that best answer a question, and the lines that answer it.
 
 A thin command: :class:`semfs.ingest.search.Searcher` ranks, and
-:func:`semfs.ingest.search.results.render` prints what a mount's results file holds; both are
+:func:`semfs.ingest.search.results.results_file` prints what a mount's results file holds; both are
 imported inside the command (they load Qdrant Edge and a model), so `semfs --help` starts fast.
 """
 
@@ -64,9 +64,8 @@ def search(
         semfs search "custom domain" --under deploy -k 3 --json
         semfs search "webhook retries" --paths | xargs -d '\\n' grep -n retry
     """
-    from semfs.fusefs.view.searchdir import with_status_line
     from semfs.ingest.search import Searcher
-    from semfs.ingest.search.results import render
+    from semfs.ingest.search.results import link_names, results_file, with_status_line
 
     if not query.strip():
         raise click.BadParameter("give a question or words to search for", param_hint="QUERY")
@@ -91,7 +90,7 @@ def search(
         for h in hits:
             click.echo(_source_path(source, h.path))
         return
-    text = render(request.text, hits, request.describe()).encode("utf-8", "surrogateescape")
+    text = results_file(request, tuple(hits), link_names(tuple(hits), request.k))
     click.echo(with_status_line(text, note).decode("utf-8", "surrogateescape"), nl=False)
 
 

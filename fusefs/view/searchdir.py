@@ -82,6 +82,11 @@ from semfs.fusefs.view.tree import (
     name_too_long,
     node_attrs,
 )
+from semfs.ingest.search.results import (
+    link_names,
+    results_file,
+    with_status_line,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -190,13 +195,6 @@ class QueryResult:
         return self._positions.get(name)
 
 
-def link_names(hits: tuple[Hit, ...], k: int, shown: Callable[[str], str] = str) -> tuple[str, ...]:
-    """``01-fonts.mdx``, ...: the rank keeps names unique and makes ``ls`` order rank order.
-    ``shown``: where the tree shows a hit's document (a hidden view's original)."""
-    width = max(2, len(str(k)))
-    return tuple(_fit(f"{h.rank:0{width}d}-", shown(h.path).rpartition("/")[2]) for h in hits)
-
-
 def results_name(k: int) -> str:
     """``00-results.md`` whatever ``k`` (the README and the guide name it so): it sorts
     before every link, ``001-`` included, as ``-`` sorts before digits."""
@@ -233,62 +231,6 @@ name with a space. This folder lists the questions asked here lately, newest fir
 this file (a question named {README_NAME} is this file).
 """
     return text.encode()
-
-
-def _fit(prefix: str, name: str) -> str:
-    """``prefix + name`` cut to NAME_MAX bytes, keeping a short extension."""
-    full = prefix + name
-    if len(full.encode("utf-8", "surrogateescape")) <= NAME_MAX:
-        return full
-    stem, dot, ext = name.rpartition(".")
-    suffix = dot + ext if stem and len(ext) <= 16 else ""
-    base = name[: len(name) - len(suffix)]
-    while (
-        base and len((prefix + base + "…" + suffix).encode("utf-8", "surrogateescape")) > NAME_MAX
-    ):
-        base = base[:-1]
-    return prefix + base + "…" + suffix
-
-
-def render_results(
-    request: SearchRequest,
-    hits: tuple[Hit, ...],
-    names: tuple[str, ...],
-    *,
-    where: str | None = None,
-    tools: bool = False,
-) -> bytes:
-    """The results file: :func:`semfs.ingest.search.results.render` with the request's
-    settings line (see that module for the form; ``where`` says where it looked, by default
-    the request's folder); ``tools``: for the MCP search tool, which has no folders to name."""
-    from semfs.ingest.search.results import render
-
-    text, floor = request.text, request.min_score
-    note = (
-        f"Every hit scored below the floor {floor:g} (@min)." if text and floor is not None else ""
-    )
-    body = render(
-        text,
-        hits,
-        request.describe(where),
-        full=request.full,
-        links=names,
-        empty_note=note,
-        empty_hint=_EMPTY_HINT[tools],
-    )
-    return body.encode("utf-8", "surrogateescape")
-
-
-# What an empty query asks for: a mount's folder, or (``tools``) the MCP search tool's query.
-_EMPTY_HINT = {False: "Name the folder after a question.", True: "Give a question as query."}
-
-
-def with_status_line(results: bytes, line: str | None) -> bytes:
-    """The results file with ``line`` as its second line, right under the title."""
-    if not line:
-        return results
-    title, sep, rest = results.partition(b"\n")
-    return title + sep + b"\n" + line.encode("utf-8", "surrogateescape") + b"\n" + rest
 
 
 class QueryCache:
@@ -513,7 +455,7 @@ class SearchDirectories:
             names=names,
             results_name=results_name(request.k),
             results_file=with_status_line(
-                render_results(request, hits, names),
+                results_file(request, hits, names),
                 self._status(request.mode, request.under),
             ),
             created=time.time(),

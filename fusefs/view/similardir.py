@@ -24,7 +24,6 @@ from semfs.fusefs.view.searchdir import (
     QueryCache,
     QueryResult,
     _LazyChildren,
-    link_names,
     virtual_ino,
 )
 from semfs.fusefs.view.tree import (
@@ -39,6 +38,7 @@ from semfs.fusefs.view.tree import (
     node_attrs,
 )
 from semfs.ingest.request import SearchRequest
+from semfs.ingest.search.results import link_names, similar_file
 
 if TYPE_CHECKING:
     from semfs.ingest.search import Hit
@@ -127,7 +127,7 @@ class SimilarDirectories:
                 hits=hits,
                 names=names,
                 results_name=RESULTS_NAME,
-                results_file=_render(request, hits, names),
+                results_file=similar_file(request, hits, names),
                 created=time.time(),
                 _positions=MappingProxyType({n: i for i, n in enumerate(names)}),
             )
@@ -170,11 +170,3 @@ def _attrs(
     if not tree.readable_by_all(scope):
         mode &= ~0o077
     return node_attrs(ino, mode, nlink, size, when, tree.owner)
-
-
-def _render(request: SearchRequest, hits: tuple[Hit, ...], names: tuple[str, ...]) -> bytes:
-    from semfs.ingest.search.results import render
-
-    body = render(request.query, hits, request.describe(), links=names)
-    _, _, rest = body.partition("\n")
-    return (f"# Similar to: {request.query}\n" + rest).encode("utf-8", "surrogateescape")

@@ -32,6 +32,7 @@ from itertools import islice
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from semfs.ingest.search.results import NAME_MAX
 from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ ROOT_INO = 1
 FILE_MODE = stat.S_IFREG | 0o444
 DIR_MODE = stat.S_IFDIR | 0o555
 SYMLINK_MODE = stat.S_IFLNK | 0o777
-NAME_MAX = 255  # bytes in one file name: statfs promises it, lookups and search names keep it
+
 # Of a recorded source mode, what the mount serves: read and execute, never write or set-id.
 SERVED_BITS = 0o555
 _EMPTY: Mapping[str, Node] = MappingProxyType({})

@@ -24,7 +24,7 @@ each hit's best passage follows whole instead of its windows (fenced, verbatim).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -32,6 +32,7 @@ from semfs.ingest.labels import dedupe_path, heading_label
 from semfs.ingest.store.schema import OutlineEntry
 
 if TYPE_CHECKING:
+    from semfs.ingest.request import SearchRequest
     from semfs.ingest.search import Hit
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -47,6 +48,8 @@ SYMBOL_MISS = (
     "No definition has this exact name (case matters; Class.method names a method). "
     "Search the words without @symbol, or grep -rn NAME."
 )
+# Bytes in one file name: statfs promises it, lookups and a results file's link names keep it.
+NAME_MAX = 255
 # Characters of a title in the ranked list: one line, not a paragraph.
 TITLE_CHARS = 60
 # Characters of the query in the title line: the agent wrote it (and a query directory is
@@ -221,3 +224,72 @@ def _full_passage(hit: Hit, link: str) -> list[str]:
     longest = max((len(m) for m in _BACKTICKS.findall(passage)), default=0)
     fence = "`" * max(3, longest + 1)
     return [*out, fence, passage, fence, ""]
+
+
+def link_names(hits: tuple[Hit, ...], k: int, shown: Callable[[str], str] = str) -> tuple[str, ...]:
+    """``01-fonts.mdx``, ...: the rank keeps names unique and makes ``ls`` order rank order.
+    ``shown``: where the tree shows a hit's document (a hidden view's original)."""
+    width = max(2, len(str(k)))
+    return tuple(_fit(f"{h.rank:0{width}d}-", shown(h.path).rpartition("/")[2]) for h in hits)
+
+
+def _fit(prefix: str, name: str) -> str:
+    """``prefix + name`` cut to NAME_MAX bytes, keeping a short extension."""
+    full = prefix + name
+    if len(full.encode("utf-8", "surrogateescape")) <= NAME_MAX:
+        return full
+    stem, dot, ext = name.rpartition(".")
+    suffix = dot + ext if stem and len(ext) <= 16 else ""
+    base = name[: len(name) - len(suffix)]
+    while (
+        base and len((prefix + base + "…" + suffix).encode("utf-8", "surrogateescape")) > NAME_MAX
+    ):
+        base = base[:-1]
+    return prefix + base + "…" + suffix
+
+
+def results_file(
+    request: SearchRequest,
+    hits: tuple[Hit, ...],
+    names: tuple[str, ...],
+    *,
+    where: str | None = None,
+    tools: bool = False,
+) -> bytes:
+    """The results file: :func:`semfs.ingest.search.results.render` with the request's
+    settings line (see that module for the form; ``where`` says where it looked, by default
+    the request's folder); ``tools``: for the MCP search tool, which has no folders to name."""
+    text, floor = request.text, request.min_score
+    note = (
+        f"Every hit scored below the floor {floor:g} (@min)." if text and floor is not None else ""
+    )
+    body = render(
+        text,
+        hits,
+        request.describe(where),
+        full=request.full,
+        links=names,
+        empty_note=note,
+        empty_hint=_EMPTY_HINT[tools],
+    )
+    return body.encode("utf-8", "surrogateescape")
+
+
+# What an empty query asks for: a mount's folder, or (``tools``) the MCP search tool's query.
+_EMPTY_HINT = {False: "Name the folder after a question.", True: "Give a question as query."}
+
+
+def with_status_line(results: bytes, line: str | None) -> bytes:
+    """The results file with ``line`` as its second line, right under the title."""
+    if not line:
+        return results
+    title, sep, rest = results.partition(b"\n")
+    return title + sep + b"\n" + line.encode("utf-8", "surrogateescape") + b"\n" + rest
+
+
+def similar_file(request: SearchRequest, hits: Sequence[Hit], names: Sequence[str]) -> bytes:
+    """The results file of ``.similar/PATH/``: the documents nearest to ``request.query`` (a
+    document's path), titled so."""
+    body = render(request.query, hits, request.describe(), links=names)
+    _, _, rest = body.partition("\n")
+    return (f"# Similar to: {request.query}\n" + rest).encode("utf-8", "surrogateescape")

@@ -34,9 +34,7 @@ from semfs.fusefs.view.searchdir import (
     RecentQueries,
     SearchDirectories,
     check_folder_name,
-    link_names,
     query_text,
-    render_results,
     results_name,
 )
 from semfs.fusefs.view.tree import DIR, FILE, SYMLINK, InodeMap, Node, Ownership, Tree
@@ -44,7 +42,7 @@ from semfs.ingest.errors import SemfsError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Hit, Searcher
-from semfs.ingest.search.results import list_entry
+from semfs.ingest.search.results import link_names, list_entry, results_file
 from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
@@ -377,7 +375,7 @@ def test_results_file_fences_passages_that_hold_fences() -> None:
         Tree.build([_record("a/b.md")], InodeMap(), OWNER), ".search/@full/q"
     )
     assert sp is not None
-    text = render_results(sp.request(), (hit,), ("01-b.md",)).decode()
+    text = results_file(sp.request(), (hit,), ("01-b.md",)).decode()
     assert "## 1. a/b.md (lines 3-9) score 0.5000" in text
     assert "section: Intro > Code" in text
     assert "````\n```python\nprint(1)\n```\n````" in text
