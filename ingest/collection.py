@@ -1,10 +1,12 @@
-"""semfs from Python: open a collection, ingest a folder into it, search it, read it.
+"""semfs from Python: open a collection, ingest a folder into it, search it, read it, follow
+a folder; list and remove collections.
 
-The front door for a script or a notebook, as ``llm.get_model()`` is llm's::
+The front door for a script or a notebook, as ``llm.get_model()`` is llm's; ``import semfs``
+gives these names (the ``semfs`` package re-exports them)::
 
-    from semfs.ingest.collection import open_collection
+    import semfs
 
-    with open_collection("docs") as docs:           # the embedded store's "docs"
+    with semfs.open_collection("docs") as docs:     # the embedded store's "docs"
         docs.ingest("./my-docs")                    # what `semfs ingest ./my-docs` does
         for hit in docs.search("how do I rotate an api key"):
             print(hit.rank, hit.path, hit.strength_label)
@@ -12,8 +14,12 @@ The front door for a script or a notebook, as ``llm.get_model()`` is llm's::
 It is the library the command line runs, not a copy of it: :meth:`Collection.ingest` is
 :func:`semfs.ingest.pipeline.ingest`, :meth:`Collection.search` is
 :meth:`semfs.ingest.search.Searcher.search` with a
-:class:`~semfs.ingest.request.SearchRequest`, :meth:`Collection.status` is what
-``semfs status --json`` prints. ``docs/python-api.md`` is the guide (a test runs its examples).
+:class:`~semfs.ingest.request.SearchRequest`, :meth:`Collection.results_text` is a mount's
+``00-results.md`` (:func:`semfs.ingest.search.results.results_file`, the one renderer),
+:meth:`Collection.similar` is ``.similar/PATH/``, :meth:`Collection.watch` is `semfs ingest
+--watch` in a thread, :meth:`Collection.status` is what ``semfs status --json`` prints,
+:func:`collections` and :func:`remove` are `semfs collections list` and `rm`.
+``docs/python-api.md`` is the guide (a test runs its examples).
 
 Rules a caller may rely on:
 
@@ -31,27 +37,73 @@ Rules a caller may rely on:
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from semfs.ingest.errors import SemfsError, SourceMismatchError, StoreNotFoundError
+from semfs.ingest.errors import (
+    SemfsError,
+    SourceMismatchError,
+    StoreLockedError,
+    StoreNotFoundError,
+)
 from semfs.ingest.request import SearchRequest
-from semfs.ingest.store import DEFAULT_COLLECTION, Store
+from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, Store
 from semfs.ingest.store.address import CollectionAddress
-from semfs.ingest.store.backends import missing_collection, open_store
+from semfs.ingest.store.backends import missing_collection, open_catalog, open_store
 
 if TYPE_CHECKING:
     from semfs.ingest.pipeline import IngestReport
     from semfs.ingest.search import Hit, Searcher
     from semfs.ingest.store.schema import DocumentRecord
+    from semfs.ingest.watch import SourceWatcher
 
 
 def open_collection(address: CollectionAddress | str = DEFAULT_COLLECTION) -> Collection:
     """The collection at ``address`` (a :class:`CollectionAddress`, or a collection name on the
     default embedded store), opened; close it, or use it in a ``with`` block."""
-    if isinstance(address, str):
-        address = CollectionAddress(address)
-    return Collection(address)
+    return Collection(_address(address))
+
+
+def collections(where: CollectionAddress | None = None) -> list[str]:
+    """The names of the collections on the store ``where`` names (its collection is not used;
+    default: the embedded store's default folder), sorted: `semfs collections list`."""
+    with open_catalog(where or CollectionAddress()) as catalog:
+        return sorted(catalog.names())
+
+
+def remove(address: CollectionAddress | str) -> None:
+    """Remove the collection at ``address`` and everything it holds (the source folder is not
+    touched): `semfs collections rm -y`. Refused while a mount, `semfs mcp` or a watcher owns
+    it (:class:`~semfs.ingest.errors.StoreLockedError`); a missing one is
+    :class:`~semfs.ingest.errors.StoreNotFoundError`."""
+    address = _address(address)
+    with open_catalog(address) as catalog:
+        catalog.require(address.collection)
+    refuse_if_followed(address)
+    with open_catalog(address) as catalog:
+        catalog.remove(address.collection)
+    if address.url is not None:
+        # A server collection's local files (watch state, skip memo, tokens, log) are kept
+        # on this machine: they go with it (the embedded store's went with its folder).
+        shutil.rmtree(address.local_dir, ignore_errors=True)
+
+
+def refuse_if_followed(address: CollectionAddress) -> None:
+    """Raise :class:`StoreLockedError` while a watcher follows ``address``: a watcher of a
+    server collection holds no lock, its state file says it runs."""
+    from semfs.ingest.syncstate import load_state, state_file
+
+    state = load_state(state_file(address))
+    if state is not None and state.running:
+        raise StoreLockedError(
+            f"collection {address.collection!r} is followed by pid {state.pid} "
+            f"({state.source}): stop it first"
+        )
+
+
+def _address(address: CollectionAddress | str) -> CollectionAddress:
+    return CollectionAddress(address) if isinstance(address, str) else address
 
 
 class Collection:
@@ -61,16 +113,69 @@ class Collection:
         self.address = address
         self.store: Store = open_store(address)
         self._searcher: Searcher | None = None
+        self._watchers: list[SourceWatcher] = []
 
     def search(self, query: str | SearchRequest, **options: Any) -> list[Hit]:
         """The documents that best answer ``query``, best first, with their answering lines:
-        what `semfs search` prints. ``query`` is a :class:`SearchRequest`, or its text with the
-        request's other fields as keywords (``k=5``, ``mode="keyword"``, ``under="deploy"``,
-        ``min_score=0.2``, ``more=True``)."""
-        request = query if isinstance(query, SearchRequest) else SearchRequest(query, **options)
-        if isinstance(query, SearchRequest) and options:
-            raise TypeError("give the options in the SearchRequest, or a text and options")
-        return self._search().search(request)
+        what `semfs search --json` lists. ``query`` is a :class:`SearchRequest`, or its text
+        with the request's other fields as keywords (``k=5``, ``mode="keyword"``,
+        ``under="deploy"``, ``min_score=0.2``, ``more=True``)."""
+        return self._search().search(_request(query, options))
+
+    def results_text(self, query: str | SearchRequest, **options: Any) -> str:
+        """The results file of ``query`` (as :meth:`search` takes it): what a mount's
+        ``.search/QUERY/00-results.md`` holds and `semfs search` prints, the ranked documents
+        then the lines that answer."""
+        from semfs.ingest.search.results import link_names, results_file, with_status_line
+
+        request = _request(query, options)
+        searcher = self._search()
+        hits = tuple(searcher.search(request))
+        text = results_file(request, hits, link_names(hits, request.k))
+        note = searcher.meaning_note(request.mode, request.under)
+        return with_status_line(text, note).decode("utf-8", "surrogateescape")
+
+    def similar(self, path: str, k: int = DEFAULT_K, under: str | None = None) -> list[Hit]:
+        """The ``k`` documents nearest in meaning to the document ``path`` (itself left out),
+        ``under`` a folder: what a mount's ``.similar/PATH/`` lists. No model runs."""
+        record = self._document(path)
+        request = SearchRequest(record.path, k=k, mode="semantic", under=under)
+        return self._search().similar(record.path, record.gen, request)
+
+    def watch(self, source: str | os.PathLike[str], **options: Any) -> SourceWatcher:
+        """Keep the collection mirroring the folder ``source`` in a background thread: a full
+        pass, then a small batch per burst of changes, their dense vectors after each batch
+        (`semfs ingest SOURCE --watch`). ``options``: :class:`~semfs.ingest.sources.
+        SourceOptions`' fields (``include``, ``exclude``, ``model``, ...). Returns the started
+        :class:`~semfs.ingest.watch.SourceWatcher`: ``stop()`` it, or use it in a ``with``
+        block; :meth:`close` stops every one still running."""
+        from semfs.ingest.densepass import embed_missing
+        from semfs.ingest.embedding.embedder import load_embedder
+        from semfs.ingest.pipeline import resolve_model
+        from semfs.ingest.sources import SourceOptions, check_source
+        from semfs.ingest.syncstate import state_file
+        from semfs.ingest.watch import SourceWatcher
+
+        check_source(Path(source))
+        settings = SourceOptions(**options)
+        embedder = load_embedder(resolve_model(self.store, settings.model))
+        store = self.store
+
+        def embed(_report: object, _state: object) -> None:  # the batch's dense vectors
+            embed_missing(store, embedder)
+
+        watcher = SourceWatcher(
+            Path(source),
+            store,
+            settings,
+            embedder=embedder,
+            state_file=state_file(self.address),
+            on_batch=embed,
+        )
+        watcher.start()
+        self._watchers.append(watcher)
+        self._searcher = None  # a first pass chooses the model the searcher loads
+        return watcher
 
     def ingest(self, source: str | os.PathLike[str], **options: Any) -> IngestReport:
         """Make the collection mirror the folder ``source``: what `semfs ingest SOURCE` does,
@@ -107,11 +212,7 @@ class Collection:
         """The bytes of the document ``path`` (as :meth:`documents` names it), exactly as
         ingested: what a mount serves there (a PDF's original, or its text view
         ``report.pdf.md``; ``.decode()`` a text)."""
-        record = self.store.get_document(path)
-        if record is None:
-            raise StoreNotFoundError(
-                f"no document {path!r} in collection {self.address.collection!r}"
-            )
+        record = self._document(path)
         if record.as_is:  # stored as it is (an image, an unopenable PDF): its bytes' parts
             record = record.original_record() or record
         indexes = range(len(record.offsets or ()) or record.chunks)
@@ -126,7 +227,10 @@ class Collection:
         return data
 
     def close(self) -> None:
-        """Close the store (safe to call twice)."""
+        """Stop the watchers :meth:`watch` started, then close the store (safe to call
+        twice)."""
+        while self._watchers:
+            self._watchers.pop().stop()
         self.store.close()
 
     def __enter__(self) -> Collection:
@@ -146,6 +250,14 @@ class Collection:
                 raise _for_python(missing_collection(self.address), self.address)
             self._searcher = Searcher(self.store)
         return self._searcher
+
+    def _document(self, path: str) -> DocumentRecord:
+        record = self.store.get_document(path)
+        if record is None:
+            raise StoreNotFoundError(
+                f"no document {path!r} in collection {self.address.collection!r}"
+            )
+        return record
 
 
 # The command line's ways out, as a Python caller takes them: an error raised through the API
@@ -173,3 +285,11 @@ def _for_python(exc: SemfsError, address: CollectionAddress) -> SemfsError:
     if message != str(exc):
         exc.args = (message,)
     return exc
+
+
+def _request(query: str | SearchRequest, options: dict[str, Any]) -> SearchRequest:
+    if isinstance(query, SearchRequest):
+        if options:
+            raise TypeError("give the options in the SearchRequest, or a text and options")
+        return query
+    return SearchRequest(query, **options)

@@ -11,8 +11,8 @@ Rules a caller may rely on:
   a batch is cleaned up by the next run exactly as after an interrupted ingest.
 * **Keywords first.** A batch stores its documents' text and keywords and commits them (a
   1.3 MB log is keyword-searchable a few seconds after its close); their dense vectors come
-  from the owner's dense pass (``on_batch`` tells it: :meth:`semfs.ingest.host.StoreHost.
-  changed`), so the next batch never waits for the model.
+  from the owner's dense pass (``on_batch`` tells it:
+  :meth:`semfs.ingest.resident.ResidentStore.changed`), so the next batch never waits for the model.
 * **A full mirror pass** runs at start, after the kernel dropped events (inotify
   ``IN_Q_OVERFLOW``) and when the source folder comes back after disappearing.
 * **Events, not scans.** Changes come from watchdog (inotify on Linux, FSEvents on macOS).
@@ -235,6 +235,12 @@ class SourceWatcher:
                 self._thread.join(3600)
         finally:
             self.stop()
+
+    def __enter__(self) -> SourceWatcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     # -- events ---------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ scripts/setup.sh test,bench
 mkdir -p build/typecheck/semfs
 ln -sfn ../../../ingest build/typecheck/semfs/ingest
 ln -sfn ../../../fusefs build/typecheck/semfs/fusefs
+ln -sfn ../../../ingest/front/__init__.py build/typecheck/semfs/__init__.py
 .venv/bin/mypy
 # The README's command reference and search syntax are generated from the code (see
 # ARCHITECTURE.md): fail when they drift. `.venv/bin/cog -r README.md docs/cli.md` regenerates them.

@@ -75,6 +75,10 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env |= {"SEMFS_MODEL_CACHE": str(tmp_path / "cache"), "SEMFS_STORE": str(tmp_path / "s")}
     version = _run(semfs, "--version", env=env, cwd=tmp_path).stdout
+    # The front door: `import semfs` from the wheel (its __init__ is ingest/front/'s).
+    front = "import semfs; print(semfs.open_collection.__module__, semfs.__file__)"
+    found = _run(venv / "bin" / "python", "-c", front, env=env, cwd=tmp_path).stdout
+    assert found.startswith("semfs.ingest.collection ") and str(venv) in found, found
     assert "onnxruntime" in version and "torch extra: not installed" in version, version
 
     source = sample_subset(tmp_path / "docs", 6)

@@ -7,14 +7,13 @@ work and refuses a collection a process owns; :func:`register` adds the group to
 from __future__ import annotations
 
 import json
-import shutil
 
 import click
 
 from semfs.fusefs.cli.common import catalog_options, handle_errors
 from semfs.fusefs.cli.display import size
 from semfs.fusefs.cli.status import collection_row, collection_table
-from semfs.ingest.errors import StoreLockedError
+from semfs.ingest.collection import refuse_if_followed, remove
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_catalog
 
@@ -76,7 +75,7 @@ def collections_rm(name: str, address: CollectionAddress, yes: bool) -> None:
     with open_catalog(address) as catalog:
         catalog.require(name)
         where = catalog.location
-    _refuse_if_followed(address.named(name))
+    refuse_if_followed(address.named(name))
     if not yes:
         row = collection_row(address.named(name))
         about = row.get("error") or (
@@ -84,12 +83,7 @@ def collections_rm(name: str, address: CollectionAddress, yes: bool) -> None:
             f"from {row['source'] or 'an unknown folder'}"
         )
         click.confirm(f"Remove collection {name!r} ({about}) at {where}?", abort=True)
-    with open_catalog(address) as catalog:
-        catalog.remove(name)
-    if address.url is not None:
-        # A server collection's local files (watch state, skip memo, tokens, log) are kept
-        # on this machine: they go with it (the embedded store's went with its folder).
-        shutil.rmtree(address.named(name).local_dir, ignore_errors=True)
+    remove(address.named(name))
     click.echo(f"Removed collection {name!r}")
 
 
@@ -110,25 +104,13 @@ def collections_rename(old: str, new: str, address: CollectionAddress) -> None:
     """
     with open_catalog(address) as catalog:
         catalog.require(old)
-        _refuse_if_followed(address.named(old))
+        refuse_if_followed(address.named(old))
         catalog.rename(old, new)
     if address.url is not None:  # the local files follow (the embedded folder was renamed)
         before, after = address.named(old).local_dir, address.named(new).local_dir
         if before.is_dir() and not after.exists():
             before.rename(after)
     click.echo(f"Renamed collection {old!r} to {new!r}")
-
-
-def _refuse_if_followed(address: CollectionAddress) -> None:
-    """A watcher of a server collection holds no lock: its state file says it runs."""
-    from semfs.ingest.syncstate import load_state, state_file
-
-    state = load_state(state_file(address))
-    if state is not None and state.running:
-        raise StoreLockedError(
-            f"collection {address.collection!r} is followed by pid {state.pid} "
-            f"({state.source}): stop it first"
-        )
 
 
 def register(group: click.Group) -> None:

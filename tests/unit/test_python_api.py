@@ -1,4 +1,5 @@
-"""The Python API (semfs.ingest.collection): what `semfs ingest`, `search` and `status` do, from
+"""The Python API (`import semfs`, semfs.ingest.collection): what `semfs ingest`, `search`,
+`status`, a mount's results file and `.similar/`, `--watch` and `semfs collections` do, from
 Python; and docs/python-api.md, whose examples run here as written, top to bottom."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from semfs.ingest.request import SearchRequest
 from semfs.ingest.store.address import CollectionAddress
 from tests.helpers import REPO
 from tests.helpers.mounting import semfs
+from tests.helpers.mounting import semfs as run_semfs
 
 GUIDE = REPO / "docs" / "python-api.md"
 _BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
@@ -72,6 +75,9 @@ def test_the_guide_runs_as_written(tmp_path: Path) -> None:
     a store of its own."""
     blocks = _BLOCK.findall(GUIDE.read_text())
     assert len(blocks) >= 6, "the guide lost its examples"
+    # The first example ingests ./my-notes.
+    (tmp_path / "my-notes").mkdir()
+    (tmp_path / "my-notes" / "keys.md").write_text("# Keys\n\nRotate an API key every 90 days.\n")
     script = tmp_path / "python_api_guide.py"
     script.write_text("\n".join(f"# --- block {n} ---\n{b}" for n, b in enumerate(blocks, 1)))
     run = subprocess.run(
@@ -79,3 +85,62 @@ def test_the_guide_runs_as_written(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, f"{run.stderr}\n--- {script.name}:\n{script.read_text()}"
     assert "keys/rotate.md" in run.stdout and "fonts.md" in run.stdout
+    assert run.stdout.startswith("# Search: how do I rotate an api key\n"), run.stdout[:300]
+
+
+def test_the_front_door_is_import_semfs() -> None:
+    # Every name it offers resolves to the library's own object; importing it loads none of
+    # them (a mount and the command line import semfs first: they must not pay for a store).
+    import semfs
+
+    for name in semfs.__all__:
+        assert getattr(semfs, name) is not None, name
+    assert semfs.open_collection is open_collection and semfs.SearchRequest is SearchRequest
+    assert semfs.CollectionAddress is CollectionAddress and semfs.SemfsError is SemfsError
+    with pytest.raises(AttributeError):
+        semfs.no_such_name  # noqa: B018
+    code = "import sys, semfs; print(sorted(m for m in sys.modules if m.startswith('semfs.')))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert loaded.returncode == 0 and loaded.stdout.strip() == "[]", loaded
+
+
+def test_results_text_similar_and_collections(sample_copy: Path, tmp_path: Path) -> None:
+    import semfs
+
+    where = semfs.CollectionAddress("docs", store=tmp_path / "store")
+    with semfs.open_collection(where) as docs:
+        docs.ingest(sample_copy, model="hash")
+        hits = docs.search("custom domain", k=3)
+        text = docs.results_text("custom domain", k=3)
+        near = docs.similar(hits[0].path, k=3)
+    # The results file a mount and `semfs search` show, with the same hits.
+    assert text.startswith("# Search: custom domain\n")
+    assert all(f"\n{h.rank}. {h.path} (" in text for h in hits), text
+    cli = run_semfs("search", "custom domain", "-k", "3", "--store", str(tmp_path / "store"))
+    assert text == cli.stdout
+    # Documents like one: itself left out.
+    assert near and hits[0].path not in [h.path for h in near]
+    # Listed, removed (then gone, and removing it again says so).
+    assert semfs.collections(where) == ["docs"]
+    semfs.remove(where)
+    assert semfs.collections(where) == []
+    with pytest.raises(semfs.StoreNotFoundError):
+        semfs.remove(where)
+
+
+def test_watch_follows_the_folder(sample_copy: Path, tmp_path: Path) -> None:
+    import semfs
+
+    where = semfs.CollectionAddress("docs", store=tmp_path / "store")
+    with semfs.open_collection(where) as docs:
+        docs.ingest(sample_copy, model="hash")
+        with docs.watch(sample_copy) as watcher:
+            (sample_copy / "faq.md").write_text("# FAQ\n\nSupport answers in one working day.\n")
+            deadline = time.monotonic() + 300  # generous: the machine may be loaded
+            while "faq.md" not in [d.path for d in docs.documents()]:
+                assert time.monotonic() < deadline, watcher.state
+                time.sleep(0.2)
+        assert [h.path for h in docs.search("support answers working day", k=1)] == ["faq.md"]
+        # Its dense vectors followed the batch: nothing is left to embed.
+        meta = docs.store.read_meta()
+        assert meta is not None and not meta.dense_pending
