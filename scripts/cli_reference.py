@@ -1,6 +1,6 @@
-"""The generated documentation, built from the code: the commands table, search syntax and agent
-guide in README.md, every command's help in docs/cli.md. Run by cog (``cog -r README.md
-docs/cli.md`` rewrites them; ``cog --check``, in scripts/test.sh, fails when they drift from
+"""The generated documentation, built from the code: the commands table and every command's
+help in docs/cli.md, the search syntax in docs/searching.md, the agent guide in docs/agents.md.
+Run by cog (``cog -r docs/cli.md docs/searching.md docs/agents.md`` rewrites them; ``cog --check``, in scripts/test.sh, fails when they drift from
 ``semfs --help`` and ``semfs guide``).
 
 Nothing here is written by hand about a command: a summary is the first paragraph of the

@@ -15,9 +15,10 @@ ln -sfn ../../../ingest build/typecheck/semfs/ingest
 ln -sfn ../../../fusefs build/typecheck/semfs/fusefs
 ln -sfn ../../../ingest/front/__init__.py build/typecheck/semfs/__init__.py
 .venv/bin/mypy
-# The README's command reference and search syntax are generated from the code (see
-# ARCHITECTURE.md): fail when they drift. `.venv/bin/cog -r README.md docs/cli.md` regenerates them.
-.venv/bin/cog --check README.md docs/cli.md
+# The command reference, search syntax and agent guide in docs/ are generated from the code (see
+# ARCHITECTURE.md): fail when they drift. `.venv/bin/cog -r README.md docs/cli.md docs/searching.md
+# docs/agents.md` regenerates them.
+.venv/bin/cog --check README.md docs/cli.md docs/searching.md docs/agents.md
 # pytest exits 5 when it collects no test; set -e makes that a failure too.
 .venv/bin/pytest "$@"
 # The suite above ran as the default install does, without torch (its tests marked `torch`
