@@ -1,7 +1,7 @@
 """The generated documentation, built from the code: the commands table and every command's
 help in docs/cli.md, the search syntax in docs/searching.md, the agent guide in docs/agents.md.
-Run by cog (``cog -r docs/cli.md docs/searching.md docs/agents.md`` rewrites them; ``cog --check``, in scripts/test.sh, fails when they drift from
-``semfs --help`` and ``semfs guide``).
+Run by cog (``cog -r docs/cli.md docs/searching.md docs/agents.md`` rewrites them; ``cog
+--check``, in scripts/test.sh, fails when they drift from ``semfs --help`` and ``semfs guide``).
 
 Nothing here is written by hand about a command: a summary is the first paragraph of the
 command's docstring, options are its click parameters, the search syntax is ``semfs mount
