@@ -56,6 +56,12 @@ CHUNK_RANK_WEIGHT = 0.15
 # A code line that is its definition's signature counts this share of its score: the label
 # names the definition already, the lines inside answer (tuned on the code questions' tuned half).
 SIGNATURE_WEIGHT = 0.5
+# A code line inside a docstring or a comment counts this share of its score once the lines
+# it describes have had theirs (:func:`_values_named`): it restates the question in words;
+# the code beside it answers (tuned on the code questions' tuned half).
+COMMENT_WEIGHT = 0.6
+_COMMENT = re.compile(r"\s*(?:#|//|/\*|\*|--|@\w+\b)")
+_QUOTES = re.compile(r'"""|\'\'\'')
 # Lines shown after and before each best line (its window); nearby picks merge.
 AFTER = 3
 BEFORE = 1
@@ -189,7 +195,7 @@ class ExcerptPicker:
             w = weights[d] if d < len(weights) else 1.0
             scores = [self._score(line, idf) for line in pk.lines]
             if pk.lines[0].keywords:
-                scores = _values_named(pk.lines, scores)
+                scores = _comments_after(pk.lines, _values_named(pk.lines, scores))
             pk.scores = scores
             best = [i for i in range(len(scores)) if scores[i] > 0.0]
             if not best:
@@ -266,6 +272,20 @@ def _values_named(lines: Sequence[_Line], scores: list[float]) -> list[float]:
             if j is not None and j != i:
                 out[j] = max(out[j], scores[i])
     return out
+
+
+def _comments_after(lines: Sequence[_Line], scores: list[float]) -> list[float]:
+    """Code lines' scores with docstring and comment lines weighted by :data:`COMMENT_WEIGHT`
+    (a docstring's lines told by its quotes, in document order among the lines at hand)."""
+    prose = [False] * len(lines)
+    inside = False
+    for i in sorted(range(len(lines)), key=lambda i: lines[i].number):
+        text = lines[i].text
+        quotes = len(_QUOTES.findall(text))
+        prose[i] = inside or quotes > 0 or bool(_COMMENT.match(text))
+        if quotes % 2:
+            inside = not inside
+    return [s * COMMENT_WEIGHT if p else s for s, p in zip(scores, prose, strict=True)]
 
 
 def _anchor_line(picks: list[_Picks], entry: tuple[float, int, int]) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Hit, Searcher
+from semfs.ingest.search.excerpts import ExcerptPicker
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.bm25 import code_keyword_text, identifier_parts
@@ -106,6 +107,21 @@ class ReconnectingFactory:
     maxDelay = 3600
 '''
 
+RETRY = '''\
+class Factory:
+    def retry(self, connector=None):
+        """
+        Have this connector connect again, after a suitable delay.
+
+        The delay grows by the factor each time, up to the longest delay.
+        """
+        if not self.continueTrying:
+            return
+        self.retries += 1
+        self.delay = min(self.delay * self.factor, self.maxDelay)
+        connector.connect()
+'''
+
 
 def _search(tmp_path: Path, files: dict[str, str], query: str, k: int = 3) -> list[Hit]:
     src = tmp_path / "src"
@@ -170,3 +186,21 @@ def test_a_described_constant_is_shown_with_its_value(tmp_path: Path) -> None:
     shown = {n: t for e in hits[0].excerpts for n, t in e.lines}
     assert shown.get(5, "").strip().startswith("@ivar maxDelay: The longest wait")
     assert shown.get(24) == "    maxDelay = 3600"
+
+
+def test_the_code_line_outranks_the_docstring_that_restates_the_question(
+    tmp_path: Path,
+) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "protocol.py").write_text(RETRY)
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
+        ingest(src, store, model="hash")
+        doc = store.get_document("protocol.py")
+        assert doc is not None
+        chunks = store.get_chunks("protocol.py", doc.gen, range(doc.chunks))
+    # Room for one line: the best one.
+    picked = ExcerptPicker("how does the delay grow by the factor").pick([chunks], [90])
+    assert [e.lines for e in picked[0]] == [
+        ((11, "        self.delay = min(self.delay * self.factor, self.maxDelay)"),)
+    ]
