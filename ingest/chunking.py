@@ -197,7 +197,7 @@ def chunk_text(
                 first, total = k, 0
         total += c
     ranges.append((first, len(pieces)))
-    ranges = _verify(pieces, ranges, count_tokens, max_tokens)
+    ranges = _verify(pieces, ranges, count_tokens, max_tokens, counts)
     return _spans(
         [pieces[a] if b - a == 1 else "".join(pieces[a:b]) for a, b in ranges], heads, fenced
     )
@@ -621,10 +621,31 @@ def _refine(
 
 
 def _verify(
-    pieces: list[str], ranges: list[tuple[int, int]], count_tokens: TokenCounter, max_tokens: int
+    pieces: list[str],
+    ranges: list[tuple[int, int]],
+    count_tokens: TokenCounter,
+    max_tokens: int,
+    counts: Sequence[int] = (),
 ) -> list[tuple[int, int]]:
-    """Measure merged chunks and halve (at piece boundaries) any that exceed the budget."""
-    todo = [r for r in ranges if r[1] - r[0] > 1]
+    """Measure merged chunks and halve (at piece boundaries) any that exceed the budget.
+
+    With the pieces' ``counts``, a merge whose pieces each end in whitespace and whose counts
+    with one token to spare per joint sum to the budget at most is within it unmeasured: a
+    tokenizer that splits words at whitespace (WordPiece, the stand-in) counts such a join
+    as the sum of its parts, one that merges across a joint (byte-level BPE) at most one
+    more per joint. Measuring is the chunker's main cost; most merges are well within."""
+    limit = max_tokens * MAX_CHARS_PER_TOKEN
+    todo = [
+        (a, b)
+        for a, b in ranges
+        if b - a > 1
+        and not (
+            counts
+            and sum(counts[a:b]) + (b - a - 1) <= max_tokens
+            and all(p[-1:].isspace() for p in pieces[a : b - 1])
+            and sum(len(p) for p in pieces[a:b]) <= limit
+        )
+    ]
     while todo:
         measured = _measure(count_tokens, ["".join(pieces[a:b]) for a, b in todo])
         bad = {r for r, c in zip(todo, measured, strict=True) if c > max_tokens}
@@ -714,7 +735,7 @@ def _chunk_code(
         total += counts[k]
         k += 1
     ranges.append((first, len(pieces)))
-    ranges = _verify(pieces, ranges, count_tokens, max_tokens)
+    ranges = _verify(pieces, ranges, count_tokens, max_tokens, counts)
     return _code_spans(pieces, ranges, lines, found)
 
 

@@ -384,3 +384,19 @@ def test_tiny_pages_share_chunks_past_the_first_ones() -> None:
     # The first 16 pages a chunk each, then chunks of an eighth of the budget or more.
     assert len(chunks) <= 16 + tokens * 8 // 224 + 1, len(chunks)
     assert all(c.text.startswith("## Page ") for c in chunks)  # still cut at pages
+
+
+def test_a_merge_is_measured_when_joints_may_add_tokens() -> None:
+    """Merges are trusted unmeasured only with a token to spare per joint: a tokenizer that
+    adds one token per joint (here: one per line break between lines) still gets chunks
+    within the budget, in the prose and the code path alike."""
+
+    def joint_counting(texts: Sequence[str]) -> list[int]:
+        return [len(t.split()) + max(t.rstrip("\n").count("\n"), 0) for t in texts]
+
+    code = "".join(f"def f{i}():\n    return {i} + {i}\n\n" for i in range(60))
+    prose = "".join(f"Line {i} of some text here.\n" for i in range(200))
+    for text, path in ((code, "m.py"), (prose, "notes.txt")):
+        chunks = chunk_text(text, path, joint_counting, 40)
+        assert "".join(c.text for c in chunks) == text
+        assert max(joint_counting([c.text])[0] for c in chunks) <= 40, path
