@@ -629,23 +629,16 @@ def _verify(
 ) -> list[tuple[int, int]]:
     """Measure merged chunks and halve (at piece boundaries) any that exceed the budget.
 
-    With the pieces' ``counts``, a merge whose pieces each end in whitespace and whose counts
-    with one token to spare per joint sum to the budget at most is within it unmeasured: a
-    tokenizer that splits words at whitespace (WordPiece, the stand-in) counts such a join
-    as the sum of its parts, one that merges across a joint (byte-level BPE) at most one
-    more per joint. Measuring is the chunker's main cost; most merges are well within."""
-    limit = max_tokens * MAX_CHARS_PER_TOKEN
-    todo = [
-        (a, b)
-        for a, b in ranges
-        if b - a > 1
-        and not (
-            counts
-            and sum(counts[a:b]) + (b - a - 1) <= max_tokens
-            and all(p[-1:].isspace() for p in pieces[a : b - 1])
-            and sum(len(p) for p in pieces[a:b]) <= limit
-        )
-    ]
+    Given ``counts``, a merge of pieces ending in whitespace whose counts, plus one per joint,
+    fit is not measured: WordPiece (and the stand-in) count such a join as its parts' sum, a
+    tokenizer merging across a joint one more per joint at most. Measuring costs most."""
+
+    def fits(a: int, b: int) -> bool:
+        joints = all(p[-1:].isspace() for p in pieces[a : b - 1])
+        size = sum(len(p) for p in pieces[a:b]) <= max_tokens * MAX_CHARS_PER_TOKEN
+        return bool(counts) and joints and size and sum(counts[a:b]) + b - a - 1 <= max_tokens
+
+    todo = [(a, b) for a, b in ranges if b - a > 1 and not fits(a, b)]
     while todo:
         measured = _measure(count_tokens, ["".join(pieces[a:b]) for a, b in todo])
         bad = {r for r, c in zip(todo, measured, strict=True) if c > max_tokens}
