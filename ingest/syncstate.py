@@ -57,6 +57,7 @@ class SyncState:
     failed: dict[str, str] = field(default_factory=dict)
     source_problem: str | None = None  # "missing since ...", "unreadable since ..."
     error: str | None = None  # why the last batch could not run (store failure), if it failed
+    waiting: str | None = None  # why the pending changes wait now ("for git to finish ...")
     last_batch: LastBatch | None = None
     stopped: bool = False
 

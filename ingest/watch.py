@@ -23,7 +23,11 @@ Rules a caller may rely on:
   save through a temporary file and a rename ends as one change of the real file. While
   the source's git repository is mid-operation (its ``index.lock``, ``rebase-merge/``,
   ``rebase-apply/`` or ``sequencer/`` exists), a batch waits for :data:`GIT_QUIET` without
-  events and ``max_delay`` does not apply: a rebase is one batch of its result.
+  events and ``max_delay`` does not apply: a rebase is one batch of its result. The wait is
+  bounded (:data:`GIT_MAX_HOLD` after the batch's first event), the state says why a batch
+  waits (``waiting``, in `semfs status`), and only a repository in a folder the user trusts
+  counts above the source (:func:`semfs.ingest.ignores.trusted`): another user's ``.git``
+  with an ``index.lock`` in a shared parent holds nothing (issue 46.6).
 * **Faults keep the last good index.** A source folder that disappears or becomes
   unreadable changes nothing in the collection; the watcher waits for it and catches up.
   A file that fails to read keeps its previous version, its reason in the state. A batch
@@ -73,6 +77,9 @@ MAX_DELAY = 2.0
 # starts for MAX_DELAY alone: a rebase of twenty commits is one batch of its end result, not
 # twenty re-embeds of the states between (s).
 GIT_QUIET = 1.0
+# ... but a batch waits for git no longer than this after its first event (s): a lock file
+# left behind, or written to on purpose, must not keep the index stale.
+GIT_MAX_HOLD = 30.0
 # What git keeps in its folder while an operation is under way.
 _GIT_BUSY = ("index.lock", "rebase-merge", "rebase-apply", "sequencer")
 # While the source folder is missing or unreadable, look for it this often (s): one stat.
@@ -112,10 +119,15 @@ def limit_message(exc: OSError, source: Path) -> str:
 
 def git_dir(source: Path) -> str | None:
     """The git folder of the repository holding ``source`` (``.git``, or where a worktree's
-    ``.git`` file points), or None outside one."""
+    ``.git`` file points), or None outside one. Above the source, a folder the user does not
+    trust (another user's, or one others may write) holds no repository of theirs."""
+    from semfs.ingest.ignores import trusted
+
     folder = os.path.abspath(source)
     while True:
         dot = os.path.join(folder, ".git")
+        if folder != os.path.abspath(source) and not trusted(folder):
+            dot = ""  # anyone's .git: skipped, as its rule files are
         if os.path.isdir(dot):
             return dot
         if os.path.isfile(dot):
@@ -459,11 +471,21 @@ class SourceWatcher:
             while not self._stopping and not self._need_full and self._ready():
                 now = time.monotonic()
                 due = min(self._last_event + self.quiet, self._first_event + self.max_delay)
-                if self._git_busy():  # a checkout or rebase under way: its end result
-                    due = self._last_event + max(self.quiet, GIT_QUIET)
+                busy = self._git_busy()
+                if busy:  # a checkout or rebase under way: its end result, for a while
+                    due = min(
+                        self._last_event + max(self.quiet, GIT_QUIET),
+                        self._first_event + max(self.max_delay, GIT_MAX_HOLD),
+                    )
+                self._waiting(
+                    f"for git to finish ({busy} exists), at most {GIT_MAX_HOLD:g} s"
+                    if busy and now < due
+                    else None
+                )
                 if now >= due:
                     break
                 self._cond.wait(due - now)
+            self._waiting(None)
             if self._stopping:
                 return None
             full, self._need_full, self._need_check = self._need_full, False, False
@@ -476,11 +498,23 @@ class SourceWatcher:
             self._in_batch = len(paths)
             return full, paths
 
-    def _git_busy(self) -> bool:
-        """Whether git is changing the source's working tree now (a few lstat calls)."""
-        return self._git is not None and any(
-            os.path.lexists(os.path.join(self._git, name)) for name in _GIT_BUSY
-        )
+    def _git_busy(self) -> str | None:
+        """What shows git is changing the source's working tree now (its path), else None
+        (a few lstat calls)."""
+        if self._git is None:
+            return None
+        for name in _GIT_BUSY:
+            path = os.path.join(self._git, name)
+            if os.path.lexists(path):
+                return path
+        return None
+
+    def _waiting(self, why: str | None) -> None:
+        """Say in the state why the pending batch waits (None: it does not); saved when it
+        changes, so `semfs status` tells (called under the condition's lock)."""
+        if self.state.waiting != why:
+            self.state.waiting = why
+            self._save()
 
     def _requeue(self, paths: set[str], full: bool) -> None:
         with self._cond:

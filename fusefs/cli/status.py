@@ -88,7 +88,8 @@ def print_watch(watch: SyncState) -> None:
         seconds = max(0.0, time.time() - watch.synced_at)
         synced = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(watch.synced_at))
         click.echo(f"{'last sync':>11}: {synced} ({seconds:.0f} s ago; {watch.batches} batches)")
-    click.echo(f"{'pending':>11}: {watch.pending}")
+    waiting = f" (waiting {watch.waiting})" if watch.pending and watch.waiting else ""
+    click.echo(f"{'pending':>11}: {watch.pending}{waiting}")
     if watch.source_problem:
         click.echo(f"{'source':>11}: {watch.source_problem} (the index keeps its last state)")
     if watch.error:

@@ -183,3 +183,65 @@ def test_a_rebase_is_one_batch_of_its_result(repo: Path, tmp_path: Path) -> None
     assert len(touched) <= 1, [(r.updated, r.added) for r in after]
     assert {p for r in after for p in r.updated} >= {"pkg/m011.py"}
     assert target.read_text() == module(10, " step 5")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) missing")
+def test_another_users_git_folder_in_a_shared_parent_holds_nothing(open_tmp: Path) -> None:
+    """Issue 46.6: nobody's .git (with an index.lock) in a 1777 parent is not the source's
+    repository: the watcher does not wait for it."""
+    shared = open_tmp / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (shared / "src").mkdir()
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    subprocess.run([*as_nobody, "mkdir", str(shared / ".git")], check=True)
+    subprocess.run([*as_nobody, "touch", str(shared / ".git" / "index.lock")], check=True)
+    assert git_dir(shared / "src") is None
+    # Once the parent is the user's own (and no one else writes it), it is their repository.
+    shared.chmod(0o755)
+    os.chown(shared / ".git", 0, 0)
+    assert git_dir(shared / "src") == str(shared / ".git")
+
+
+def test_a_git_lock_that_never_goes_holds_a_batch_for_a_bounded_time(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46.6: an index.lock left behind while files keep changing (every 0.3 s) holds
+    a batch GIT_MAX_HOLD at most (3 s here), and the state says why it waits."""
+    from semfs.ingest import watch
+
+    monkeypatch.setattr(watch, "GIT_MAX_HOLD", 3.0, raising=False)
+    with (
+        open_store(CollectionAddress(store=tmp_path / "store")) as store,
+        watching(repo, store) as (watcher, batches),
+    ):
+        wait_until(
+            lambda: settled(watcher, store, repo) and batches.since(0), TIMEOUT, "first pass"
+        )
+        (repo / ".git" / "index.lock").touch()
+        stop = threading.Event()
+
+        def keep_writing() -> None:
+            n = 0
+            while not stop.wait(0.3):
+                n += 1
+                (repo / "pkg" / "churn.py").write_text(f"x = {n}\n")
+
+        writer = threading.Thread(target=keep_writing, daemon=True)
+        writer.start()
+        try:
+            (repo / "note.md").write_text("# Note\n\nthe quokka memo\n")
+            wait_until(
+                lambda: store.get_document("note.md") is not None, TIMEOUT, "the note indexed"
+            )
+            # Each batch of the churn waits its bounded time again, saying why.
+            wait_until(lambda: "index.lock" in _waiting(watcher), TIMEOUT, "the reason")
+            assert "for git to finish" in _waiting(watcher)
+        finally:
+            stop.set()
+            writer.join()
+
+
+def _waiting(watcher: SourceWatcher) -> str:
+    return getattr(watcher.state, "waiting", None) or ""
