@@ -748,7 +748,8 @@ def _code_spans(
     def entry(i: int) -> OutlineEntry:
         if i not in entries:
             d = defs[i]
-            signature = lines[d.line].rstrip() if d.line < len(lines) else ""
+            # A bounded slice first: a one-line file's line is the whole file.
+            signature = lines[d.line][:1000].rstrip() if d.line < len(lines) else ""
             entries[i] = OutlineEntry(
                 d.start + 1, d.end + 1, d.line + 1, " > ".join(found.path(i)), signature[:200]
             )
@@ -761,12 +762,13 @@ def _code_spans(
         end_line = line_no + newlines - (1 if chunk.endswith("\n") else 0)
         stripped = len(chunk) - len(chunk.lstrip())
         lead = line_no - 1 + chunk.count("\n", 0, stripped)  # 0-based first non-blank line
-        first, last = line_no - 1, end_line - 1
+        # By bytes, not lines: a chunk of a one-line file overlaps its own definitions, not
+        # every one on the line (that was quadratic: 70,000 entries in each of 700 chunks).
         inside: list[int] = []
-        while nxt < len(defs) and defs[nxt].start <= last:
+        while nxt < len(defs) and defs[nxt].first_byte < byte + size:
             open_defs.append(nxt)
             nxt += 1
-        open_defs = [i for i in open_defs if defs[i].end >= first]
+        open_defs = [i for i in open_defs if defs[i].end_byte > byte]
         overlapping = sorted(open_defs, key=lambda i: (defs[i].start, defs[i].depth))
         # The definitions around the first line, outer to inner; of several on that line
         # (a one-line file), the first at each depth.
@@ -775,7 +777,7 @@ def _code_spans(
             if defs[i].start <= lead <= defs[i].end and (label is None or label in defs[i].parents):
                 label = i
         heading = " > ".join(found.path(label)) if label is not None else ""
-        inside = [i for i in overlapping if first <= defs[i].line <= last]
+        inside = [i for i in overlapping if byte <= defs[i].name_byte < byte + size]
         symbols = tuple(dict.fromkeys(name for i in inside for name in defs[i].names))
         spans.append(
             ChunkSpan(

@@ -28,6 +28,7 @@ from __future__ import annotations
 import importlib
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
@@ -189,6 +190,16 @@ _BY_INTERPRETER = {"python": ".py", "bash": ".sh", "sh": ".sh", "node": ".js"}
 _KIND_WORDS = {"macro": "macro_rules!", "define": "#define", "annotation": "@interface"}
 # Definitions deeper than this are labelled by their outer ones only.
 MAX_DEPTH = 6
+# Definitions are looked for this many nodes deep at most (a definition 6 deep in nested
+# callbacks sits ~40 deep). A node's parent and siblings cost tree-sitter a walk down from the
+# root: past this depth, JSON nested 20,000 deep took 45 s (issue 46), quadratic.
+MAX_TREE_DEPTH = 128
+# A file's outline may take this much CPU time, plus this much per MB: ~15 times what a
+# linear outline of such a file takes here. Past it the file is chunked as plain code: a
+# shape no one foresaw costs seconds, not hours (a 400 KB JSON took 164 s, under the
+# watcher's write lock).
+OUTLINE_CPU_S = 5.0
+OUTLINE_CPU_S_PER_MB = 5.0
 
 
 @dataclass(frozen=True)
@@ -207,6 +218,12 @@ class Definition:
     cut: bool
     depth: int = 0
     parents: tuple[int, ...] = ()  # indexes of the enclosing definitions, outermost first
+    # Bytes: where it starts (its preamble's line, else the definition itself) and ends,
+    # and where its name is. The chunker places a definition in a chunk by them, so a
+    # one-line file's chunk carries its own definitions, not the line's (issue 46).
+    first_byte: int = 0
+    end_byte: int = 0
+    name_byte: int = 0
 
 
 @dataclass
@@ -274,15 +291,45 @@ def outline(text: str, path: str) -> Outline | None:
         return None
     parser, query = loaded
     data = text.encode("utf-8", "surrogatepass")
+    if grammar.module == "tree_sitter_yaml" and _yaml_depth(data) > MAX_YAML_DEPTH:
+        return None  # its scanner crashes the process on a deep indent stack (~300 levels)
+    budget = OUTLINE_CPU_S + OUTLINE_CPU_S_PER_MB * len(data) / 1e6
+    deadline = time.thread_time() + budget
     with _lock:  # a Parser is not safe to share between threads
         tree = parser.parse(data)
-    return _Reader(grammar, data, suffix).read(tree, query)
+    try:
+        return _Reader(grammar, data, suffix, deadline).read(tree, query)
+    except _OverBudget:
+        return None
+
+
+class _OverBudget(Exception):
+    """An outline that took longer than its budget (see :data:`OUTLINE_CPU_S`)."""
+
+
+# tree-sitter-yaml 0.7's scanner overruns its indent stack ~300 levels deep and takes the
+# process down (SIGSEGV: an ingest, a mount's watcher). No real YAML nests this deep.
+MAX_YAML_DEPTH = 64
+_YAML_INDICATOR = re.compile(rb"[-?:](?=[ \t])")
+
+
+def _yaml_depth(data: bytes) -> int:
+    """An upper bound on the YAML scanner's indent levels: one per distinct indentation, and
+    the block indicators (``- ``, ``? ``, ``: ``) of the line that has the most."""
+    widths: set[int] = set()
+    most = 0
+    for line in data.split(b"\n"):
+        widths.add(len(line) - len(line.lstrip(b" \t")))
+        if len(line) > 2 * most:  # no line shorter can hold more indicators
+            most = max(most, len(_YAML_INDICATOR.findall(line)))
+    return len(widths) + most
 
 
 class _Reader:
     """Turns one parse tree into an :class:`Outline`."""
 
-    def __init__(self, grammar: Grammar, data: bytes, suffix: str) -> None:
+    def __init__(self, grammar: Grammar, data: bytes, suffix: str, deadline: float) -> None:
+        self.deadline = deadline
         self.grammar = grammar
         self.data = data
         self.suffix = suffix
@@ -293,12 +340,18 @@ class _Reader:
             starts.append(at + 1)
             at = find(b"\n", at + 1)
         self.line_starts = starts
+        # Where each line's text starts (past its indentation): whether a node begins its
+        # line is then one comparison, not a slice of the line (a one-line file: quadratic).
+        self.text_starts = [
+            start + len(line) - len(line.lstrip())
+            for start, line in zip(starts, data.split(b"\n"), strict=True)
+        ]
 
     def text(self, node: Any) -> str:
         return self.data[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
     def begins_line(self, byte: int, row: int) -> bool:
-        return not self.data[self.line_starts[row] : byte].strip()
+        return byte <= self.text_starts[row]
 
     @staticmethod
     def last_row(node: Any) -> int:
@@ -309,7 +362,10 @@ class _Reader:
         import tree_sitter
 
         found: list[tuple[int, int, Any, Any, str, Any]] = []
-        for _pattern, captures in tree_sitter.QueryCursor(query).matches(tree.root_node):
+        cursor = tree_sitter.QueryCursor(query)
+        cursor.set_max_start_depth(MAX_TREE_DEPTH)
+        for count, (_pattern, captures) in enumerate(cursor.matches(tree.root_node)):
+            self._on_time(count)
             kind = next((k for k in captures if k.startswith("def.")), None)
             if kind is None or "name" not in captures:
                 continue
@@ -323,7 +379,8 @@ class _Reader:
         result = Outline(self.grammar.module.removeprefix("tree_sitter_"))
         stack: list[tuple[int, int]] = []  # (end byte, definition index)
         seen: set[int] = set()
-        for start_byte, neg_end, node, name, kind, receiver in found:
+        for count, (start_byte, neg_end, node, name, kind, receiver) in enumerate(found):
+            self._on_time(count)
             if node.id in seen:
                 continue
             seen.add(node.id)
@@ -339,6 +396,8 @@ class _Reader:
             start_row = self._preamble(outer)
             label, names = self._label(node, name, kind, receiver, parents, result)
             cut = self.begins_line(outer.start_byte, outer.start_point.row)
+            row = outer.start_point.row
+            first = self.line_starts[start_row] if start_row < row else outer.start_byte
             result.definitions.append(
                 Definition(
                     start_row,
@@ -349,18 +408,24 @@ class _Reader:
                     cut,
                     len(parents),
                     parents,
+                    first,
+                    outer.end_byte,
+                    name.start_byte,
                 )
             )
             stack.append((end_byte, len(result.definitions) - 1))
-            self._statements(node, result.statements)
+            self._statements(node.child_by_field_name("body"), result.statements)
         self._statements(tree.root_node, result.statements)
         return result
+
+    def _on_time(self, count: int) -> None:
+        if count % 256 == 255 and time.thread_time() > self.deadline:
+            raise _OverBudget
 
     def _outer(self, node: Any) -> Any:
         """The node with its wrappers: a decorated definition, ``export``, ``template<>``."""
         wrappers = self.grammar.wrappers
-        while node.parent is not None and node.parent.type in wrappers:
-            parent = node.parent
+        while wrappers and (parent := node.parent) is not None and parent.type in wrappers:
             if parent.type == "type_declaration" and parent.named_child_count > 1:
                 break  # a grouped `type (...)`: each spec is its own definition
             if parent.type in ("lexical_declaration", "variable_declaration") and (
@@ -438,10 +503,9 @@ class _Reader:
                 names.append(dotted)
         return _one_line(label), tuple(dict.fromkeys(names))
 
-    def _statements(self, node: Any, out: set[int]) -> None:
-        """The lines where a statement of ``node``'s body (or, for the root, of the file)
+    def _statements(self, body: Any, out: set[int]) -> None:
+        """The lines where a statement of ``body`` (a definition's, or the file's root)
         starts: the places to cut a definition too long for one chunk."""
-        body = node if node.parent is None else node.child_by_field_name("body")
         if body is None:
             return
         children = body.named_children
