@@ -160,6 +160,7 @@ class IngestReport:
             "kept": self.kept,
             "ignored": self.ignored,
             "chunks_written": self.chunks_written,
+            "committed": self.committed,
             "chunks_embedded": self.chunks_embedded,
             "vectors_reused": self.vectors_reused,
             "dense_pending": self.dense_pending,
@@ -799,8 +800,15 @@ class _Writer:
             sv = self.bm25.embed_document(keyword_text(rec, text))
             points.append(ChunkPoint(rec, known.get(rec.vhash), list(sv.indices), list(sv.values)))
             p.written += 1
-        self.store.upsert_chunks(points)
         reused = sum(1 for pt in points if pt.dense is not None)
+        if reused < len(points) and self.meta is not None and not self.meta.dense_pending:
+            # Said before the first chunk without a vector is in, not at the end of the pass:
+            # status, the results' meaning line, @semantic and MCP count what is embedded.
+            self.meta = replace(self.meta, dense_pending=True)
+            self.store.write_meta(
+                replace(self.meta, generation=self.gen, dirty=True, documents=None, chunks=None)
+            )
+        self.store.upsert_chunks(points)
         self.report.chunks_written += len(points)
         self.report.vectors_reused += reused
         self.without_dense += len(points) - reused

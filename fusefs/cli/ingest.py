@@ -137,7 +137,7 @@ def ingest_cmd(
         return
 
     from semfs.ingest.embedding.embedder import load_embedder
-    from semfs.ingest.pipeline import Interrupted, resolve_model
+    from semfs.ingest.pipeline import IngestReport, Interrupted, resolve_model
     from semfs.ingest.skipmemo import memo_file
 
     # SIGTERM stops a run as Ctrl-C does, with the same message (it was silent).
@@ -172,7 +172,12 @@ def ingest_cmd(
             if progress is not None:
                 progress.close()
                 progress = None
-            click.echo(_interrupted(exc if isinstance(exc, Interrupted) else None), err=True)
+            stopped = exc if isinstance(exc, Interrupted) else None
+            click.echo(_interrupted(stopped), err=True)
+            if as_json:  # a script reads what was kept, as from a run that ended
+                kept = stopped.report.to_json() if stopped else IngestReport().to_json()
+                interrupted = stopped.phase if stopped else "before writing"
+                click.echo(json.dumps({**kept, "interrupted": interrupted}, indent=2))
             sys.exit(128 + stopped_by[0])
         finally:
             if progress is not None:

@@ -35,6 +35,7 @@ from typing import Any
 import qdrant_edge as qe
 
 from semfs.ingest.errors import (
+    OwnerGoneError,
     StoreDamagedError,
     StoreLockedError,
     StoreNotFoundError,
@@ -355,6 +356,7 @@ class EdgeStore(core.QdrantStore):
         self._early: Manifest | None = None
         self._load_lock = threading.Lock()
         self._load_pending = False  # opened from the manifest: the shard loads on first need
+        self._closed = False
         self._load_error: BaseException | None = None
         self.warmer = ReadPathWarmer(self.shard_dir)
         if (self.shard_dir / "edge_config.json").exists():
@@ -396,6 +398,10 @@ class EdgeStore(core.QdrantStore):
                     self._early = None  # from now on the shard itself answers
         if self._load_error is not None:
             raise self._load_error
+        if self._closed:
+            # A call under way as the owner ends (its socket's calls get a few seconds): an
+            # answer from no shard would be an empty success (`semfs search` printed `[]`).
+            raise OwnerGoneError(f"store {self.dir} was closed: the process that owned it ended")
         return self._shard
 
     def _open_engine(self) -> EdgeEngine | None:
@@ -571,6 +577,7 @@ class EdgeStore(core.QdrantStore):
         with self._load_lock:  # never under a load in flight; a pending one is not needed
             self._load_pending = False
         with self._lock:
+            self._closed = True
             if self._shard is None:
                 if self.ownership.held:  # served before its shard was made (a first ingest)
                     self.ownership.forget_owner()
