@@ -258,6 +258,10 @@ class Searcher:
             self._embedder = self._load_embedder()
         self._bm25 = bm25_model()
         self._meaning: dict[str | None, tuple[float, int, int]] = {}
+        # Hybrid scores the keyword candidates that have no dense vector yet as if meaning
+        # agreed with their keywords (see _keywords_where_unembedded); False: fused alone, as
+        # before issue 45 (a benchmark compares both: scripts/bench_share.py).
+        self.partial_fusion = True
         # The excerpt budget in all, by default and with ``more``: attributes so that a
         # measurement (scripts/answers.py --curve) can vary them.
         self.excerpt_chars, self.excerpt_total = EXCERPT_CHARS, EXCERPT_TOTAL
@@ -344,16 +348,44 @@ class Searcher:
         # A keyword query needs no model: it must not wait for one to load.
         dense = self.embedder.encode([text])[0] if mode != "keyword" else []
         sv = self._bm25.embed_query(text)
-        chunks = self.store.query(
-            dense,
-            SparseQuery(list(sv.indices), list(sv.values)),
-            mode,
-            limit=max(k * CHUNKS_PER_DOC, 50),
-            under=request.under,
-        )
+        sparse = SparseQuery(list(sv.indices), list(sv.values))
+        limit = max(k * CHUNKS_PER_DOC, 50)
+        chunks = self.store.query(dense, sparse, mode, limit=limit, under=request.under)
+        if mode == "hybrid" and self.partial_fusion and sparse.indices:
+            chunks = self._keywords_where_unembedded(chunks, dense, sparse, limit, request.under)
         # Changelogs, tests, type declarations, and prose beside code: see .ranking.
         chunks = lowered(chunks, text, self.penalties)
         return self._documents(text, chunks, k, mode, min_score, committed, more, sv.indices)
+
+    def _keywords_where_unembedded(
+        self,
+        fused: list[ScoredChunk],
+        dense: list[float],
+        sparse: SparseQuery,
+        limit: int,
+        under: str | None,
+    ) -> list[ScoredChunk]:
+        """Hybrid ``fused`` chunks of a partly embedded store, with each keyword candidate that
+        has no dense vector yet scored as if meaning agreed with its keywords (twice its
+        normalised BM25 score, the keyword ranking's order): fused alone, such a chunk got
+        only its keyword half, so the few embedded documents outranked better keyword matches
+        everywhere else (issue 45). A store whose every chunk has its vector is not asked
+        again, and the ranking is today's; the more chunks have vectors, the nearer to it."""
+        meta = self.store.read_meta()
+        if meta is None or not meta.dense_pending:
+            return fused
+        keyword = self.store.query(dense, sparse, "keyword", limit=limit, under=under)
+        unembedded = {
+            (sc.record.path, sc.record.gen, sc.record.index): replace(sc, score=2 * sc.score)
+            for sc in keyword
+            if sc.similarity is None
+        }
+        if not unembedded:
+            return fused
+        kept = [
+            sc for sc in fused if (sc.record.path, sc.record.gen, sc.record.index) not in unembedded
+        ]
+        return sorted([*kept, *unembedded.values()], key=lambda sc: -sc.score)[:limit]
 
     def similar(
         self,

@@ -1,0 +1,78 @@
+"""Hybrid search on a partly embedded store is never worse than keywords (issue 45.1): a chunk
+without a dense vector yet is scored as if meaning agreed with its keywords, so the few
+embedded documents no longer outrank a better keyword match; at 100 % the ranking is the fused
+one. Real Edge stores; the hash stand-in embeds (its vectors are planted where the test needs
+a strong match in meaning)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from semfs.ingest.densepass import embed_missing
+from semfs.ingest.embedding.embedder import HashEmbedder
+from semfs.ingest.pipeline import ingest
+from semfs.ingest.request import SearchRequest
+from semfs.ingest.search import Searcher
+from semfs.ingest.store.address import CollectionAddress
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.schema import DenseVector
+
+QUERY = "rotate the signing key of a webhook"
+PLANTED = "webhooks/rotate-signing-key.md"
+
+
+def _corpus(src: Path) -> None:
+    (src / "webhooks").mkdir(parents=True)
+    (src / PLANTED).write_text(
+        "# Rotate the signing key of a webhook\n\n"
+        "To rotate the signing key of a webhook, open the webhook, choose rotate signing key, "
+        "and update the key your receiver checks.\n"
+    )
+    (src / "guides").mkdir()
+    for i in range(12):  # embedded first: one word of the query each, and a planted meaning
+        (src / "guides" / f"g{i:02d}.md").write_text(
+            f"# Guide {i}\n\nHow to rotate the key {i} of themes, colors and fonts.\n"
+        )
+    for i in range(40):  # neither: only there so BM25 and DBSF have candidates to weigh
+        (src / f"n{i:02d}.md").write_text(f"# Note {i}\n\nlayout of page {i} with a sidebar.\n")
+
+
+def test_a_keyword_only_best_match_ranks_first_in_a_partly_embedded_store(
+    tmp_path: Path,
+) -> None:
+    """Before: the guides' planted vectors (cosine 1 to the query) gave each its dense half on
+    top of a weak keyword score, and the page holding every word of the query, not embedded
+    yet, fell below them."""
+    src = tmp_path / "src"
+    _corpus(src)
+    embedder = HashEmbedder()
+    query_vector = embedder.encode([QUERY])[0]
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
+        ingest(src, store, model="hash", embedder=embedder, dense=False)
+        chunks, _ = store.chunks_without_dense(1000)
+        guides = [c for c in chunks if c.path.startswith("guides/")]
+        # Near the query in meaning, some more than others (DBSF measures the spread).
+        vectors = [
+            [
+                q + (i % 4) * n
+                for q, n in zip(query_vector, embedder.encode([c.text])[0], strict=True)
+            ]
+            for i, c in enumerate(guides)
+        ]
+        store.set_dense(
+            [DenseVector(c.path, c.gen, c.index, v) for c, v in zip(guides, vectors, strict=True)]
+        )
+        searcher = Searcher(store, embedder=embedder)
+        request = SearchRequest(QUERY, k=3, mode="hybrid")
+        keyword = searcher.search(SearchRequest(QUERY, k=3, mode="keyword"))
+        assert keyword[0].path == PLANTED
+        assert searcher.search(request)[0].path == PLANTED
+        searcher.partial_fusion = False  # fused alone, as before: the embedded guides win
+        assert searcher.search(request)[0].path.startswith("guides/")
+        # Fully embedded, the ranking is the fused one, whichever scheme.
+        embed_missing(store, embedder)
+        meta = store.read_meta()
+        assert meta is not None and not meta.dense_pending
+        fused = [h.path for h in searcher.search(request)]
+        searcher.partial_fusion = True
+        assert [h.path for h in searcher.search(request)] == fused
