@@ -19,6 +19,7 @@ from semfs.ingest.sources import Document
 from semfs.ingest.store import Store
 from semfs.ingest.store.bm25 import code_keyword_text
 from semfs.ingest.store.schema import ChunkRecord, DocumentRecord, vector_hash
+from semfs.ingest.syntax import is_program
 
 
 def document_record(
@@ -60,9 +61,9 @@ def previous_chunks(store: Store, old: DocumentRecord | None) -> list[str]:
 
 
 def keyword_text(rec: ChunkRecord, text: str) -> str:
-    """What BM25 indexes of a chunk whose model text is ``text``: source code (a chunk cut by
-    its syntax) with its identifiers' parts as well (:func:`code_keyword_text`)."""
-    return code_keyword_text(text) if rec.syntax else text
+    """What BM25 indexes of a chunk whose model text is ``text``: a program's source (not a
+    configuration file's) with its identifiers' parts as well (:func:`code_keyword_text`)."""
+    return code_keyword_text(text) if is_program(rec.syntax) else text
 
 
 def chunk_document(

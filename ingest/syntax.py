@@ -255,6 +255,18 @@ def language_of(path: str, first_line: str = "") -> str | None:
     return None
 
 
+# Configuration formats' languages (``"json"``): read by a grammar, yet data, not a program.
+CONFIG_LANGUAGES = frozenset(
+    g.module.removeprefix("tree_sitter_") for g in LANGUAGES.values() if g.config
+)
+
+
+def is_program(language: str) -> bool:
+    """Whether a chunk of ``language`` (a :class:`ChunkRecord`'s ``syntax``) is a program's
+    source, not a configuration file's or prose (``""``): what code search's rules apply to."""
+    return bool(language) and language not in CONFIG_LANGUAGES
+
+
 _lock = threading.Lock()
 # One (parser, query) per grammar, made on first use: at most len(set(LANGUAGES.values())).
 _loaded: dict[Grammar, tuple[Any, Any] | None] = {}

@@ -28,7 +28,8 @@ Rules a caller may rely on:
   label is the definition it sits in (``class Uploader > def retry_upload``), an excerpt
   never spans two definitions, and carries the innermost one (``definition``: its line,
   label and signature) for the results file to name. Its ``#`` lines are comments, and
-  lines of brackets alone are never picked. A code line's terms include its joined
+  lines of brackets alone are never picked. A program's line (not a configuration file's:
+  :func:`semfs.ingest.syntax.is_program`) has these rules too: its terms include its joined
   identifiers' parts (``maxDelay`` holds ``delay``, as the index has it), and a definition's
   own signature line counts :data:`SIGNATURE_WEIGHT` of its score: the signature is the
   excerpt's label already, the answer is the condition, constant or call inside
@@ -48,6 +49,7 @@ from dataclasses import dataclass, replace
 from semfs.ingest.labels import dedupe_path, heading_label
 from semfs.ingest.store.bm25 import Bm25, bm25_model, code_keyword_text
 from semfs.ingest.store.schema import ChunkRecord, OutlineEntry
+from semfs.ingest.syntax import is_program
 
 # A heading match counts this much of a line match: it says the section is about the query.
 HEADING_WEIGHT = 0.5
@@ -473,6 +475,7 @@ def _code_lines(chunks: Sequence[ChunkRecord]) -> list[_Line]:
     entries = sorted(
         {e for c in chunks for e in c.outline}, key=lambda e: (e.start_line, -e.end_line)
     )
+    program = all(is_program(c.syntax) for c in chunks)  # not a configuration file
     pieces: dict[int, list[tuple[int, str]]] = {}
     ranks: dict[int, int] = {}
     for rank, chunk in enumerate(chunks):
@@ -498,7 +501,8 @@ def _code_lines(chunks: Sequence[ChunkRecord]) -> list[_Line]:
                 where = e
         heading = where.label if where is not None else ""
         shown = text if joined.endswith("\n") else text + "…"
-        out.append(_Line(number, shown, heading, ranks[number], where, code_keyword_text(text)))
+        keywords = code_keyword_text(text) if program else ""
+        out.append(_Line(number, shown, heading, ranks[number], where, keywords))
     return out
 
 

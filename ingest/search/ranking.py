@@ -22,7 +22,8 @@ Rules a caller may rely on:
   such files repeat an implementation's words (its names, its options) without doing the
   thing, and on a code question the implementation is the answer. A prior by the file's
   kind, the same for every project; where nothing else matches, they still rank.
-* Where a code chunk (one cut by its syntax) is among a query's candidates, a chunk of a
+* Where a program's chunk (cut by its syntax; not a configuration file's) is among a query's
+  candidates, a chunk of a
   document written in prose (Markdown, reStructuredText, plain text) has its score lowered by
   :data:`PROSE_BESIDE_CODE`: in a source tree the code that does the thing answers, the
   how-to that mentions it second. A collection without code (every chunk prose) is untouched.
@@ -36,6 +37,7 @@ import re
 from dataclasses import replace
 
 from semfs.ingest.store.schema import ChunkRecord, ScoredChunk
+from semfs.ingest.syntax import is_program
 
 # Subtracted from a dated entry's fused (DBSF) score, which runs ~0-2.5 with the right page
 # near 2: enough to let the task page pass a changelog chunk that matched as well, not so
@@ -106,7 +108,7 @@ def lowered(
     module's constants (a measurement varies them)."""
     dated, secondary, prose = penalties or (DATED_PENALTY, SECONDARY_PENALTY, PROSE_BESIDE_CODE)
     changes, tests = asks_about_changes(query), asks_about_secondary(query)
-    code = any(sc.record.syntax for sc in chunks)
+    code = any(is_program(sc.record.syntax) for sc in chunks)
     out = []
     for sc in chunks:
         rec = sc.record

@@ -142,6 +142,12 @@ def test_identifier_parts_keep_the_whole_and_split_the_joined() -> None:
     assert code_keyword_text("plain words only") == "plain words only"
 
 
+def test_a_configuration_files_keys_are_not_split(tmp_path: Path) -> None:
+    """Code search's rules are for programs: a docs site's docs.json keeps its keywords."""
+    hits = _search(tmp_path, {"docs.json": '{\n  "theme": "darkMode"\n}\n'}, "dark mode")
+    assert hits == []
+
+
 def test_a_question_word_finds_a_joined_identifier(tmp_path: Path) -> None:
     hits = _search(
         tmp_path, {"lib/loader.js": LOADER, "README.md": NOTES}, "where is the config parsed"

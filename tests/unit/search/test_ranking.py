@@ -137,9 +137,10 @@ def test_prose_is_lowered_beside_code_only() -> None:
         "docs/howto.rst": 1.0 - PROSE_BESIDE_CODE,
         "lib/test/test_a.py": 1.0 - SECONDARY_PENALTY,
     }
-    # A collection of prose (no code among the candidates): nothing is lowered.
-    alone = lowered([doc, _scored("guide.md", 0.5)], "how is it done")
-    assert [sc.score for sc in alone] == [1.0, 0.5]
+    # A collection of prose (no code among the candidates): nothing is lowered, nor beside
+    # a configuration file (a docs site's docs.json is read by a grammar, yet no program).
+    alone = lowered([doc, _scored("guide.md", 0.5), _scored("docs.json", 0.4, "json")], "how")
+    assert [sc.score for sc in alone] == [1.0, 0.5, 0.4]
     # Asked about tests, the test keeps its score.
     asked = lowered([code, test], "which test covers it")
     assert [sc.score for sc in asked] == [1.0, 1.0]
