@@ -91,8 +91,11 @@ fi
 if [ ${#missing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null; then
     echo "setup: installing ${missing[*]} with apt-get" >&2
-    sudo_ apt-get update -qq
-    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    # Another apt (unattended-upgrades, often, on a fresh machine) may hold the dpkg lock:
+    # wait for it, up to 10 minutes, rather than fail at once; apt says it is waiting.
+    wait_lock=(-o DPkg::Lock::Timeout=600)
+    sudo_ apt-get "${wait_lock[@]}" update -qq
+    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get "${wait_lock[@]}" install -y -qq "${missing[@]}" >/dev/null
   else
     echo "setup: please install ${missing[*]} (FUSE, python venv, test tools) with your package manager" >&2
   fi
@@ -100,7 +103,23 @@ fi
 fi  # Darwin / Linux
 
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
+# pip install, with a line on stderr per package it collects and for what it installed: a
+# quiet pip said nothing for ten minutes on a busy machine. Its whole output is shown only
+# when it fails.
+pip_progress() {
+  local log rc
+  log=$(mktemp)
+  set +e
+  "$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off "$@" 2>&1 \
+    | tee "$log" \
+    | grep --line-buffered -E '^(Obtaining|Collecting|Processing|  Installing build dep|Building wheel|Installing collected)' \
+    | sed -u -e 's/ (from .*//' -e 's/^ *\(.\{120\}\).*/\1 .../' -e 's/^ */setup: pip: /' >&2
+  rc=${PIPESTATUS[0]}
+  set -e
+  [ "$rc" -eq 0 ] || grep -v '^WARNING: Location' "$log" >&2
+  rm -f "$log"
+  return "$rc"
+}
 if [[ ",$extra," == *,torch,* ]]; then
   # sentence-transformers needs torch, and PyPI's Linux x86_64 torch is a CUDA build (~3 GB with
   # its nvidia-* packages): install torch first, from PyTorch's CPU-only index unless the
@@ -111,7 +130,7 @@ if [[ ",$extra," == *,torch,* ]]; then
   if ! "$venv/bin/python" -c 'import importlib.util as u; exit(u.find_spec("torch") is None)'; then
     if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
       echo "setup: an NVIDIA GPU is here: installing $torch_spec from the default index" >&2
-      "${pip[@]}" "$torch_spec"
+      pip_progress "$torch_spec"
     elif "$venv/bin/python" - "$cpu_index" <<'PY'
 import os, ssl, sys, urllib.request
 context = ssl.create_default_context(cafile=os.environ.get("PIP_CERT") or None)
@@ -123,10 +142,10 @@ except Exception as exc:
 PY
     then
       echo "setup: installing $torch_spec from PyTorch's CPU-only index $cpu_index" >&2
-      "${pip[@]}" --index-url "$cpu_index" "$torch_spec"
+      pip_progress --index-url "$cpu_index" "$torch_spec"
     else
       echo "setup: installing $torch_spec from the default index instead" >&2
-      "${pip[@]}" "$torch_spec"
+      pip_progress "$torch_spec"
     fi
   fi
   # What is installed, read off the files (importing torch takes seconds): "(CPU)" only if it is.
@@ -144,11 +163,7 @@ print(f"setup: torch {torch.version} is {build}: {mb:,.0f} MB installed"
 PY
 fi
 echo "setup: installing semfs${extra:+[$extra]} into $venv" >&2
-log=$(mktemp)
-if ! "${pip[@]}" -e ".${extra:+[$extra]}" >"$log" 2>&1; then
-  grep -v '^WARNING: Location' "$log" >&2; rm -f "$log"; exit 1
-fi
-rm -f "$log"
+pip_progress -e ".${extra:+[$extra]}" || exit 1
 "$venv/bin/semfs" --version >/dev/null
 # An editable install leaves out the package's data files: link semfs(1) where `man` looks for
 # the pages of the commands on PATH (bin/../share/man), as a wheel's install puts it.

@@ -46,6 +46,8 @@ ESSENTIAL = {
     "xargs",
 }
 SETUP_ALWAYS = {"fusermount", "fusermount3"}
+SETUP = REPO / "scripts" / "setup.sh"
+INSTALL_DOC = REPO / "docs" / "install.md"
 # run("cmd", ...), run(["cmd", ...]), Popen(["cmd", ...]), same_output("cmd", ...), and the
 # commands of an `sh -c "..."` line.
 _CALL = re.compile(r'\b(?:run|Popen|same_output)\(\s*\[?\s*"([A-Za-z0-9_.-]+)"')
@@ -152,3 +154,34 @@ def test_man_finds_the_page_beside_the_venvs_commands() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert Path(proc.stdout.strip()).resolve() == (REPO / "man" / "semfs.1").resolve()
+
+
+def test_the_install_guides_manpath_line_finds_the_page_without_the_venv_on_path() -> None:
+    """pipx before 1.3 (Debian 12's 1.1.0) links the command but no man page: the install
+    guide's MANPATH line, with this venv in place of pipx's, finds it (the trailing colon keeps the
+    system's pages)."""
+    line = re.search(
+        r'MANPATH="\$HOME/\.local/pipx/venvs/semfs(/share/man:)"', INSTALL_DOC.read_text()
+    )
+    assert line is not None, "docs/install.md names no MANPATH line for an older pipx"
+    env = {**os.environ, "MANPATH": f"{sys.prefix}{line.group(1)}", "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(
+        ["man", "-w", "semfs"], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert Path(proc.stdout.strip()).resolve() == (REPO / "man" / "semfs.1").resolve()
+    assert subprocess.run(["man", "-w", "ls"], env=env, capture_output=True).returncode == 0
+
+
+def test_apt_waits_for_another_apts_lock() -> None:
+    """unattended-upgrades holds the dpkg lock on a fresh machine: every apt-get of setup.sh
+    waits for it (up to 10 minutes) instead of failing at once."""
+    calls = [
+        line
+        for line in SETUP.read_text().splitlines()
+        if "apt-get " in line and not line.lstrip().startswith(("#", "echo"))
+    ]
+    calls = [line for line in calls if "command -v apt-get" not in line]
+    assert len(calls) == 2, calls
+    assert all('"${wait_lock[@]}"' in line for line in calls), calls
+    assert "wait_lock=(-o DPkg::Lock::Timeout=600)" in SETUP.read_text()
