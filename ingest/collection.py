@@ -55,6 +55,7 @@ from semfs.ingest.store.backends import missing_collection, open_catalog, open_s
 if TYPE_CHECKING:
     from semfs.ingest.pipeline import IngestReport
     from semfs.ingest.search import Hit, Searcher
+    from semfs.ingest.sources import IngestRequest
     from semfs.ingest.store.schema import DocumentRecord
     from semfs.ingest.watch import SourceWatcher
 
@@ -177,16 +178,30 @@ class Collection:
         self._searcher = None  # a first pass chooses the model the searcher loads
         return watcher
 
-    def ingest(self, source: str | os.PathLike[str], **options: Any) -> IngestReport:
+    def ingest(
+        self,
+        source: str | os.PathLike[str],
+        request: IngestRequest | None = None,
+        **options: Any,
+    ) -> IngestReport:
         """Make the collection mirror the folder ``source``: what `semfs ingest SOURCE` does,
-        with :func:`semfs.ingest.pipeline.ingest`'s keyword options (``model``, ``include``,
-        ``exclude``, ``dry_run``, ...). Returns what changed."""
+        as ``request`` says (an :class:`~semfs.ingest.sources.IngestRequest`), or its fields
+        by name (``model``, ``include``, ``exclude``, ``dry_run``, ...). Returns what
+        changed."""
+        from dataclasses import replace
+
         from semfs.ingest.pipeline import ingest
         from semfs.ingest.skipmemo import memo_file
+        from semfs.ingest.sources import IngestRequest
 
-        options.setdefault("skip_memo", memo_file(self.address))
+        if request is None:
+            request = IngestRequest.of(**options)
+        elif options:
+            raise TypeError("give the options in the IngestRequest, or by name, not both")
+        if request.skip_memo is None:
+            request = replace(request, skip_memo=memo_file(self.address))
         try:
-            report = ingest(Path(source), self.store, **options)
+            report = ingest(Path(source), self.store, request)
         except SemfsError as exc:
             _for_python(exc, self.address)
             raise

@@ -30,7 +30,7 @@ from semfs.ingest.origin import claim_source
 from semfs.ingest.pipeline import IngestReport, ingest, resolve_model
 from semfs.ingest.resident import ResidentStore
 from semfs.ingest.search import Searcher
-from semfs.ingest.sources import SourceOptions, check_source
+from semfs.ingest.sources import IngestRequest, SourceOptions, check_source
 from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.syncstate import SyncState, state_file
@@ -84,23 +84,12 @@ class Follower:
         owns the store; else its owner embeds them)."""
         o = self.options
         if self._replace:
-            ingest(
-                self.source,
-                self.store,
-                model=o.model,
-                embedder=self.embedder,
-                include=o.include,
-                exclude=o.exclude,
-                batch_size=o.batch_size,
-                max_bytes=o.max_bytes,
-                follow_symlinks=o.follow_symlinks,
-                jobs=o.jobs,
-                replace_source=True,
-            )
-        host = self._resident
+            request = IngestRequest(o, replace_source=True)
+            ingest(self.source, self.store, request, embedder=self.embedder)
+        resident = self._resident
 
         def batch_done(report: IngestReport, state: SyncState) -> None:
-            host.changed()  # its chunks want dense vectors
+            resident.changed()  # its chunks want dense vectors
             if on_batch is not None:
                 on_batch(report, state)
 

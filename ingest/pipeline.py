@@ -37,7 +37,6 @@ from typing import Any
 from semfs.ingest import formats, parallel
 from semfs.ingest.densepass import DenseReport, embed_missing, mark_embedded
 from semfs.ingest.embedding.embedder import (
-    DEFAULT_BATCH_SIZE,
     DEFAULT_MODEL,
     Embedder,
     canonical_model_name,
@@ -49,9 +48,9 @@ from semfs.ingest.origin import Claim, claim_source
 from semfs.ingest.records import chunk_document, document_record, keyword_text, previous_chunks
 from semfs.ingest.skipmemo import SkipMemo
 from semfs.ingest.sources import (
-    DEFAULT_MAX_BYTES,
     NOT_A_DOCUMENT,
     Document,
+    IngestRequest,
     Skipped,
     SourceFile,
     check_source,
@@ -236,30 +235,20 @@ def ensure_collection(store: Store, model: str, embedder: Embedder | None = None
 def ingest(
     source: Path,
     store: Store,
+    request: IngestRequest | None = None,
     *,
-    model: str | None = None,
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    follow_symlinks: bool = False,
     embedder: Embedder | None = None,
     on_phase: OnPhase | None = None,
     on_progress: Progress | None = None,
-    paths: Collection[str] | None = None,
-    keep_failed: bool = False,
-    verify: bool = False,
-    replace_source: bool = False,
     held: Callable[[str], bool] | None = None,
-    skip_memo: Path | None = None,
-    retry_skipped: bool = False,
-    dry_run: bool = False,
-    dense: bool = True,
     on_wait: Callable[[str], None] | None = None,
-    lock_timeout: float | None = None,
-    jobs: int | None = None,
+    **fields: Any,
 ) -> IngestReport:
-    """Make ``store`` mirror ``source``; return what changed. Bad files are skipped, not fatal.
+    """Make ``store`` mirror ``source`` as ``request`` says (:class:`~semfs.ingest.sources.
+    IngestRequest`, or its fields by name: ``ingest(src, store, model="hash")``); return what
+    changed. Bad files are skipped, not fatal. The keyword arguments are the run's
+    collaborators, not its options: the documents' ``embedder`` (default: the store's model,
+    loaded when needed), the progress callbacks, ``held`` and ``on_wait`` (below).
 
     ``on_phase(name, total)`` and ``on_progress(n)`` drive a progress display: "reading"
     counts files, "embedding" chunks. The model loads only when something must be chunked or
@@ -306,6 +295,22 @@ def ingest(
 
     Ctrl-C raises :class:`Interrupted` with the report of what is in.
     """
+    if request is None:
+        request = IngestRequest.of(**fields)
+    elif fields:
+        raise TypeError("give the options in the IngestRequest, or by name, not both")
+    o = request.options
+    model, include, exclude, batch_size = o.model, o.include, o.exclude, o.batch_size
+    max_bytes, follow_symlinks, jobs = o.max_bytes, o.follow_symlinks, o.jobs
+    paths: Collection[str] | None = request.paths
+    keep_failed, verify, dry_run, dense = (
+        request.keep_failed,
+        request.verify,
+        request.dry_run,
+        request.dense,
+    )
+    replace_source, skip_memo = request.replace_source, request.skip_memo
+    retry_skipped, lock_timeout = request.retry_skipped, request.lock_timeout
     started = time.perf_counter()
     report = IngestReport()
     model_name = resolve_model(store, model)

@@ -10,6 +10,7 @@ import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from semfs.ingest import formats, portable, unsearched
 from semfs.ingest.embedding.embedder import DEFAULT_BATCH_SIZE
@@ -34,6 +35,40 @@ class SourceOptions:
     max_bytes: int = DEFAULT_MAX_BYTES
     follow_symlinks: bool = False
     jobs: int | None = None  # files read at once (None: one per core)
+
+
+@dataclass(frozen=True)
+class IngestRequest:
+    """One ingest run (:func:`semfs.ingest.pipeline.ingest`): how the source is read
+    (``options``) and what the run does. The command line, the watcher, the follower, the MCP
+    write tool and the Python API each build one; :meth:`of` takes the fields by name."""
+
+    options: SourceOptions = SourceOptions()
+    # Only these files and folders (relative, '/'-separated): a watcher's batch. None: all.
+    paths: frozenset[str] | None = None
+    keep_failed: bool = False  # a document that fails to read now keeps its stored version
+    verify: bool = False  # check unchanged documents against the store, re-ingest damage
+    replace_source: bool = False  # mirror this folder instead of the collection's own
+    skip_memo: Path | None = None  # where files skipped for their bytes are remembered
+    retry_skipped: bool = False  # read them again anyway
+    dry_run: bool = False  # read and compare only: the report of what a run would do
+    dense: bool = True  # embed in this run (False: the store's owner or the next run does)
+    lock_timeout: float | None = None  # how long to wait for another writer (None: no bound)
+
+    @classmethod
+    def of(cls, **fields: Any) -> IngestRequest:
+        """A request from its fields and :class:`SourceOptions`' by name (``model="hash"``,
+        ``include=["*.md"]``, ``dry_run=True``); an unknown name is a TypeError."""
+        source = {k: fields.pop(k) for k in list(fields) if k in _SOURCE_FIELDS}
+        for name in ("include", "exclude"):
+            if name in source:
+                source[name] = tuple(source[name])
+        if fields.get("paths") is not None:
+            fields["paths"] = frozenset(fields["paths"])
+        return cls(SourceOptions(**source), **fields)
+
+
+_SOURCE_FIELDS = frozenset(SourceOptions.__dataclass_fields__)
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 from semfs.ingest import portable
 from semfs.ingest.embedding.embedder import Embedder
 from semfs.ingest.errors import SourceError
-from semfs.ingest.sources import VCS_DIRS, SourceOptions, _matches
+from semfs.ingest.sources import VCS_DIRS, IngestRequest, SourceOptions, _matches
 from semfs.ingest.store import Store
 from semfs.ingest.syncstate import LastBatch, SyncState
 
@@ -566,24 +566,21 @@ class SourceWatcher:
         from semfs.ingest.pipeline import ingest
 
         full = paths is None
+        request = IngestRequest(
+            self.options,
+            paths=None if paths is None else frozenset(paths),
+            keep_failed=True,
+            dense=False,  # the owner's dense pass embeds: the next batch never waits
+        )
         try:
             report = ingest(
                 self.source,
                 self.store,
-                model=self.options.model,
-                include=self.options.include,
-                exclude=self.options.exclude,
-                batch_size=self.options.batch_size,
-                max_bytes=self.options.max_bytes,
-                follow_symlinks=self.options.follow_symlinks,
-                jobs=self.options.jobs,
+                request,
                 embedder=self.embedder,
-                paths=None if full else paths,
-                keep_failed=True,
                 held=self._held.__contains__,
                 on_phase=self.on_phase,
                 on_progress=self.on_progress,
-                dense=False,  # the owner's dense pass embeds: the next batch never waits
             )
         except SourceError as exc:  # the folder went away between the check and the scan
             logger.debug("batch stopped: %s", exc)

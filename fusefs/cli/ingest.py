@@ -124,7 +124,7 @@ def ingest_cmd(
         semfs ingest ./big-folder --jobs 4
     """
     from semfs.ingest.pipeline import ingest
-    from semfs.ingest.sources import SourceOptions
+    from semfs.ingest.sources import IngestRequest, SourceOptions
 
     opts = SourceOptions(model, include, exclude, batch_size, max_bytes, follow_symlinks, jobs)
     if dry_run:
@@ -149,23 +149,20 @@ def ingest_cmd(
         # The model's load, then a bar (a line every 10 s when stderr is not a terminal).
         progress = None if as_json else _progress(embedder)
         try:
-            report = ingest(
-                source,
-                store,
-                model=model,
-                embedder=embedder,
-                include=include,
-                exclude=exclude,
-                batch_size=batch_size,
-                max_bytes=max_bytes,
-                follow_symlinks=follow_symlinks,
-                jobs=jobs,
-                on_phase=progress.phase if progress else None,
-                on_progress=progress.advance if progress else None,
+            request = IngestRequest(
+                opts,
                 verify=verify,
                 replace_source=replace,
                 skip_memo=memo_file(address),
                 retry_skipped=retry_skipped,
+            )
+            report = ingest(
+                source,
+                store,
+                request,
+                embedder=embedder,
+                on_phase=progress.phase if progress else None,
+                on_progress=progress.advance if progress else None,
                 on_wait=None if as_json else waiting,
             )
         except KeyboardInterrupt as exc:
@@ -320,20 +317,10 @@ def _dry_run(
 ) -> None:
     """``semfs ingest --dry-run``: the run's report, with nothing written."""
     from semfs.ingest.pipeline import ingest
+    from semfs.ingest.sources import IngestRequest
 
     with open_store(address) as store:
-        report = ingest(
-            source,
-            store,
-            model=opts.model,
-            include=opts.include,
-            exclude=opts.exclude,
-            max_bytes=opts.max_bytes,
-            follow_symlinks=opts.follow_symlinks,
-            replace_source=replace,
-            dry_run=True,
-            jobs=opts.jobs,
-        )
+        report = ingest(source, store, IngestRequest(opts, replace_source=replace, dry_run=True))
     if as_json:
         click.echo(json.dumps({**report.to_json(), "dry_run": True}, indent=2))
         return

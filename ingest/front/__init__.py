@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from semfs.ingest.pipeline import IngestReport
     from semfs.ingest.request import DEFAULT_MODE, SearchRequest
     from semfs.ingest.search import Hit
-    from semfs.ingest.sources import SourceOptions
+    from semfs.ingest.sources import IngestRequest, SourceOptions
     from semfs.ingest.store import DEFAULT_K, MODES
     from semfs.ingest.store.address import CollectionAddress
 
@@ -70,6 +70,7 @@ _HOMES = {
     "Hit": "semfs.ingest.search",
     "IngestReport": "semfs.ingest.pipeline",
     "SourceOptions": "semfs.ingest.sources",
+    "IngestRequest": "semfs.ingest.sources",
     **dict.fromkeys(
         (
             "SemfsError",
@@ -97,6 +98,7 @@ __all__ = [
     "DiskFullError",
     "Hit",
     "IngestReport",
+    "IngestRequest",
     "ModelMismatchError",
     "ModelUnavailableError",
     "SchemaVersionError",

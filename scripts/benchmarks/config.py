@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from semfs.ingest.pipeline import DEFAULT_BATCH_SIZE
+from semfs.ingest.embedding.embedder import DEFAULT_BATCH_SIZE
 
 from .harness import REPO, SAMPLE_CORPUS, SHARED_CORPUS
 
