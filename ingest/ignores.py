@@ -108,7 +108,15 @@ class IgnoreRules:
             return None
         lines = data[:MAX_RULES_BYTES].decode("utf-8", "replace").splitlines()
         try:
-            return self._spec(lines)
+            try:
+                return self._spec(lines)
+            except (ValueError, TypeError):
+                raise
+            except Exception:  # the fast backend's own limits (re2.Error)
+                # RE2 compiles a file's patterns as one set, and refuses a large one ("failed
+                # to compile Set" at ~2,000 `*.extN` lines): every ingest failed, and a watch
+                # retried it every 5 s. Python's re, one pattern at a time, has no such bound.
+                return self._spec(lines, backend="simple")
         except (ValueError, TypeError):  # a pattern pathspec cannot read: the file is noise
             return None
 

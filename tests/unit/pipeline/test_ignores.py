@@ -260,3 +260,26 @@ def test_rule_files_another_user_plants_above_the_source_do_nothing(
     subprocess.run(["chown", "-R", "root:root", str(shared)], check=True)
     names = taken(src)
     assert "secrets/key.md" in names if take_back else "a.md" not in names
+
+
+def test_a_large_ignore_file_is_read_not_an_error(tmp_path: Path) -> None:
+    """Issue 46 attack 4: an 82 KB `.ignore` of ~2,500 `*.extN` lines made pathspec's RE2
+    backend raise re2.Error ("failed to compile Set"): `semfs ingest` failed, and a watch
+    retried every 5 s. Its rules now hold, `!` included, through the command as a user runs it."""
+    from tests.helpers.mounting import semfs
+
+    root = tmp_path / "src"
+    plant(root)
+    (root / "data.ext7").write_text("left out\n")
+    (root / "keep.ext9").write_text("taken back\n")
+    lines = [f"*.ext{i}" for i in range(2500)] + ["!keep.ext9"]
+    (root / ".ignore").write_text("\n".join(lines) + "\n")
+    assert len((root / ".ignore").read_bytes()) > 20_000
+    names = taken(root)
+    assert "data.ext7" not in names and "keep.ext9" in names and "app.log" in names
+    store = tmp_path / "store"
+    run = semfs("ingest", str(root), "--store", str(store), "-m", "hash", check=False)
+    assert run.returncode == 0, run.stderr
+    with open_store(CollectionAddress(store=store)) as s:
+        stored = {d.path for d in s.list_documents()}
+    assert "keep.ext9" in stored and "data.ext7" not in stored
