@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import logging.handlers
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
-from semfs.ingest.logs import MOUNT_LOG
+from semfs.ingest.errors import MountError
+from semfs.ingest.logs import MOUNT_LOG, OneLineFormatter
 from semfs.ingest.store.address import CollectionAddress
 
 # A log file is cut at this size and kept with one older part (``.1``): a mount that runs for
@@ -21,7 +24,23 @@ class _OwnerOnlyLog(logging.handlers.RotatingFileHandler):
     umask, its rotated parts too: it quotes paths, queries and errors."""
 
     def _open(self) -> Any:
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        path = self.baseFilename
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # --log-file /tmp/semfs.log, a link another planted
+                raise MountError(
+                    f"log file {path} is a symlink: semfs does not log through one; "
+                    "give the file itself, or remove the link"
+                ) from exc
+            raise
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            os.close(fd)
+            raise MountError(
+                f"log file {path} is not a file of yours (user {st.st_uid}): semfs does not "
+                "log into it; give another --log-file, or remove it"
+            )
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
 
@@ -54,7 +73,7 @@ def configure_logging(log_file: Path | None, verbose: int, foreground: bool = Fa
         root.removeHandler(handler)
     handler = _OwnerOnlyLog(log_file, maxBytes=LOG_MAX_BYTES, backupCount=1)
     handler.setFormatter(
-        logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+        OneLineFormatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
     )
     root.addHandler(handler)
     if verbose <= 0:
