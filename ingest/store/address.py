@@ -20,6 +20,9 @@ Rules a caller may rely on:
 * The collection name is checked (:func:`~semfs.ingest.store.check_collection_name`) before
   it becomes part of a path: :attr:`local_dir` of ``../x`` raises :class:`SemfsError`.
 * The API key is never shown: not in ``repr``, not in :attr:`where`, not in a path.
+* An embedded collection may not be called ``servers`` (:data:`SERVERS_DIR`, where server
+  collections keep their local files): :func:`check_embedded_name` refuses it in one line.
+  A server's folder name is never ``.``, ``..`` or hidden (``http://..`` is ``server``).
 
 Imports nothing but the store interface: a mount's start reads it.
 """
@@ -32,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from semfs.ingest.errors import SemfsError
 from semfs.ingest.store import DEFAULT_COLLECTION, check_collection_name, default_store_path
 
 # The kernel's name of a semfs mount is the daemon's fsname (mount_source).
@@ -89,8 +93,9 @@ class CollectionAddress:
         Not created here."""
         name = check_collection_name(self.collection)
         if self.server is None:
-            return self.store_dir / name
-        where = _UNSAFE_IN_PATH.sub("_", self.server).strip("_") or "server"
+            return self.store_dir / check_embedded_name(name)
+        # No ".", ".." or hidden name: http://.. would be the store folder itself.
+        where = _UNSAFE_IN_PATH.sub("_", self.server).strip("_.") or "server"
         return self.store_dir / SERVERS_DIR / where / name
 
     @property
@@ -113,3 +118,15 @@ class CollectionAddress:
             return MOUNT_SOURCE_PREFIX + self.collection
         where = _UNSAFE_IN_SOURCE.sub("_", self.server).strip("_") or "server"
         return f"{MOUNT_SOURCE_PREFIX}{self.collection}@{where}"
+
+
+def check_embedded_name(name: str) -> str:
+    """``name``, unless it is the store folder's own ``servers`` (server collections' local
+    files): then :class:`SemfsError` saying to choose another."""
+    if name == SERVERS_DIR:
+        raise SemfsError(
+            f"the collection name {name!r} is reserved on an embedded store (its folder "
+            f"STORE/{SERVERS_DIR}/ holds server collections' local files): choose another "
+            "name with -c"
+        )
+    return name

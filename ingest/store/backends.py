@@ -27,7 +27,7 @@ from pathlib import Path
 
 from semfs.ingest.errors import SemfsError, StoreNotFoundError
 from semfs.ingest.store import Store, check_collection_name
-from semfs.ingest.store.address import CollectionAddress
+from semfs.ingest.store.address import CollectionAddress, check_embedded_name
 from semfs.ingest.store.catalog import Catalog, missing
 from semfs.ingest.store.schema import check_schema
 
@@ -160,6 +160,8 @@ def open_store(address: CollectionAddress) -> Store:
     ``semfs mount`` daemon) when there is one, so ingesting while mounted works.
     """
     check_collection_name(address.collection)
+    if address.url is None:
+        check_embedded_name(address.collection)
     store = backend_for(address).store(address)
     try:
         meta = store.read_meta()

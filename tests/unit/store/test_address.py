@@ -95,3 +95,36 @@ def test_tokens_and_watch_state_of_a_url_share_the_stores_folder(tmp_path: Path)
     assert (address.local_dir / SCOPED_TOKENS).is_file()
     assert state_file(address).parent == address.local_dir
     assert not (tmp_path / "elsewhere").exists()
+
+
+@pytest.mark.parametrize("url", ["http://..", "http://.", "http://.hidden:6333", "file:.."])
+def test_a_server_folder_is_never_the_store_folder_or_above(tmp_path: Path, url: str) -> None:
+    """Issue 46.10: CollectionAddress(url="http://..") resolved to the embedded collection's
+    own folder (STORE/servers/../docs)."""
+    address = CollectionAddress(store=tmp_path, url=url)
+    local = address.local_dir
+    assert local.parent.parent == tmp_path / "servers", local
+    assert not local.parent.name.startswith("."), local
+    assert local != CollectionAddress(store=tmp_path).local_dir
+
+
+def test_an_embedded_collection_may_not_be_called_servers(tmp_path: Path) -> None:
+    """Issue 46.10: `-c servers` shared its folder with STORE/servers/ (server collections'
+    local files); it is refused in one line, and a server collection may be so called."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.md").write_text("alpha\n")
+    with pytest.raises(SemfsError, match="reserved"):
+        _ = CollectionAddress("servers", store=tmp_path).local_dir
+    run = subprocess.run(
+        [SEMFS, "ingest", str(src), "--store", str(tmp_path / "s"), "-c", "servers", "-m", "hash"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode != 0
+    assert "the collection name 'servers' is reserved" in run.stderr and "-c" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert not (tmp_path / "s" / "servers" / "shard").exists()
+    server = CollectionAddress("servers", store=tmp_path, url="http://localhost:6333")
+    assert server.local_dir == tmp_path / "servers" / "localhost_6333" / "servers"
