@@ -95,13 +95,11 @@ def test_a_first_ingest_and_its_kill_keep_a_private_folder_closed(open_tmp: Path
     (src / "pub.md").write_text("# Public\n\nanyone may read this\n")
     _private_folder(src, FIRST_CHUNKS)
     where = ("--store", str(store))
-    # Mid-ingest, through a shared mount beside it (its client).
-    with (
-        _paused_ingest(src, store, open_tmp / "gate") as ingest,
-        mounted(open_tmp / "mnt", *where, "-o", "allow_other") as m,
-    ):
-        _closed_to_nobody(m.path)
-        ingest.send_signal(signal.SIGKILL)
+    with _paused_ingest(src, store, open_tmp / "gate") as ingest:
+        # Mid-ingest, through a shared mount beside it (its client).
+        with mounted(open_tmp / "mnt", *where, "-o", "allow_other") as m:
+            _closed_to_nobody(m.path)
+        ingest.send_signal(signal.SIGKILL)  # unmounted first: no client sees the owner die
         ingest.wait()
     # Killed mid-way: the folder's record is in, and the store says so.
     assert semfs("check", *where).returncode == 0
