@@ -9,8 +9,9 @@ and kills the process, with no error to catch. So semfs checks free space (statv
   the meta point, index pages), plus what opening the store will need (below);
 * before Edge opens a shard, for what the open needs. Edge rewrites its config file at every
   open, so a disk full to the last block could not open the store even to read it: each
-  store keeps :data:`RESERVE_FILE_BYTES` in ``COLLECTION/space.reserve``, released when an open
-  finds less free space than it needs, and taken again when the store closes with room.
+  store keeps a reserve in ``COLLECTION/space.reserve`` (the next open's need, below, plus
+  :data:`RESERVE_FILE_BYTES`), of which an open that finds too little free space releases
+  what it lacks; taken again when the store closes with room.
 
 On a memory-backed filesystem (tmpfs, ramfs) even *reading* a hole in a shared mapping
 allocates it, and Edge reads its payload index files whole when it opens a shard: about 25
@@ -175,22 +176,36 @@ class SpaceGuard:
     def check_open(self) -> None:
         """Make room for Edge to open the shard (releasing the reserve if needed), or raise."""
         need = self.open_need() + OPEN_WRITES
-        if free_bytes(self.shard_dir) < need and self.reserve.exists():
+        short = need - free_bytes(self.shard_dir)
+        if short > 0 and self.reserve.exists():
+            # Only what is missing: the rest stays reserved for the opens after this one.
             logger.info("%s: disk nearly full; releasing its space reserve", self.location)
-            self.reserve.unlink()
+            try:
+                have = self.reserve.lstat().st_size
+                if have > short:
+                    os.truncate(self.reserve, have - short)
+                else:
+                    self.reserve.unlink()
+            except OSError as exc:
+                logger.info("cannot release the space reserve of %s: %s", self.location, exc)
         self.check(need, "to open it")
 
     def keep_reserve(self) -> None:
-        """Take the reserve again when the disk has room for it twice over."""
+        """Take the reserve again, sized to what the next open needs plus
+        :data:`RESERVE_FILE_BYTES`, when the disk has room for it and a megabyte more. On a
+        memory-backed filesystem the next open fills the holes an ingest left (~25 MiB a
+        segment): a 1 MiB reserve left `semfs search` refusing a full disk (issue 46)."""
         try:
-            if self.reserve.exists() or free_bytes(self.shard_dir) < 2 * RESERVE_FILE_BYTES:
+            want = open_need(self.shard_dir) + RESERVE_FILE_BYTES
+            have = self.reserve.lstat().st_size if self.reserve.exists() else 0
+            if have >= want or free_bytes(self.shard_dir) < want - have + RESERVE_FILE_BYTES:
                 return
-            tmp = self.reserve.with_suffix(".tmp")
-            # Written, not truncated to size: a sparse file would reserve nothing.
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(b"\0" * RESERVE_FILE_BYTES)
-            os.replace(tmp, self.reserve)
+            # Written, not truncated to size: a sparse file would reserve nothing. Grown in
+            # place, so growing it needs only the difference.
+            fd = os.open(self.reserve, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            with os.fdopen(fd, "ab") as f:
+                for at in range(have, want, MB):
+                    f.write(b"\0" * min(MB, want - at))
         except OSError as exc:
             logger.info("cannot keep a space reserve for %s: %s", self.location, exc)
 

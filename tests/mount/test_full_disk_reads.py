@@ -39,11 +39,17 @@ def test_status_answers_on_a_full_disk(small_disk: Path, sample_copy: Path) -> N
     assert status.returncode == 0, status.stderr
     after = json.loads(status.stdout)
     assert after["documents"] == added and after["chunks"] > 0
+    # Searching opens the shard, which fills the holes the ingest left (~25 MiB a segment
+    # on tmpfs): the store's reserve, kept as large as that, makes the room (issue 46, use 3:
+    # "store disk full: 1 MB free, need about 65 MB to open it").
     search = subprocess.run(
-        [SEMFS, "search", "status code", "--store", str(store)], capture_output=True, text=True
+        [SEMFS, "search", "status code", "--store", str(store), "--json"],
+        capture_output=True,
+        text=True,
     )
-    assert search.returncode == 1 and search.stderr.count("\n") == 1, search.stderr
-    assert search.stderr.startswith("Error: store disk full: ")
-    # Space back: everything reads again.
-    (small_disk / "filler").unlink()
+    assert search.returncode == 0, search.stderr
+    assert json.loads(search.stdout)
+    # Full to the last block now: the open's holes are filled, so it reads again.
+    free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize
+    (small_disk / "filler2").write_bytes(b"\0" * free)
     assert semfs("search", "status code", "--store", str(store)).stdout
