@@ -93,6 +93,16 @@ RESCORE_OVERSAMPLING = 4.0
 # ingest, all of it rewriting what was already on disk), and without a cap it rewrote every
 # sealed segment into one again and again. Small segments (a re-ingest's) still merge.
 SEGMENT_CHUNKS = 50_000
+# Segments Edge's merge optimizer lets be before it joins the smallest ones (its default, 0,
+# is one per core). Its cap, max_segment_size, counts a segment's dense vectors, and a segment
+# the keyword pass sealed has none yet: so at every compaction of a first ingest the optimizer
+# joined all of them again, and at its end rewrote the whole collection (at 120k chunks, 1.4 GB
+# of mapped files, VmHWM 1.8 GB; issue 45.4). With this many, a pass's sealed segments stay
+# as they are (the dense pass rewrites them anyway); past it, the smallest are still merged.
+MERGE_ABOVE_SEGMENTS = 64
+# The appendable segment's size (KB) from which compact() seals it: None, Edge's default. Tests
+# lower it to seal a few hundred chunks.
+INDEXING_THRESHOLD_KB: int | None = None
 
 
 def segment_kb(dimension: int) -> int:
@@ -302,6 +312,8 @@ def _config(dimension: int) -> qe.EdgeConfig:
             deleted_threshold=VACUUM_DELETED_RATIO,
             vacuum_min_vector_number=100,
             max_segment_size=segment_kb(dimension),
+            default_segment_number=MERGE_ABOVE_SEGMENTS,
+            indexing_threshold=INDEXING_THRESHOLD_KB,
         ),
     )
 
