@@ -262,6 +262,7 @@ class Searcher:
         # agreed with their keywords (see _keywords_where_unembedded); False: fused alone, as
         # before issue 45 (a benchmark compares both: scripts/bench_share.py).
         self.partial_fusion = True
+        self.weigh_by_share = True  # False: the fused score whole for embedded chunks
         # The excerpt budget in all, by default and with ``more``: attributes so that a
         # measurement (scripts/answers.py --curve) can vary them.
         self.excerpt_chars, self.excerpt_total = EXCERPT_CHARS, EXCERPT_TOTAL
@@ -302,14 +303,7 @@ class Searcher:
         if meta is None or not meta.dense_pending:
             return None  # every chunk has its vector: nothing is counted
         scope = normalize_under(under)
-        now = time.monotonic()
-        known = self._meaning.get(scope)
-        if known is None or now - known[0] > MEANING_TTL:
-            embedded, total = self.store.embedding_counts(scope)
-            if len(self._meaning) > 256:
-                self._meaning.clear()
-            self._meaning[scope] = known = (now, embedded, total)
-        _at, embedded, total = known
+        embedded, total = self._embedding_counts(scope)
         if not total or embedded >= total:
             return None
         where = f"{scope}/" if scope else "the collection"
@@ -365,27 +359,43 @@ class Searcher:
         limit: int,
         under: str | None,
     ) -> list[ScoredChunk]:
-        """Hybrid ``fused`` chunks of a partly embedded store, with each keyword candidate that
-        has no dense vector yet scored as if meaning agreed with its keywords (twice its
-        normalised BM25 score, the keyword ranking's order): fused alone, such a chunk got
+        """Hybrid ``fused`` chunks of a partly embedded store, ranked so that it is never much
+        worse than keywords alone (issue 45). Fused alone, a chunk without a dense vector got
         only its keyword half, so the few embedded documents outranked better keyword matches
-        everywhere else (issue 45). A store whose every chunk has its vector is not asked
-        again, and the ranking is today's; the more chunks have vectors, the nearer to it."""
+        everywhere else. Now such a keyword candidate scores as if meaning agreed with its
+        keywords (twice its normalised BM25 score, the keyword ranking's order), and an
+        embedded chunk's fused score counts in proportion to the share of the searched folder
+        that is embedded (the rest of its score is that same keyword ranking's): the dense
+        scores are normalised over the embedded chunks alone, which flatters them while those
+        are few (one folder embedded first). Fully embedded, the store is not asked again and
+        the ranking is the fused one; the more chunks have vectors, the nearer to it."""
         meta = self.store.read_meta()
         if meta is None or not meta.dense_pending:
             return fused
+        embedded, total = self._embedding_counts(normalize_under(under))
+        share = embedded / total if total and self.weigh_by_share else 1.0
         keyword = self.store.query(dense, sparse, "keyword", limit=limit, under=under)
-        unembedded = {
-            (sc.record.path, sc.record.gen, sc.record.index): replace(sc, score=2 * sc.score)
-            for sc in keyword
-            if sc.similarity is None
+        doubled = {_key(sc): 2 * sc.score for sc in keyword}
+        rescored = {
+            _key(sc): replace(sc, score=(1 - share) * doubled.get(_key(sc), 0.0) + share * sc.score)
+            for sc in fused
         }
-        if not unembedded:
-            return fused
-        kept = [
-            sc for sc in fused if (sc.record.path, sc.record.gen, sc.record.index) not in unembedded
-        ]
-        return sorted([*kept, *unembedded.values()], key=lambda sc: -sc.score)[:limit]
+        for sc in keyword:
+            if sc.similarity is None:  # no vector: its keyword score, as if meaning agreed
+                rescored[_key(sc)] = replace(sc, score=doubled[_key(sc)])
+        return sorted(rescored.values(), key=lambda sc: -sc.score)[:limit]
+
+    def _embedding_counts(self, scope: str | None) -> tuple[int, int]:
+        """Chunks with a dense vector and all chunks, in ``scope``, counted at most every
+        :data:`MEANING_TTL` seconds (two counts in the engine)."""
+        now = time.monotonic()
+        known = self._meaning.get(scope)
+        if known is None or now - known[0] > MEANING_TTL:
+            embedded, total = self.store.embedding_counts(scope)
+            if len(self._meaning) > 256:
+                self._meaning.clear()
+            self._meaning[scope] = known = (now, embedded, total)
+        return known[1], known[2]
 
     def similar(
         self,
@@ -551,6 +561,10 @@ class Searcher:
             return cache[path] == gen
 
         return committed
+
+
+def _key(sc: ScoredChunk) -> tuple[str, int, int]:
+    return sc.record.path, sc.record.gen, sc.record.index
 
 
 def query_service(searcher: Callable[[], Searcher]) -> QueryService:
