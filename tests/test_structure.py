@@ -663,3 +663,29 @@ def test_the_mount_marker_rule_fails_on_a_planted_violation(tmp_path: Path) -> N
     ]
     planted.write_text("import pytest\npytestmark = [pytest.mark.mount]\n" + planted.read_text())
     assert _unmarked_mounts(planted) == []
+
+
+# A mode's behaviour is in its MODES row (issue 49): code asks the row, never the name.
+_MODE_NAME_TEST = re.compile(
+    r"""(==|!=|\bin\b)\s*[(\[{]?\s*["'](hybrid|semantic|keyword|symbol)["']"""
+)
+
+
+def _mode_name_tests(root: Path = REPO) -> list[str]:
+    return [
+        f"{p.relative_to(root)}:{n}"
+        for p in _files(root)
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if _MODE_NAME_TEST.search(line.split("#", 1)[0])
+    ]
+
+
+def test_no_code_compares_a_mode_name() -> None:
+    assert _mode_name_tests() == []
+
+
+def test_the_mode_rule_fails_on_a_planted_violation(tmp_path: Path) -> None:
+    planted = 'def f(mode: str) -> bool:\n    return mode == "keyword"\n'
+    root = _copy_with(tmp_path, "ingest/search/excerpts.py", planted)
+    found = set(_mode_name_tests(root)) - set(_mode_name_tests())
+    assert len(found) == 1 and found.pop().startswith("ingest/search/excerpts.py:"), found

@@ -63,8 +63,8 @@ logger = logging.getLogger(__name__)
 # The search tool's k and mode: the request's bounds, the one table of modes.
 K_DESCRIPTION = f"How many documents (1-{MAX_K})."
 MODE_DESCRIPTION = "; ".join(
-    f"{mode}{' (default)' if mode == DEFAULT_MODE else ''}: {meaning}"
-    for mode, meaning in MODES.items()
+    f"{mode}{' (default)' if mode == DEFAULT_MODE else ''}: {row.meaning}"
+    for mode, row in MODES.items()
 )
 WILDCARDS = ("0.0.0.0", "::", "")
 # HTTP sessions: one costs ~50 KB (its streams and task group) until it ends, and a client

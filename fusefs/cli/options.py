@@ -101,7 +101,7 @@ CATALOG = STORE[:3]
 K = Param("k", ("-k", "--k"), default=DEFAULT_K, show_default=True, number=int, bounds=(1, MAX_K))
 MODE = Param("mode", ("--mode",), default=DEFAULT_MODE, show_default=True, choices=tuple(MODES))
 # What each mode matches, from the one table of modes: `semfs search --mode`'s help.
-MODE_MEANINGS = "; ".join(f"{mode}: {meaning}" for mode, meaning in MODES.items()) + "."
+MODE_MEANINGS = "; ".join(f"{mode}: {row.meaning}" for mode, row in MODES.items()) + "."
 MIN_SCORE = Param("min_score", ("--min-score",), number=float)
 
 # How a source folder is read: `semfs ingest` and `semfs mount --watch`.

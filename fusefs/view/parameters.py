@@ -118,7 +118,7 @@ def _whole(written: str) -> int:
 
 
 PARAMETERS: tuple[Parameter, ...] = (
-    *(Parameter(mode, "mode", meaning, value=mode) for mode, meaning in MODES.items()),
+    *(Parameter(mode, "mode", row.meaning, value=mode) for mode, row in MODES.items()),
     Parameter(
         "k",
         "k",

@@ -28,7 +28,7 @@ from semfs.ingest.errors import SemfsError, StoreUnavailableError, not_text
 from semfs.ingest.request import DEFAULT_MODE, SearchRequest, normalize_under
 from semfs.ingest.search.excerpts import Excerpt, ExcerptPicker, definition_excerpts
 from semfs.ingest.search.ranking import lowered
-from semfs.ingest.store import QueryService, SparseQuery, Store
+from semfs.ingest.store import MODES, QueryService, SparseQuery, Store
 from semfs.ingest.store.bm25 import bm25_model
 from semfs.ingest.store.ipc.client import RemoteStore
 from semfs.ingest.store.schema import OutlineEntry, ScoredChunk, StoreMeta
@@ -87,7 +87,8 @@ def match_strength(score: float, mode: str) -> float:
     """How well a hit matches, 0-1, the same scale across queries and modes: the measured
     chance that a hit with this fused ``score`` (see :meth:`semfs.ingest.store.Store.query`) in
     ``mode`` answers the query. It rises with the score, so it never contradicts the rank."""
-    if mode == "symbol":  # an exact name: every hit defines it
+    row = MODES.get(mode)
+    if row is not None and row.definitions:  # an exact name: every hit defines it
         return 1.0 if score > 0 else 0.0
     # A mode not fitted yet is rated on the default mode's scale until strength_fit.py fits it.
     a, b = STRENGTH_FIT.get(mode, STRENGTH_FIT[DEFAULT_MODE])
@@ -297,7 +298,8 @@ class Searcher:
         vector yet (an ingest's second pass is under way), else None. Hybrid search scores
         those chunks on keywords alone; @semantic finds only the embedded ones. ``meta``: the
         store's, when the caller has just read it (one round trip fewer beside an owner)."""
-        if mode in ("keyword", "symbol"):  # no vectors: complete at once
+        row = MODES[mode]
+        if not row.partial:  # no dense vectors read: complete at once
             return None
         meta = meta or self.store.read_meta()
         if meta is None or not meta.dense_pending:
@@ -308,9 +310,7 @@ class Searcher:
             return None
         where = f"{scope}/" if scope else "the collection"
         share = f"meaning: {100 * embedded // total} % of {where} embedded"
-        if mode == "semantic":
-            return f"{share}; @semantic searched only that part (@hybrid adds keyword scores)"
-        return f"{share}; keyword scores for the rest"
+        return f"{share}; {row.partial}"
 
     def warm_up(self) -> None:
         """Load the model now, so that the first query does not wait for it."""
@@ -334,18 +334,19 @@ class Searcher:
             if served is not None:
                 return served
         min_score, more = request.min_score, request.more
-        if mode == "symbol":  # a lookup by name: no model, no vectors
+        row = MODES[mode]
+        if row.definitions:  # a lookup by name: no model, no vectors
             found = self.store.definitions(
                 symbol_names(text), max(k * CHUNKS_PER_DOC, 50), request.under
             )
             return self._documents(text, found, k, mode, min_score, committed, more, ())
         # A keyword query needs no model: it must not wait for one to load.
-        dense = self.embedder.encode([text])[0] if mode != "keyword" else []
+        dense = self.embedder.encode([text])[0] if row.needs_model else []
         sv = self._bm25.embed_query(text)
         sparse = SparseQuery(list(sv.indices), list(sv.values))
         limit = max(k * CHUNKS_PER_DOC, 50)
         chunks = self.store.query(dense, sparse, mode, limit=limit, under=request.under)
-        if mode == "hybrid" and self.partial_fusion and sparse.indices:
+        if row.fused and self.partial_fusion and sparse.indices:
             chunks = self._keywords_where_unembedded(chunks, dense, sparse, limit, request.under)
         # Changelogs, tests, type declarations, and prose beside code: see .ranking.
         chunks = lowered(chunks, text, self.penalties)
@@ -450,7 +451,7 @@ class Searcher:
         # A document appears once, at the rank of its best chunk; its other chunks that
         # ranked feed its excerpts.
         by_doc: dict[str, list[ScoredChunk]] = {}
-        rare = mode == "keyword" and len({sc.record.path for sc in chunks}) <= RARE_DOCS
+        rare = MODES[mode].rare_words and len({sc.record.path for sc in chunks}) <= RARE_DOCS
         floor = None if rare else min_score  # rare words: the floor applies to the new rating
         for sc in chunks:
             rec = sc.record
@@ -477,7 +478,7 @@ class Searcher:
         )
         budgets = [min(caps[min(i, len(caps) - 1)], total) for i in range(len(docs))]
         titles = [d[0].record.title for d in docs]
-        if mode == "symbol":  # the definitions themselves, not the lines that name them
+        if MODES[mode].excerpts == "definitions":  # not the lines that name them
             names = symbol_names(text)
             excerpts = [
                 definition_excerpts([sc.record for sc in d], names, budget)

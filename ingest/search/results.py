@@ -29,6 +29,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from semfs.ingest.labels import dedupe_path, heading_label
+from semfs.ingest.store import MODES
 from semfs.ingest.store.schema import OutlineEntry
 
 if TYPE_CHECKING:
@@ -43,11 +44,6 @@ LABEL_LEVEL_CHARS = 40
 # Between the levels of a code label: not ">" (C++ and Rust names hold it), and one a reader
 # takes for "inside" (as Sourcegraph and IDE breadcrumbs show it).
 CODE_SEPARATOR = " \u203a "
-# What an empty lookup by name says (every door shows the same results text).
-SYMBOL_MISS = (
-    "No definition has this exact name (case matters; Class.method names a method). "
-    "Search the words without @symbol, or grep -rn NAME."
-)
 # Bytes in one file name: statfs promises it, lookups and a results file's link names keep it.
 NAME_MAX = 255
 # Characters of a title in the ranked list: one line, not a paragraph.
@@ -65,11 +61,13 @@ def render(
     links: Sequence[str] = (),
     empty_note: str = "",
     empty_hint: str = "Name the folder after a question.",
+    miss: str = "",
 ) -> str:
     """The results text for ``hits`` of ``query``. ``settings`` is the second line (mode, k,
     scope); ``links`` the names of the hits' links where there are any (``@full`` shows
     them); ``empty_note`` a line to add when nothing matched (e.g. why); ``empty_hint`` what
-    to do when the query is empty (front ends ask for it differently)."""
+    to do when the query is empty (front ends ask for it differently); ``miss`` what the
+    search's mode adds when nothing matched (its row's ``miss``)."""
     n = len(hits)
     shown = query if len(query) <= QUERY_CHARS else query[: QUERY_CHARS - 1].rstrip() + "…"
     lines = [
@@ -81,8 +79,8 @@ def render(
         lines.append("No documents match." if query else empty_hint)
         if empty_note:
             lines.append(empty_note)
-        if query and settings.split(" · ", 1)[0] == "symbol":
-            lines.append(SYMBOL_MISS)
+        if query and miss:
+            lines.append(miss)
         return "\n".join(lines) + "\n"
     if not full:
         lines += answer(hits)
@@ -271,6 +269,7 @@ def results_file(
         links=names,
         empty_note=note,
         empty_hint=_EMPTY_HINT[tools],
+        miss=MODES[request.mode].miss,
     )
     return body.encode("utf-8", "surrogateescape")
 

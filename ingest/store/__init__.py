@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store.manifest import Manifest
@@ -39,14 +39,68 @@ from semfs.ingest.store.schema import (
 )
 
 DEFAULT_COLLECTION = "docs"
-# The search modes, name -> what it matches (the one table: `--mode`, the `@` folder words, the
-# MCP tool and their help read it). Each is a way of QdrantStore.query() (store/qdrant.py), but
-# ``symbol``, which Store.definitions() answers.
-MODES: dict[str, str] = {
-    "hybrid": "meaning and words, dense + BM25 scores fused",
-    "semantic": "meaning only, dense vectors",
-    "keyword": "exact words only (BM25): names, flags, error messages",
-    "symbol": "the definition of a name in code: NAME or Class.method, exact",
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One search mode: what it matches, and how a search runs it. Code asks the row, never
+    the mode's name, so a new mode is a row and its query (ARCHITECTURE.md)."""
+
+    meaning: str  # what it matches: `--mode`'s help, the `@` folder words, the MCP tool's
+    dense: bool = False  # the query's dense vector is a retriever (so the model must load)
+    sparse: bool = False  # its BM25 vector is one
+    # A lookup by name: Store.definitions() answers, no vectors; every hit is exact
+    # (strength 1).
+    definitions: bool = False
+    # Its excerpt rule: "lines" (the lines that answer, by the query's words) or
+    # "definitions" (the definitions themselves, signature first, not the lines naming them).
+    excerpts: Literal["lines", "definitions"] = "lines"
+    # While an ingest's dense pass is under way, what the results file's `meaning:` line
+    # adds after the embedded share (empty: the mode reads no dense vectors, no line).
+    partial: str = ""
+    # Few documents matched: rate its hits by the rarity of the words they hold (a keyword
+    # search's strength), not by the fused score alone.
+    rare_words: bool = False
+    miss: str = ""  # what a results file adds when nothing matched
+
+    @property
+    def fused(self) -> bool:
+        """Two retrievers fused: a chunk without its dense vector yet gets only one half."""
+        return self.dense and self.sparse
+
+    @property
+    def needs_model(self) -> bool:
+        """Whether a search embeds the query (a keyword search must not wait for the model)."""
+        return self.dense
+
+
+# The search modes, name -> its row (the one table: `--mode`, the `@` folder words, the MCP
+# tool and their help read it). Each is a way of QdrantStore.query() (store/qdrant.py), but
+# a lookup by name (``definitions``), which Store.definitions() answers.
+MODES: dict[str, Mode] = {
+    "hybrid": Mode(
+        "meaning and words, dense + BM25 scores fused",
+        dense=True,
+        sparse=True,
+        partial="keyword scores for the rest",
+    ),
+    "semantic": Mode(
+        "meaning only, dense vectors",
+        dense=True,
+        partial="@semantic searched only that part (@hybrid adds keyword scores)",
+    ),
+    "keyword": Mode(
+        "exact words only (BM25): names, flags, error messages", sparse=True, rare_words=True
+    ),
+    "symbol": Mode(
+        "the definition of a name in code: NAME or Class.method, exact",
+        definitions=True,
+        excerpts="definitions",
+        miss=(
+            "No definition has this exact name (case matters; Class.method names a method). "
+            "Search the words without @symbol, or grep -rn NAME."
+        ),
+    ),
 }
 # Documents per search. 3, not 5 (issue 28): on the public question sets hits 4-5 rarely
 # held the right page (hit@3 0.95-0.97), and the bytes of their list lines, spent on the

@@ -28,7 +28,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from semfs.ingest.errors import StoreDamagedError, StoreNotFoundError
-from semfs.ingest.store import FUSION_CANDIDATES, LineSpan, SparseQuery, Store, similarity
+from semfs.ingest.store import (
+    FUSION_CANDIDATES,
+    MODES,
+    LineSpan,
+    SparseQuery,
+    Store,
+    similarity,
+)
 from semfs.ingest.store.diskspace import SpaceGuard, chunk_bytes, dense_bytes
 from semfs.ingest.store.manifest import Manifest
 from semfs.ingest.store.schema import (
@@ -441,7 +448,8 @@ class QdrantStore(Store):
         engine = self._open_engine()
         if engine is None:
             return []
-        if (mode == "keyword" and not sparse.indices) or mode == "symbol":
+        row = MODES[mode]
+        if row.definitions or (not row.dense and not sparse.indices):
             return []  # a lookup by name has no vectors: definitions() answers it
         # Every mode is one prefetch per retriever, fused by DBSF: each retriever's scores are
         # normalised over its own candidates, so a score means the same across queries and
@@ -450,8 +458,8 @@ class QdrantStore(Store):
             Where(tuple(_chunks_under(under))),
             limit,
             candidates=max(limit, FUSION_CANDIDATES),
-            dense=dense if mode != "keyword" else None,
-            sparse=sparse if mode != "semantic" and sparse.indices else None,
+            dense=dense if row.dense else None,
+            sparse=sparse if row.sparse and sparse.indices else None,
             with_dense=bool(dense),
         )
         hits = engine.fuse(fused)
