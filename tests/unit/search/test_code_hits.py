@@ -12,7 +12,7 @@ from pathlib import Path
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher, hit_fields, hit_from_fields
-from semfs.ingest.search.results import render
+from semfs.ingest.search.results import render, results_file
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 
@@ -133,7 +133,8 @@ def test_a_definition_by_its_exact_name(tmp_path: Path) -> None:
     text = render("retry_upload", hits, "symbol · k 5")
     assert "## 1. uploads/client.py:13 · class Uploader › def retry_upload\n" in text
     assert "\n13:     def retry_upload(self, part, attempts=3):\n" in text
-    missing = render("retry", none, "symbol · k 5")
+    # The results file of an empty lookup by name says what to try (the mode's row).
+    missing = results_file(SearchRequest("retry", k=5, mode="symbol"), (), ()).decode()
     assert "No documents match." in missing and "exact name" in missing
 
 
