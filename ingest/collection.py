@@ -50,7 +50,12 @@ from semfs.ingest.errors import (
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, Store
 from semfs.ingest.store.address import CollectionAddress
-from semfs.ingest.store.backends import missing_collection, open_catalog, open_store
+from semfs.ingest.store.backends import (
+    capabilities,
+    missing_collection,
+    open_catalog,
+    open_store,
+)
 
 if TYPE_CHECKING:
     from semfs.ingest.pipeline import IngestReport
@@ -84,7 +89,7 @@ def remove(address: CollectionAddress | str) -> None:
     refuse_if_followed(address)
     with open_catalog(address) as catalog:
         catalog.remove(address.collection)
-    if address.url is not None:
+    if not capabilities(address).in_store_folder:
         # A server collection's local files (watch state, skip memo, tokens, log) are kept
         # on this machine: they go with it (the embedded store's went with its folder).
         shutil.rmtree(address.local_dir, ignore_errors=True)

@@ -44,6 +44,7 @@ from mcp.server.auth.provider import AccessToken
 from semfs.fusefs.agent.grep import normalize_path
 from semfs.ingest.errors import TokenError
 from semfs.ingest.store.address import CollectionAddress
+from semfs.ingest.store.backends import capabilities
 
 OWNER_TOKEN = "mcp.token"
 SCOPED_TOKENS = "mcp-tokens.json"
@@ -70,7 +71,7 @@ def token_folder(address: CollectionAddress) -> Path:
     made before it (in ``STORE/servers/HOST_PORT_COLLECTION``) are moved there on first use,
     so a client given the owner token keeps working."""
     folder = address.local_dir
-    if address.url is not None and not folder.exists():
+    if not capabilities(address).in_store_folder and address.url and not folder.exists():
         parts = urlsplit(address.url)
         where = re.sub(r"[^A-Za-z0-9.-]+", "_", parts.netloc or parts.path).strip("_") or "local"
         legacy = address.store_dir / "servers" / f"{where}_{address.collection}"

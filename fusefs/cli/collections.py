@@ -15,7 +15,7 @@ from semfs.fusefs.cli.display import size
 from semfs.fusefs.cli.status import collection_row, collection_table
 from semfs.ingest.collection import refuse_if_followed, remove
 from semfs.ingest.store.address import CollectionAddress
-from semfs.ingest.store.backends import open_catalog
+from semfs.ingest.store.backends import capabilities, open_catalog
 
 
 @click.group()
@@ -106,7 +106,7 @@ def collections_rename(old: str, new: str, address: CollectionAddress) -> None:
         catalog.require(old)
         refuse_if_followed(address.named(old))
         catalog.rename(old, new)
-    if address.url is not None:  # the local files follow (the embedded folder was renamed)
+    if not capabilities(address).in_store_folder:  # the local files follow (a folder's did)
         before, after = address.named(old).local_dir, address.named(new).local_dir
         if before.is_dir() and not after.exists():
             before.rename(after)

@@ -16,7 +16,7 @@ from semfs.fusefs.cli.common import handle_errors, one_line, store_options, wait
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store import DEFAULT_COLLECTION, Store
 from semfs.ingest.store.address import CollectionAddress
-from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.backends import capabilities, open_store
 
 if TYPE_CHECKING:
     from semfs.ingest.store.check import CheckReport
@@ -78,14 +78,14 @@ def check(
     if sum(x is not None and x is not False for x in (repair_source, prune, rebuild_source)) > 1:
         raise click.UsageError("--repair, --prune and --rebuild exclude each other")
     if rebuild_source is not None:
-        if address.url is not None:
+        if not capabilities(address).set_aside:
             raise click.UsageError("--rebuild sets an embedded shard aside: not with --url")
         _rebuild(address, rebuild_source, model, None)
     try:
         with open_store(address):
             pass  # an unreadable store can only be rebuilt
     except StoreDamagedError as exc:
-        if repair_source is None or address.url is not None:
+        if repair_source is None or not capabilities(address).set_aside:
             raise
         _rebuild(address, repair_source, model, exc)
     with open_store(address) as store:

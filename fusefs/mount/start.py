@@ -27,6 +27,7 @@ from semfs.fusefs.mount.daemon import MountConfig, MountDaemon, fuse_options
 from semfs.fusefs.mount.unmount import is_stale
 from semfs.ingest import portable
 from semfs.ingest.errors import MountError, SemfsError, engine_damage
+from semfs.ingest.store.backends import capabilities
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ class _PipeReady:
 def _absolute(cfg: MountConfig) -> MountConfig:
     """The config with every path absolute: the daemon runs from /, like any daemon."""
     cfg.mountpoint = cfg.mountpoint.absolute()
-    if cfg.address.url is None:
+    if capabilities(cfg.address).in_store_folder:
         cfg.address = replace(cfg.address, store=cfg.address.store_dir.absolute())
     if cfg.log_file is not None:
         cfg.log_file = cfg.log_file.absolute()

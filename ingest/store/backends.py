@@ -33,13 +33,29 @@ from semfs.ingest.store.schema import check_schema
 
 
 @dataclass(frozen=True)
+class Capabilities:
+    """What a backend's collections are, declared on its row: callers ask it, and never test
+    an address's URL or a store's class to find out."""
+
+    # The collection lives in a folder of this machine (the store folder): paths into it are
+    # made absolute before a daemon leaves the working folder, and its own files (watch
+    # state, skip memo, tokens, log: CollectionAddress.local_dir) are removed and renamed
+    # with it. False: they are kept beside, and go with it by hand.
+    in_store_folder: bool
+    # A damaged shard can be set aside and rebuilt from the source (`semfs check --rebuild`).
+    set_aside: bool
+
+
+@dataclass(frozen=True)
 class Backend:
-    """One way to reach collections: which addresses it serves, and its two factories."""
+    """One way to reach collections: which addresses it serves, its two factories and what
+    its collections can do."""
 
     name: str  # also each of its Stores' ``backend`` attribute
     serves: Callable[[CollectionAddress], bool]
     store: Callable[[CollectionAddress], Store]
     catalog: Callable[[CollectionAddress], Catalog]  # the collections where the address is
+    can: Capabilities
 
 
 def _embedded(address: CollectionAddress) -> Store:
@@ -84,8 +100,20 @@ def _server_catalog(address: CollectionAddress) -> Catalog:
 BACKENDS: dict[str, Backend] = {
     b.name: b
     for b in (
-        Backend("server", lambda a: a.url is not None, _server, _server_catalog),
-        Backend("embedded", lambda a: a.url is None, _embedded, _embedded_catalog),
+        Backend(
+            "server",
+            lambda a: a.url is not None,
+            _server,
+            _server_catalog,
+            Capabilities(in_store_folder=False, set_aside=False),
+        ),
+        Backend(
+            "embedded",
+            lambda a: a.url is None,
+            _embedded,
+            _embedded_catalog,
+            Capabilities(in_store_folder=True, set_aside=True),
+        ),
     )
 }
 
@@ -96,6 +124,11 @@ def backend_for(address: CollectionAddress) -> Backend:
         if backend.serves(address):
             return backend
     raise SemfsError(f"no backend serves {address.where}")  # not reached: embedded serves all
+
+
+def capabilities(address: CollectionAddress) -> Capabilities:
+    """What the collection at ``address`` can do: its backend's row says."""
+    return backend_for(address).can
 
 
 def open_catalog(address: CollectionAddress) -> Catalog:
