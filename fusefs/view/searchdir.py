@@ -233,6 +233,24 @@ this file (a question named {README_NAME} is this file).
     return text.encode()
 
 
+def results_attrs(
+    tree: Tree,
+    scope: str,
+    ino: int,
+    mode: int,
+    size: int,
+    mtime: int | None = None,
+    nlink: int = 1,
+) -> Mapping[str, int]:
+    """The attributes of a node that quotes documents (a search or ``.similar`` folder, its
+    results file and links): the mounting user's, and the owner's only where some document
+    under ``scope`` is not readable by every user. The one rule for both folders."""
+    when = tree.root.attrs["st_mtime"] if mtime is None else mtime
+    if not tree.readable_by_all(scope):
+        mode &= ~0o077
+    return node_attrs(ino, mode, nlink, size, when, tree.owner)
+
+
 class QueryCache:
     """Query results of one tree, computed once per key even under concurrent lookups.
 
@@ -486,29 +504,11 @@ class SearchDirectories:
             return self._query_node(tree, sp)
         return self._entry_node(tree, sp, self.results(tree, sp), sp.entry)
 
-    def _attrs(
-        self,
-        tree: Tree,
-        scope: str,
-        ino: int,
-        mode: int,
-        size: int,
-        mtime: int | None = None,
-        nlink: int = 1,
-    ) -> Mapping[str, int]:
-        """Search nodes belong to the mounting user. Results quote documents, so where some
-        document under ``scope`` is not readable by every user, they are the owner's only."""
-        root = tree.root.attrs
-        when = root["st_mtime"] if mtime is None else mtime
-        if not tree.readable_by_all(scope):
-            mode &= ~0o077
-        return node_attrs(ino, mode, nlink, size, when, tree.owner)
-
     def _dir_node(
         self, tree: Tree, sp: SearchPath, path: str, children: Mapping[str, Node]
     ) -> Node:
         ino = virtual_ino(DIR, path)
-        attrs = self._attrs(tree, sp.scope, ino, DIR_MODE, 0, nlink=2)
+        attrs = results_attrs(tree, sp.scope, ino, DIR_MODE, 0, nlink=2)
         return Node(DIR, path, ino, attrs, children=children)
 
     def _folder_node(self, tree: Tree, sp: SearchPath) -> Node:
@@ -528,7 +528,7 @@ class SearchDirectories:
         ino = virtual_ino(FILE, path)
         data = self.readme
         return Node(
-            FILE, path, ino, self._attrs(tree, sp.scope, ino, FILE_MODE, len(data)), data=data
+            FILE, path, ino, results_attrs(tree, sp.scope, ino, FILE_MODE, len(data)), data=data
         )
 
     def _query_node(self, tree: Tree, sp: SearchPath) -> Node:
@@ -551,7 +551,7 @@ class SearchDirectories:
                 FILE,
                 path,
                 ino,
-                self._attrs(tree, sp.scope, ino, FILE_MODE, len(data), mtime),
+                results_attrs(tree, sp.scope, ino, FILE_MODE, len(data), mtime),
                 data=data,
             )
         index = result.position(name)
@@ -564,6 +564,6 @@ class SearchDirectories:
             SYMLINK,
             path,
             ino,
-            self._attrs(tree, sp.scope, ino, SYMLINK_MODE, size, mtime),
+            results_attrs(tree, sp.scope, ino, SYMLINK_MODE, size, mtime),
             target=target,
         )

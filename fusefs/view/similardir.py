@@ -24,6 +24,7 @@ from semfs.fusefs.view.searchdir import (
     QueryCache,
     QueryResult,
     _LazyChildren,
+    results_attrs,
     virtual_ino,
 )
 from semfs.fusefs.view.tree import (
@@ -35,7 +36,6 @@ from semfs.fusefs.view.tree import (
     SYMLINK_MODE,
     Node,
     Tree,
-    node_attrs,
 )
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.search.results import link_names, similar_file
@@ -142,7 +142,7 @@ class SimilarDirectories:
         ino = virtual_ino(FILE, path)
         data = result.results_file
         out[RESULTS_NAME] = Node(
-            FILE, path, ino, _attrs(tree, scope, ino, FILE_MODE, len(data), mtime), data=data
+            FILE, path, ino, results_attrs(tree, scope, ino, FILE_MODE, len(data), mtime), data=data
         )
         depth = rel.count("/") + 1
         for name, hit in zip(result.names, result.hits, strict=True):
@@ -150,23 +150,12 @@ class SimilarDirectories:
             target = "../" * depth + tree.shown(hit.path)
             ino = virtual_ino(SYMLINK, path)
             size = len(target.encode("utf-8", "surrogateescape"))
-            attrs = _attrs(tree, scope, ino, SYMLINK_MODE, size, mtime)
+            attrs = results_attrs(tree, scope, ino, SYMLINK_MODE, size, mtime)
             out[name] = Node(SYMLINK, path, ino, attrs, target=target)
         return out
 
     def _dir(self, tree: Tree, scope: str, rel: str, children: Mapping[str, Node]) -> Node:
         ino = virtual_ino(DIR, rel)
         return Node(
-            DIR, rel, ino, _attrs(tree, scope, ino, DIR_MODE, 0, nlink=2), children=children
+            DIR, rel, ino, results_attrs(tree, scope, ino, DIR_MODE, 0, nlink=2), children=children
         )
-
-
-def _attrs(
-    tree: Tree, scope: str, ino: int, mode: int, size: int, mtime: int | None = None, nlink: int = 1
-) -> Mapping[str, int]:
-    """As a search folder's nodes: the mounting user's, and the owner's only where some
-    document under ``scope`` is not readable by every user (results quote documents)."""
-    when = tree.root.attrs["st_mtime"] if mtime is None else mtime
-    if not tree.readable_by_all(scope):
-        mode &= ~0o077
-    return node_attrs(ino, mode, nlink, size, when, tree.owner)
