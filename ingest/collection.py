@@ -48,6 +48,7 @@ from semfs.ingest.errors import (
     StoreNotFoundError,
 )
 from semfs.ingest.request import SearchRequest
+from semfs.ingest.resident import LazySearcher
 from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import (
@@ -118,7 +119,7 @@ class Collection:
     def __init__(self, address: CollectionAddress) -> None:
         self.address = address
         self.store: Store = open_store(address)
-        self._searcher: Searcher | None = None
+        self._searcher = LazySearcher(self.store)
         self._watchers: list[SourceWatcher] = []
 
     def search(self, query: str | SearchRequest, **options: Any) -> list[Hit]:
@@ -180,7 +181,7 @@ class Collection:
         )
         watcher.start()
         self._watchers.append(watcher)
-        self._searcher = None  # a first pass chooses the model the searcher loads
+        self._searcher.reset()  # a first pass chooses the model the searcher loads
         return watcher
 
     def ingest(
@@ -210,7 +211,7 @@ class Collection:
         except SemfsError as exc:
             _for_python(exc, self.address)
             raise
-        self._searcher = None  # a first ingest chose the model the searcher loads
+        self._searcher.reset()  # a first ingest chose the model the searcher loads
         return report
 
     def status(self) -> dict[str, Any]:
@@ -263,13 +264,9 @@ class Collection:
         return f"<Collection {self.address.collection!r} at {self.address.where}>"
 
     def _search(self) -> Searcher:
-        if self._searcher is None:
-            from semfs.ingest.search import Searcher
-
-            if self.store.read_meta() is None:
-                raise _for_python(missing_collection(self.address), self.address)
-            self._searcher = Searcher(self.store)
-        return self._searcher
+        if self.store.read_meta() is None:
+            raise _for_python(missing_collection(self.address), self.address)
+        return self._searcher()
 
     def _document(self, path: str) -> DocumentRecord:
         record = self.store.get_document(path)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -28,8 +27,7 @@ from typing import TypeVar
 from semfs.ingest.embedding.embedder import Embedder, load_embedder
 from semfs.ingest.origin import claim_source
 from semfs.ingest.pipeline import IngestReport, ingest, resolve_model
-from semfs.ingest.resident import ResidentStore
-from semfs.ingest.search import Searcher
+from semfs.ingest.resident import LazySearcher, ResidentStore
 from semfs.ingest.sources import IngestRequest, SourceOptions, check_source
 from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
@@ -104,7 +102,7 @@ class Follower:
             on_progress=on_progress,
         )
         store = self.store
-        searcher = _once(lambda: Searcher(store))
+        searcher = LazySearcher(store)
         embedder = self.embedder
         # The dense pass: here when we own the store (or take it over from an ingest), else
         # the owner's own.
@@ -128,17 +126,3 @@ class Follower:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _once(make: Callable[[], T]) -> Callable[[], T]:
-    """``make()`` on the first call, the same object on every later one; thread-safe."""
-    lock = threading.Lock()
-    made: list[T] = []
-
-    def get() -> T:
-        with lock:
-            if not made:
-                made.append(make())
-            return made[0]
-
-    return get

@@ -72,7 +72,8 @@ from semfs.ingest.store.owner import StoreOwner
 if TYPE_CHECKING:  # imported where used: a mount's first listing needs no search engine
     from semfs.ingest.densepass import DenseService
     from semfs.ingest.embedding.embedder import Embedder
-    from semfs.ingest.search import Searcher
+    from semfs.ingest.request import SearchRequest
+    from semfs.ingest.search import Hit, Searcher
 
 logger = logging.getLogger(__name__)
 
@@ -392,3 +393,43 @@ def _deferred_queries(searcher: Callable[[], Searcher]) -> QueryService:
         backend=lambda: service().backend(),
         search=search,
     )
+
+
+class LazySearcher:
+    """The one searcher a process makes on first need (the mount, the MCP tools, a watcher,
+    the Python API): ``searcher()`` makes it once and returns the same one after, thread-safe;
+    ``search`` and ``similar`` run on it. Its module imports the engine and the excerpt
+    picker, which a mount's first listing does not need. :meth:`reset` forgets it (a first
+    ingest chose the model it loads)."""
+
+    def __init__(self, store: Store, embedder: Embedder | None = None) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._searcher: Searcher | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Searcher:
+        with self._lock:
+            if self._searcher is None:
+                from semfs.ingest.search import Searcher
+
+                self._searcher = Searcher(self._store, embedder=self._embedder)
+            return self._searcher
+
+    def reset(self) -> None:
+        with self._lock:
+            self._searcher = None
+
+    def search(
+        self, request: SearchRequest, committed: Callable[[str, int], bool] | None = None
+    ) -> list[Hit]:
+        return self().search(request, committed)
+
+    def similar(
+        self,
+        path: str,
+        gen: int,
+        request: SearchRequest,
+        committed: Callable[[str, int], bool] | None = None,
+    ) -> list[Hit]:
+        return self().similar(path, gen, request, committed)

@@ -63,7 +63,7 @@ from semfs.ingest.errors import (
     ToolInputError,
 )
 from semfs.ingest.request import DEFAULT_MODE, SearchRequest
-from semfs.ingest.resident import ResidentStore
+from semfs.ingest.resident import LazySearcher, ResidentStore
 from semfs.ingest.search import Hit, Searcher
 from semfs.ingest.search.results import link_names, results_file, with_status_line
 from semfs.ingest.store import DEFAULT_K, Store
@@ -166,8 +166,8 @@ class Toolbox:
         self.reader = DocumentReader(store)
         self.grep_engine = Grep(store, self.reader)
         self.maps = FolderMaps(store.get_chunks, tools=True)
-        self._searcher = searcher
-        self._searcher_lock = threading.Lock()
+        # The one searcher, made on the first search (the model loads once); or the one given.
+        self._searcher = (lambda: searcher) if searcher is not None else LazySearcher(store)
         self._scoped_trees: dict[Scope, tuple[Tree, Tree]] = {}
         self._scoped_lock = threading.Lock()
         self.writer = SourceWriter(store)
@@ -193,10 +193,7 @@ class Toolbox:
 
     @property
     def searcher(self) -> Searcher:
-        with self._searcher_lock:  # the model loads once, on the first search
-            if self._searcher is None:
-                self._searcher = Searcher(self.store)
-            return self._searcher
+        return self._searcher()
 
     # -- scopes -------------------------------------------------------------------------------
 

@@ -43,7 +43,7 @@ from semfs.fusefs.view.tree import InodeMap, Ownership
 from semfs.ingest import portable
 from semfs.ingest.errors import MountError, StoreOwnedError
 from semfs.ingest.request import SearchRequest
-from semfs.ingest.resident import ResidentStore
+from semfs.ingest.resident import LazySearcher, ResidentStore
 from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.check import require_counts
@@ -53,7 +53,6 @@ if TYPE_CHECKING:  # imported where used: the first listing needs neither (see M
     from semfs.fusefs.mount.writes import WritableOperations
     from semfs.ingest.embedding.embedder import Embedder
     from semfs.ingest.pipeline import IngestReport
-    from semfs.ingest.search import Hit, Searcher
     from semfs.ingest.sources import SourceOptions
     from semfs.ingest.syncstate import SyncState
     from semfs.ingest.watch import SourceWatcher
@@ -258,7 +257,7 @@ class MountDaemon:
             chunks = None if manifest is None else manifest.chunk_count  # no records made
             require_counts(store, tree.files, chunks)
             # The store's model (or --watch's, for a new collection); loads nothing yet.
-            searcher = _OnDemandSearcher(store, embedder)
+            searcher = LazySearcher(store, embedder)
             compactor = _Compactor(store)
             self._services.append(compactor.close)
             pins = GenerationPins(
@@ -287,7 +286,7 @@ class MountDaemon:
             ops.resolvers.append(lambda rel: similars.resolve(ops.tree, rel))
             # While an ingest's dense pass is under way, results say how much is embedded,
             # and are searched again as its vectors come in.
-            searches.meaning = lambda mode, scope: searcher.get().meaning_note(mode, scope)
+            searches.meaning = lambda mode, scope: searcher().meaning_note(mode, scope)
 
             def vectors_changed() -> None:
                 searches.cache.clear()
@@ -332,7 +331,7 @@ class MountDaemon:
         self,
         resident: ResidentStore,
         refresher: TreeRefresher,
-        searcher: _OnDemandSearcher,
+        searcher: LazySearcher,
         pins: GenerationPins,
         documents: Embedder | None,
     ) -> None:
@@ -354,7 +353,7 @@ class MountDaemon:
             # for writing as they are, as the watcher does (it indexes them once closed).
             held = self._watcher.held_paths if self._watcher is not None else None
             resident.serve(
-                on_change=refresher.wake, served=pins.guard(), searcher=searcher.get, held=held
+                on_change=refresher.wake, served=pins.guard(), searcher=searcher, held=held
             )
             self._services.append(resident.stop_serving)
         except Exception as exc:
@@ -379,7 +378,7 @@ class MountDaemon:
         # from its manifest loads on first need only (a read or a search): the engine holds
         # the GIL while it loads (0.2 s at 2k chunks, longer at 100k), which stalled every
         # callback when it loaded on a timer, and listings, stat, find and du never need it.
-        resident.warm(searcher.get, delay=WARM_UP_DELAY)
+        resident.warm(searcher, delay=WARM_UP_DELAY)
         # Stopped before the store closes: a write racing the close failed with the engine's
         # "Shard is not initialized" when a mount ended within MANIFEST_DELAY.
         stopping = threading.Event()
@@ -491,37 +490,3 @@ def _write_missing_manifest(store: Store, stopping: threading.Event) -> None:
             exc,
             exc_info=logger.isEnabledFor(logging.DEBUG),
         )
-
-
-class _OnDemandSearcher:
-    """The mount's :class:`semfs.ingest.search.Searcher`, made at first use: by the warm-up thread
-    that init() starts, or by a search that comes first. Its module imports the engine and
-    the excerpt picker, which the first listing does not need. Thread-safe."""
-
-    def __init__(self, store: Store, embedder: Embedder | None) -> None:
-        self._store = store
-        self._embedder = embedder
-        self._searcher: Searcher | None = None
-        self._lock = threading.Lock()
-
-    def get(self) -> Searcher:
-        with self._lock:
-            if self._searcher is None:
-                from semfs.ingest.search import Searcher
-
-                self._searcher = Searcher(self._store, embedder=self._embedder)
-            return self._searcher
-
-    def search(
-        self, request: SearchRequest, committed: Callable[[str, int], bool] | None = None
-    ) -> list[Hit]:
-        return self.get().search(request, committed)
-
-    def similar(
-        self,
-        path: str,
-        gen: int,
-        request: SearchRequest,
-        committed: Callable[[str, int], bool] | None = None,
-    ) -> list[Hit]:
-        return self.get().similar(path, gen, request, committed)
