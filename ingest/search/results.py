@@ -90,7 +90,10 @@ def render(
         if full:
             lines += _full_passage(hit, links[i] if i < len(links) else "")
         elif rest := tuple(e for e in hit.excerpts if not e.lead):
-            lines += windows(replace(hit, excerpts=rest))
+            # The best passage's section is not labelled again right under it.
+            lead = [e for e in hit.excerpts if e.lead]
+            shown = short_heading(lead[-1].heading, hit.title) if lead else None
+            lines += windows(replace(hit, excerpts=rest), shown)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -133,16 +136,15 @@ def list_entry(hit: Hit) -> str:
     return entry
 
 
-def windows(hit: Hit) -> list[str]:
+def windows(hit: Hit, shown: str | None = None) -> list[str]:
     """A hit's windows: ``## RANK. PATH`` (and its place, for a converted document), then
     numbered lines, a ``[section]`` label wherever the heading path changes (the title's
     level left out: the list shows it). Source code names its definitions instead: see
-    :func:`code_windows`."""
+    :func:`code_windows`. ``shown``: the section the reader saw last (not labelled again)."""
     if any(ex.definition is not None for ex in hit.excerpts):
         return code_windows(hit)
     # A converted document's place (a page, a slide) tells where its text view came from.
     out = [f"## {hit.rank}. {hit.path}" + (f" ({hit.place})" if hit.place else "")]
-    shown: str | None = None
     for ex in hit.excerpts:
         head = short_heading(ex.heading, hit.title)
         if head != shown:
