@@ -114,8 +114,7 @@ def answer(hits: Sequence[Hit]) -> list[str]:
         else:
             span = f"line {first}" if first == last else f"lines {first}-{last}"
             place = f" ({hit.place})" if hit.place else ""
-            # The section path, the title's level kept: the list may not show the title.
-            head = short_heading(lead[0].heading, "")
+            head = short_heading(lead[0].heading, hit.title)
             out = [f"Answer: {hit.rank}. {hit.path}{place} {span}" + (f" [{head}]" if head else "")]
         for ex in lead:
             out += [f"{number}: {line}" for number, line in ex.lines]

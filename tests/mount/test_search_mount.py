@@ -501,7 +501,7 @@ def test_the_results_file_starts_with_the_answering_lines(tmp_path: Path) -> Non
     rest = results.partition("\n\n")[2]  # after the title and settings
     first = rest.split("\n\n", 1)[0].splitlines()
     span = f"lines {number - 1}-{number + 1}"
-    section = "[Snapshots > Restoring a deleted snapshot]"
+    section = "[Restoring a deleted snapshot]"  # the title's level is the list's
     assert first[0] == f"Answer: 1. ops/snapshots.md {span} {section}", results
     assert f"{number}: {PLANTED_LINE}" in first, results
     assert len("\n".join(first).encode()) <= 600
