@@ -124,8 +124,11 @@ def test_results_file_and_links_reach_the_documents(model_mount: Mount) -> None:
         assert f"\n{rank}. {path} (" in results  # the ranked list, match strength next
     # The top hit's answering lines, numbered as in the file: sed -n 'A,Bp' reaches them.
     top = (SAMPLE_CORPUS / ranked[0]).read_text().split("\n")
-    section = results.split(f"## 1. {ranked[0]}\n", 1)[1].split("\n## ", 1)[0]
-    shown = re.findall(r"^(\d+): (.*)$", section, re.M)
+    # Its lines: the best passage's when it is the top hit's, and the windows under ## 1.
+    blocks = re.findall(
+        rf"^(?:Answer:|##) 1\. {re.escape(ranked[0])}\b.*\n((?:(?:\d+: |\[).*\n?)+)", results, re.M
+    )
+    shown = [m for block in blocks for m in re.findall(r"^(\d+): (.*)$", block, re.M)]
     assert shown and all(top[int(n) - 1].rstrip() == line for n, line in shown if "…" not in line)
     assert len(results.encode()) <= 2048  # sized to the answer: the p95 bound
     one = next(query.glob("01-*"))
@@ -443,7 +446,7 @@ def test_a_repository_through_the_mount(tmp_path: Path) -> None:
         keyword = m.path / ".search" / "@keyword" / "zanzibar backoff"
         assert ranked_paths(m.path, keyword) == ["uploads/client.py"]
         text = (keyword / "00-results.md").read_text()
-        assert "## 1. uploads/client.py:4 · class Uploader › def retry_upload\n" in text
+        assert "Answer: 1. uploads/client.py:4 · class Uploader › def retry_upload\n" in text
         assert "\n4:     def retry_upload(self, part):\n" in text
         symbol = m.path / ".search" / "@symbol" / "Uploader.retry_upload"
         assert ranked_paths(m.path, symbol) == ["uploads/client.py"]
