@@ -92,8 +92,8 @@ def render(
         elif rest := tuple(e for e in hit.excerpts if not e.lead):
             # The best passage's section is not labelled again right under it.
             lead = [e for e in hit.excerpts if e.lead]
-            shown = short_heading(lead[-1].heading, hit.title) if lead else None
-            lines += windows(replace(hit, excerpts=rest), shown)
+            seen = short_heading(lead[-1].heading, hit.title) if lead else None
+            lines += windows(replace(hit, excerpts=rest), seen)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
