@@ -74,7 +74,7 @@ MIN_PICK = 40
 # Characters of the best passage (the best line of all and its window): what a results file
 # shows first, with its heading line; a longer line is cut to its best sentences, the rest of
 # the budget goes to the other lines. Measured on the public sets' tuning halves (BENCHMARKS.md
-# section 30): 320-500 held fewer answers (the lines after the best one were cut), 600 as
+# section 31): 320-500 held fewer answers (the lines after the best one were cut), 600 as
 # many as the whole budget.
 LEAD_CHARS = 600
 _HEADING = re.compile(r"[ \t]*(#{1,6})[ \t]+(.*?)[ \t#]*$")
