@@ -30,7 +30,8 @@ Rules a caller may rely on:
   owner as it is and clears the three bits. Only a regular file is written (never a FIFO,
   device or link: refused without blocking).
 * The file is indexed for keywords before the call returns (the ingest's first pass, taking
-  its turn with the collection's other writers for at most :data:`WRITE_WAIT` seconds); its
+  its turn with the collection's other writers for at most :data:`WRITE_WAIT` seconds, counted
+  from the request's arrival: a write queued behind this server's others counts that wait); its
   dense vectors follow from the store owner's dense pass (``on_indexed`` tells it), so a
   write never waits for the model.
 """
@@ -42,6 +43,7 @@ import os
 import secrets
 import stat
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,7 +77,8 @@ class Written:
 
 class SourceWriter:
     """Writes text files into ``store``'s source folder and ingests each one. Thread-safe:
-    one write at a time (an append and its ingest are not interleaved with another)."""
+    one file written at a time; the ingests take their turns on the collection's write lock
+    (each reads the file as it is then: the last one indexes every write before it)."""
 
     def __init__(self, store: Store, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.store = store
@@ -126,7 +129,17 @@ class SourceWriter:
         if bad is not None:
             raise bad
         data = text.encode("utf-8")
-        with self._lock:
+        # The bound holds per request, from its arrival: the files are written one at a
+        # time, then each ingest takes its turn on the collection's write lock with what is
+        # left of its own bound. Before, a write's ingest ran under this lock, each with 30 s
+        # of its own: 5 concurrent writes answered at 30, 60, ... 150 s.
+        deadline = time.monotonic() + WRITE_WAIT
+        if not self._lock.acquire(timeout=WRITE_WAIT):
+            raise StoreBusyError(
+                f"{rel} not written: this server's other writes held it for {WRITE_WAIT:g} s; "
+                "try again later"
+            )
+        try:
             source = self.source()
             folder = SourceFolder(source)
             try:
@@ -135,7 +148,17 @@ class SourceWriter:
                 raise SemfsError(f"cannot write {rel}: {exc.strerror or exc}") from exc
             finally:
                 folder.close()
-            return self._index(source, rel, mode, len(data), size)
+            self._load_embedder()
+        finally:
+            self._lock.release()
+        return self._index(source, rel, mode, len(data), size, deadline)
+
+    def _load_embedder(self) -> None:
+        from semfs.ingest.embedding.embedder import load_embedder
+        from semfs.ingest.pipeline import resolve_model
+
+        if self._embedder is None:
+            self._embedder = load_embedder(resolve_model(self.store, None))
 
     def _write(self, folder: SourceFolder, rel: str, data: bytes, mode: str) -> int:
         _make_folders(folder, rel.rpartition("/")[0])
@@ -184,12 +207,11 @@ class SourceWriter:
             raise
         return len(data)
 
-    def _index(self, source: Path, rel: str, mode: str, written: int, size: int) -> Written:
-        from semfs.ingest.embedding.embedder import load_embedder
-        from semfs.ingest.pipeline import ingest, resolve_model
+    def _index(
+        self, source: Path, rel: str, mode: str, written: int, size: int, deadline: float
+    ) -> Written:
+        from semfs.ingest.pipeline import ingest
 
-        if self._embedder is None:
-            self._embedder = load_embedder(resolve_model(self.store, None))
         try:
             report = ingest(
                 source,
@@ -198,7 +220,7 @@ class SourceWriter:
                 paths=[rel],
                 keep_failed=True,
                 dense=False,  # the owner's dense pass embeds it: no write waits for the model
-                lock_timeout=WRITE_WAIT,
+                lock_timeout=max(0.0, deadline - time.monotonic()),
             )
         except StoreBusyError as exc:
             why = f"{exc}; the next ingest (or a watcher of the folder) indexes it"

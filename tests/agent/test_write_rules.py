@@ -66,3 +66,54 @@ def test_replace_keeps_the_replaced_files_owner_and_group(tmp_path: Path, store_
     assert (team.st_uid, team.st_gid, team.st_mode & 0o7777) == (0, NOBODY, 0o664)
     assert (mine.st_uid, mine.st_gid) == (NOBODY, NOBODY)
     assert (src / "team.md").read_text() == "new\n"
+
+
+def test_concurrent_writes_each_answer_within_the_bound_from_their_arrival(
+    tmp_path: Path, store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46 attack 9: one write runs at a time per server, and each waited its own 30 s
+    for the collection's write lock, so 5 concurrent writes answered at 30, 60, ... 150 s.
+    The bound now counts from each request's arrival: with another writer holding the lock,
+    all four writes here answer (written, not indexed) within about one bound; before, the
+    last answered after four. Generous: twice the bound."""
+    import threading
+    import time
+
+    from semfs.fusefs.agent import writing
+    from semfs.ingest.store.writelock import WRITE_LOCK, CollectionLock
+
+    bound = 4.0
+    monkeypatch.setattr(writing, "WRITE_WAIT", bound)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.md").write_text("a\n")
+    ingest_hash(src, store_dir)
+    with open_store(CollectionAddress(store=store_dir)) as store:
+        writer = SourceWriter(store)
+        writer.write("warm.md", "loads the model first\n", "append")
+        holder = CollectionLock(store.lock_path(WRITE_LOCK), "keyword")
+        assert holder.try_acquire()
+        answers: dict[str, tuple[float, writing.Written | Exception]] = {}
+        start = time.monotonic()
+
+        def one(name: str) -> None:
+            try:
+                got: writing.Written | Exception = writer.write(name, f"{name}\n", "append")
+            except Exception as exc:  # a refusal is an answer too
+                got = exc
+            answers[name] = (time.monotonic() - start, got)
+
+        threads = [threading.Thread(target=one, args=(f"n{i}.md",)) for i in range(4)]
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=10 * bound)
+        finally:
+            holder.release()
+    assert len(answers) == 4
+    for name, (_elapsed, got) in answers.items():
+        assert isinstance(got, writing.Written) and not got.indexed, (name, got)
+        assert "try again later" in got.reason and (src / name).read_text() == f"{name}\n"
+    last = max(elapsed for elapsed, _ in answers.values())
+    assert last < 2 * bound, sorted(e for e, _ in answers.values())
