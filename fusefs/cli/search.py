@@ -9,16 +9,23 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import click
 
 from semfs.fusefs.cli.common import handle_errors, search_options, store_options
 from semfs.fusefs.cli.options import MODE_MEANINGS
-from semfs.ingest.errors import SemfsError
+from semfs.ingest.errors import OwnerGoneError, SemfsError, StoreLockedError
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import missing_collection, open_store
+
+# How long a search waits for the next owner of a store whose owner ended under it (an
+# ingest that got SIGTERM took ~30 s to exit while a `semfs mcp` beside it took over), and
+# how often it tries again meanwhile.
+HANDOVER_WAIT = 30.0
+HANDOVER_POLL = 0.2
 
 
 @click.command()
@@ -70,16 +77,29 @@ def search(
     if not query.strip():
         raise click.BadParameter("give a question or words to search for", param_hint="QUERY")
     request = SearchRequest(query, k=k, mode=mode, min_score=min_score, under=under, more=more)
-    with open_store(address) as store:
-        meta = store.read_meta()
-        found = meta is not None
-        if found:
-            if request.under is not None:
-                _check_folder(store, request.under, address.collection)
-            searcher = Searcher(store)
-            hits = searcher.search(request)
-            # While an ingest's dense pass is under way: how much of it is embedded.
-            note = searcher.meaning_note(request.mode, request.under, meta)
+    gone_at: float | None = None  # when the store's owner was found ending under us
+    while True:
+        try:
+            with open_store(address) as store:
+                meta = store.read_meta()
+                found = meta is not None
+                if found:
+                    if request.under is not None:
+                        _check_folder(store, request.under, address.collection)
+                    searcher = Searcher(store)
+                    hits = searcher.search(request)
+                    # While an ingest's dense pass is under way: how much of it is embedded.
+                    note = searcher.meaning_note(request.mode, request.under, meta)
+            break
+        except (OwnerGoneError, StoreLockedError) as exc:
+            # The owner ended under this search (an ingest's exit): its next owner (a mount,
+            # `semfs mcp`) takes the store over in moments, or the store comes free. A store
+            # locked before any owner was seen ending is refused at once, as before.
+            if isinstance(exc, OwnerGoneError) and gone_at is None:
+                gone_at = time.monotonic()
+            if gone_at is None or time.monotonic() - gone_at > HANDOVER_WAIT:
+                raise
+            time.sleep(HANDOVER_POLL)
     if not found:  # after closing: listing may open the store (a file: URL takes one client)
         raise missing_collection(address)
     if as_json:
