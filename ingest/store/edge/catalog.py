@@ -14,6 +14,7 @@ from pathlib import Path
 
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store import check_collection_name
+from semfs.ingest.store.address import check_embedded_name
 from semfs.ingest.store.catalog import Catalog
 from semfs.ingest.store.edge.durable import fsync_dir
 from semfs.ingest.store.edge.shardlock import locked
@@ -103,6 +104,7 @@ class EdgeCatalog(Catalog):
             shutil.rmtree(doomed)
 
     def rename(self, old: str, new: str) -> None:
+        check_embedded_name(new)  # not STORE/servers/, the server collections' files
         self.check_new_name(new)
         with self._locked(old):
             target = collection_dir(self.store_dir, new)

@@ -128,3 +128,22 @@ def test_an_embedded_collection_may_not_be_called_servers(tmp_path: Path) -> Non
     assert not (tmp_path / "s" / "servers" / "shard").exists()
     server = CollectionAddress("servers", store=tmp_path, url="http://localhost:6333")
     assert server.local_dir == tmp_path / "servers" / "localhost_6333" / "servers"
+
+
+def test_an_embedded_collection_may_not_be_renamed_servers(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.md").write_text("alpha\n")
+    subprocess.run(
+        [SEMFS, "ingest", str(src), "--store", str(tmp_path / "s"), "-m", "hash"],
+        check=True,
+        capture_output=True,
+    )
+    run = subprocess.run(
+        [SEMFS, "collections", "rename", "docs", "servers", "--store", str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode != 0 and "reserved" in run.stderr, run.stderr
+    assert (tmp_path / "s" / "docs" / "shard").is_dir()
