@@ -142,7 +142,7 @@ def mark_embedded(store: Store) -> bool:
     lock (no writer adds chunks meanwhile), and store the manifest again for the new meta.
     Does nothing while a writer is under way (its run sets the flag as it finds it; the
     next pass clears it). True when it cleared it."""
-    lock = CollectionLock(store.lock_path(WRITE_LOCK), "keyword")
+    lock = CollectionLock(store.lock_path(WRITE_LOCK), "first")
     if not lock.try_acquire():
         return False
     try:

@@ -353,7 +353,7 @@ def ingest(
 
     if held is None:
         reader.held = owner_holds(store)  # a writable mount's open files, beside it
-    lock = CollectionLock(store.lock_path(WRITE_LOCK), "keyword")
+    lock = CollectionLock(store.lock_path(WRITE_LOCK), "first")
     lock.acquire(lock_timeout, on_wait)
     writer: _Writer | None = None
     try:

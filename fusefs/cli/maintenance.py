@@ -205,7 +205,7 @@ def _prune(store: Store, paths: list[str]) -> None:
     in its turn with the collection's other writers."""
     from semfs.ingest.store.writelock import WRITE_LOCK, CollectionLock
 
-    with CollectionLock(store.lock_path(WRITE_LOCK), "keyword").held_for(on_wait=waiting):
+    with CollectionLock(store.lock_path(WRITE_LOCK), "first").held_for(on_wait=waiting):
         store.delete_documents(paths)
         meta = store.read_meta()
         if meta is not None:

@@ -66,7 +66,7 @@ class CollectionLock:
 
     def __init__(self, path: Path | None, what: str) -> None:
         self.path = path
-        self.what = what  # "write", "embed": for messages
+        self.what = what  # the pass that holds it, for messages: "first" (writes), "embedding"
         self._fd: int | None = None
         self._guard = threading.Lock()  # this object's own fd, across threads
 

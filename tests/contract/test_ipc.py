@@ -82,7 +82,7 @@ from semfs.ingest.store.ipc.client import connect_daemon
 from semfs.ingest.store.schema import StoreMeta
 from semfs.ingest.store.writelock import WRITE_LOCK, CollectionLock
 remote = connect_daemon(Path(sys.argv[1]), "docs")
-CollectionLock(remote.lock_path(WRITE_LOCK), "keyword").acquire()
+CollectionLock(remote.lock_path(WRITE_LOCK), "first").acquire()
 remote.write_meta(StoreMeta("hash:8", 8, generation=7))
 print("wrote", flush=True)
 sys.stdin.read()
@@ -513,10 +513,10 @@ def test_writers_take_turns_on_the_write_lock_not_the_connection(served: Any) ->
     edge, _server, _changes = served
     first, second = _remote(edge.dir), _remote(edge.dir)
     assert first.lock_path(WRITE_LOCK) == edge.lock_path(WRITE_LOCK) == edge.dir / WRITE_LOCK
-    held = CollectionLock(first.lock_path(WRITE_LOCK), "keyword")
+    held = CollectionLock(first.lock_path(WRITE_LOCK), "first")
     held.acquire()
     first.write_meta(StoreMeta("hash:8", DIM, generation=1))
-    waiting = CollectionLock(second.lock_path(WRITE_LOCK), "keyword")
+    waiting = CollectionLock(second.lock_path(WRITE_LOCK), "first")
     with pytest.raises(StoreBusyError, match=f"pid {os.getpid()}"):
         waiting.acquire(timeout=0.3)
     assert second.read_meta() == StoreMeta("hash:8", DIM, generation=1)  # reads are fine
@@ -534,7 +534,7 @@ def test_a_killed_writer_releases_the_write_lock(served: Any) -> None:
         _await_line(proc, "wrote")
         assert edge.read_meta() == StoreMeta("hash:8", DIM, generation=7)
         with _remote(edge.dir) as other:
-            lock = CollectionLock(other.lock_path(WRITE_LOCK), "keyword")
+            lock = CollectionLock(other.lock_path(WRITE_LOCK), "first")
             assert not lock.try_acquire()
             proc.send_signal(signal.SIGKILL)
             proc.wait(10)

@@ -151,7 +151,7 @@ class _CommitWatch(DelegatingStore):
     def put_document(self, record: DocumentRecord) -> None:
         held = self.inner.chunk_texts(record.path, record.gen, range(record.chunks))
         self.commits.append((record.path, len(held), record.chunks))
-        other = CollectionLock(self.inner.lock_path(WRITE_LOCK), "keyword")
+        other = CollectionLock(self.inner.lock_path(WRITE_LOCK), "first")
         taken = other.try_acquire()
         other.release()
         self.lock_free.append(taken)
@@ -179,7 +179,7 @@ def test_a_document_commits_only_with_every_chunk_written_under_the_write_lock(
             assert written == chunks, (path, written, chunks)
         assert store.lock_free == [False] * len(store.commits)
         # And after the run, the lock is free again.
-        after = CollectionLock(inner.lock_path(WRITE_LOCK), "keyword")
+        after = CollectionLock(inner.lock_path(WRITE_LOCK), "first")
         assert after.try_acquire()
         after.release()
 
