@@ -63,6 +63,25 @@ def test_a_chunked_body_past_the_bound_is_refused(store: Path) -> None:
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
 
 
+def test_a_declared_body_past_the_bound_is_refused_before_it_comes(store: Path) -> None:
+    """A Content-Length past 4 MiB is answered 413 at once: the server does not wait for
+    (or read) a body it will refuse."""
+    with http_server("--store", str(store)) as server:
+        conn = socket.create_connection(("127.0.0.1", server.port), timeout=WAIT)
+        with conn:
+            conn.sendall(
+                (
+                    f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                    "Content-Type: application/json\r\n"
+                    "Accept: application/json, text/event-stream\r\n"
+                    f"Authorization: Bearer {server.token}\r\n"
+                    f"Content-Length: {MAX_BODY + 1}\r\n\r\n{{"
+                ).encode()
+            )
+            answer = _answer(conn)
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+
+
 def test_connections_without_a_token_hold_at_most_three_quarters_of_the_cap(
     store: Path,
 ) -> None:
