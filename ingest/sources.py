@@ -710,9 +710,13 @@ def _document(
         return _served(view, None, previous.size, previous.sha256, st, original)
     # A file this extractor refused before is stored as it is again, not extracted again.
     refused = f"{formats.AS_IS}/{tag}"
+    # One whose extraction ran out of time or whose worker died is tried once more, at the
+    # next run: a crash or a busy machine is not the bytes' fault (issue 46). Its record says
+    # so (``retry``), so only a second failure is remembered.
+    retry = f"{refused}/retry"
     was = (previous.original_sha256, previous.extractor) if previous is not None else None
     if previous is not None and previous.as_is and was == (sha256, refused):
-        return _as_is(f, st, data, sha256, "refused before", refused)
+        return _as_is(f, st, data, sha256, "refused before (--retry-skipped to try)", refused)
     fingerprint = Fingerprint(len(data), st.st_mtime_ns, sha256, tag)
     known = remembered(f.path, fingerprint) if remembered is not None else None
     if known is not None:
@@ -720,6 +724,10 @@ def _document(
         return Skipped(f.path, again, fingerprint=fingerprint, memo_reason=known)
     extracted = formats.extract(f.path, data)
     if isinstance(extracted, formats.Unsupported):
+        tried = previous is not None and previous.as_is and was == (sha256, retry)
+        if extracted.transient and not tried:
+            why = f"{extracted.reason}; tried again at the next ingest (--retry-skipped: now)"
+            return _as_is(f, st, data, sha256, why, retry)
         return _as_is(f, st, data, sha256, extracted.reason, refused)
     encoded = extracted.text.encode("utf-8", "surrogatepass")
     if len(encoded) > max_bytes:

@@ -43,9 +43,12 @@ _INFLATE_STEP = 64 * 1024
 
 @dataclass(frozen=True)
 class Unsupported:
-    """Why a file's bytes cannot be ingested, in one line (shown per file by ``semfs ingest``)."""
+    """Why a file's bytes cannot be ingested, in one line (shown per file by ``semfs ingest``).
+    ``transient``: it ran out of time or its worker died (a crash, the kernel's OOM killer, a
+    machine under load): not the bytes' fault for sure, so tried again once, later."""
 
     reason: str
+    transient: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)

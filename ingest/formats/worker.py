@@ -64,7 +64,9 @@ class Worker:
             line = _read_line(child.stdout, time.monotonic() + self.timeout)
             if line is None:
                 self._stop()
-                return Unsupported(f"extraction took over {self.timeout:g} s (stopped)")
+                return Unsupported(
+                    f"extraction took over {self.timeout:g} s (stopped)", transient=True
+                )
             if not line:
                 return self._died(child)
             return _decode(json.loads(line))
@@ -74,7 +76,8 @@ class Worker:
         self._child = None
         how = f"signal {-code}" if code < 0 else f"exit status {code}"
         return Unsupported(
-            f"extraction failed ({how}; over the {self.memory >> 20} MiB bound?), not ingested"
+            f"extraction failed ({how}; over the {self.memory >> 20} MiB bound?), not ingested",
+            transient=True,
         )
 
     def _start(self) -> subprocess.Popen[bytes]:

@@ -98,3 +98,42 @@ def test_a_pdf_that_turns_readable_or_corrupt_keeps_the_counts(
     docs, chunks, meta_docs, meta_chunks = _store_counts(store_dir)
     assert (docs, chunks) == (meta_docs, meta_chunks) and docs == 2
     _check_ok(store_dir)
+
+
+def test_a_timeout_is_tried_again_once_at_the_next_run_then_remembered(
+    tmp_path: Path, store_dir: Path, pool: list[worker.WorkerPool]
+) -> None:
+    """Issue 46 attack 8 and use 2: a page whose extraction ran out of time (a busy machine)
+    or whose worker died was remembered as refused for good: every later run skipped it
+    ("refused before") until --retry-skipped. Now the next run tries it once more by itself;
+    only a second failure is remembered, and its reason says how to try again."""
+    src = tmp_path / "src"
+    (src / "bash").mkdir(parents=True)
+    (src / "bash" / "bash.html").write_bytes(PAGE)
+    (src / "other.html").write_bytes(PAGE.replace(b"Bash", b"Other"))
+    pool.append(worker.WorkerPool(jobs=1, timeout=1e-4))  # less than a child needs to start
+    first = {s.path: s.reason for s in ingest_hash(src, store_dir, jobs=1).unsearched}
+    assert set(first) == {"bash/bash.html", "other.html"}
+    assert "took over" in first["other.html"] and "tried again at the next ingest" in (
+        first["other.html"]
+    )
+    # The next run, on a machine with time to spare: converted, with no flag.
+    pool.append(worker.WorkerPool(jobs=1))
+    (src / "other.html").touch()  # unchanged bytes: the record alone decides
+    second = ingest_hash(src, store_dir, jobs=1)
+    assert sorted(second.updated) == ["bash/bash.html.md", "other.html.md"], second
+    _check_ok(store_dir)
+    # Out of time twice: remembered, and the reason says how to try again.
+    (src / "slow.html").write_bytes(PAGE.replace(b"Bash", b"Slow"))
+    pool.append(worker.WorkerPool(jobs=1, timeout=1e-4))
+    once = ingest_hash(src, store_dir, jobs=1)
+    assert [s.path for s in once.unsearched] == ["slow.html"], once
+    again = ingest_hash(src, store_dir, jobs=1)
+    assert [s.path for s in again.unsearched] == ["slow.html"], again
+    reason = again.unsearched[0].reason
+    assert "took over" in reason and "next ingest" not in reason, reason
+    pool.append(worker.WorkerPool(jobs=1))
+    third = ingest_hash(src, store_dir, jobs=1)
+    assert "slow.html" in third.unchanged and pool[-1].started == 0  # not extracted again
+    retried = ingest_hash(src, store_dir, jobs=1, retry_skipped=True)
+    assert retried.updated == ["slow.html.md"]
