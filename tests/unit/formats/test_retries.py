@@ -114,8 +114,9 @@ def test_a_timeout_is_tried_again_once_at_the_next_run_then_remembered(
     pool.append(worker.WorkerPool(jobs=1, timeout=1e-4))  # less than a child needs to start
     first = {s.path: s.reason for s in ingest_hash(src, store_dir, jobs=1).unsearched}
     assert set(first) == {"bash/bash.html", "other.html"}
-    assert "took over" in first["other.html"] and "tried again at the next ingest" in (
-        first["other.html"]
+    assert (
+        "took over" in first["other.html"]
+        and "tried again at the next ingest" in (first["other.html"])
     )
     # The next run, on a machine with time to spare: converted, with no flag.
     pool.append(worker.WorkerPool(jobs=1))
