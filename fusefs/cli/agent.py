@@ -15,12 +15,12 @@ import click
 
 from semfs.fusefs.agent import DEFAULT_BUDGET, SESSION_TIMEOUT
 from semfs.fusefs.agent.guide import guide
-from semfs.fusefs.cli.common import handle_errors, store_options
+from semfs.fusefs.cli.common import Command, Group, handle_errors, store_options
 from semfs.fusefs.view.searchdir import DEFAULT_NAME
 from semfs.ingest.store.address import CollectionAddress
 
 
-@click.command(name="mcp")
+@click.command(cls=Command, name="mcp")
 @store_options
 @click.option(
     "--http",
@@ -125,7 +125,7 @@ def mcp_cmd(
         os._exit(130)
 
 
-@click.group(name="token")
+@click.group(cls=Group, name="token")
 def token_group() -> None:
     """Scoped tokens for `semfs mcp --http`: each sees only the folders it was made for.
 
@@ -252,7 +252,7 @@ def _stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, stop)
 
 
-@click.command(name="guide")
+@click.command(cls=Command, name="guide")
 @click.argument("mountpoint", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--search-dir",

@@ -10,7 +10,7 @@ import json
 
 import click
 
-from semfs.fusefs.cli.common import catalog_options, handle_errors
+from semfs.fusefs.cli.common import Group, catalog_options, handle_errors
 from semfs.fusefs.cli.display import size
 from semfs.fusefs.cli.status import collection_row, collection_table
 from semfs.ingest.collection import refuse_if_followed, remove
@@ -18,7 +18,7 @@ from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import capabilities, open_catalog
 
 
-@click.group()
+@click.group(cls=Group)
 def collections() -> None:
     """List, remove and rename the collections of a store.
 

@@ -101,6 +101,52 @@ def _end_as_sigpipe() -> None:
     os.kill(os.getpid(), signal.SIGPIPE)
 
 
+class _OnceEach:
+    """A command whose options that take one value refuse to be given twice: click's parser
+    keeps the last (``-c docs -c code`` searched only ``code``), which silently drops what the
+    user asked for. Options that gather (``multiple``), count (``-vv``) or are flags may repeat.
+    Every semfs command and group is one (``cls=Command``, ``cls=Group``; a group's
+    subcommands are by default); tests/cli/test_group.py checks that none is missed."""
+
+    def make_parser(self, ctx: click.Context) -> Any:
+        parser = super().make_parser(ctx)  # type: ignore[misc]
+        parse = parser.parse_args
+
+        def parse_once(args: list[str]) -> Any:
+            opts, rest, order = parse(args=args)
+            if not ctx.resilient_parsing:  # shell completion parses half a line: never fail
+                _refuse_repeats(ctx, order)
+            return opts, rest, order
+
+        parser.parse_args = parse_once
+        return parser
+
+
+def _refuse_repeats(ctx: click.Context, order: Iterable[click.Parameter]) -> None:
+    seen: set[str | None] = set()
+    for param in order:
+        if not isinstance(param, click.Option) or param.multiple or param.count:
+            continue
+        if param.is_flag:
+            continue
+        if param.name in seen:
+            flag = max(param.opts, key=len)
+            raise click.UsageError(f"{flag} given twice", ctx)
+        seen.add(param.name)
+
+
+class Command(_OnceEach, click.Command):
+    """A semfs command: see :class:`_OnceEach`."""
+
+
+class Group(_OnceEach, click.Group):
+    """A semfs command group: its options, and its subcommands' (made with ``group.command``),
+    refuse a single-value option given twice (see :class:`_OnceEach`)."""
+
+    command_class = Command
+    group_class = type  # a subgroup is a Group too
+
+
 def _click_type(param: Param) -> Any:
     if param.path is not None:
         file_okay, dir_okay = param.path

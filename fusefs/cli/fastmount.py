@@ -46,6 +46,7 @@ def parse(args: Sequence[str], environ: Mapping[str, str] = os.environ) -> dict[
                 return None
             params[param.name] = setting
     gathered: dict[str, list[str]] = {}
+    given: set[str] = set()
     positional: list[str] = []
     i = 0
     while i < len(args):
@@ -72,7 +73,10 @@ def parse(args: Sequence[str], environ: Mapping[str, str] = os.environ) -> dict[
             return None
         if option.multiple:
             gathered.setdefault(option.name, []).append(value)
+        elif option.name in given:
+            return None  # given twice: click's error (never silently the last)
         else:
+            given.add(option.name)
             params[option.name] = value
     if len(positional) != 1:
         return None

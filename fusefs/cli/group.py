@@ -17,6 +17,7 @@ import click
 
 from semfs.fusefs.cli.agent import register as register_agent
 from semfs.fusefs.cli.collections import register as register_collections
+from semfs.fusefs.cli.common import Group
 from semfs.fusefs.cli.ingest import register as register_ingest
 from semfs.fusefs.cli.maintenance import register as register_maintenance
 from semfs.fusefs.cli.mount import register as register_mount
@@ -37,7 +38,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     ctx.exit()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "-V",
     "--version",

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import click
 
 from semfs.fusefs.cli.common import (
+    Command,
     handle_errors,
     source_options,
     store_options,
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from semfs.ingest.syncstate import SyncState
 
 
-@click.command(name="ingest")
+@click.command(cls=Command, name="ingest")
 @click.argument("source", type=click.Path(path_type=Path))
 @store_options
 @source_options

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from semfs.fusefs.cli.common import handle_errors, one_line, store_options, waiting
+from semfs.fusefs.cli.common import Command, handle_errors, one_line, store_options, waiting
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store import DEFAULT_COLLECTION, Store
 from semfs.ingest.store.address import CollectionAddress
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from semfs.ingest.store.schema import StoreMeta
 
 
-@click.command()
+@click.command(cls=Command)
 @store_options
 @click.option(
     "--repair",
@@ -222,7 +222,7 @@ def _prune(store: Store, paths: list[str]) -> None:
         store.flush()
 
 
-@click.command()
+@click.command(cls=Command)
 @store_options
 @handle_errors
 def compact(address: CollectionAddress) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from semfs.fusefs.cli.common import handle_errors, params
+from semfs.fusefs.cli.common import Command, handle_errors, params
 from semfs.fusefs.cli.options import MOUNT
 from semfs.fusefs.view.parameters import parameter_lines
 
@@ -54,7 +54,7 @@ For a Qdrant server, give its URL instead of the store folder (or -o url=URL).
 """
 
 
-@click.command(name="mount", epilog=MOUNT_EPILOG)
+@click.command(cls=Command, name="mount", epilog=MOUNT_EPILOG)
 @params(MOUNT)
 @click.pass_context
 @handle_errors
@@ -91,7 +91,7 @@ def mount_cmd(ctx: click.Context, **parameters: Any) -> None:
     run_mount(ctx.params, ctx.find_root().meta.get("semfs.verbose", 0))
 
 
-@click.command(name="umount")
+@click.command(cls=Command, name="umount")
 @click.argument("mountpoint", type=click.Path(path_type=Path))
 @click.option("-z", "--lazy", is_flag=True, help="Detach now even if busy (a lazy unmount).")
 @click.option(

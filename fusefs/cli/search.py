@@ -13,7 +13,7 @@ import time
 
 import click
 
-from semfs.fusefs.cli.common import handle_errors, search_options, store_options
+from semfs.fusefs.cli.common import Command, handle_errors, search_options, store_options
 from semfs.fusefs.cli.options import MODE_MEANINGS
 from semfs.ingest.errors import OwnerGoneError, SemfsError, StoreLockedError
 from semfs.ingest.request import SearchRequest
@@ -28,7 +28,7 @@ HANDOVER_WAIT = 30.0
 HANDOVER_POLL = 0.2
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("query")
 @store_options
 @search_options(

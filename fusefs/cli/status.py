@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from semfs.fusefs.cli.common import handle_errors, one_line, store_options
+from semfs.fusefs.cli.common import Command, handle_errors, one_line, store_options
 from semfs.fusefs.cli.display import ago, duration, size, when, yes_no
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store.address import CollectionAddress
@@ -162,7 +162,7 @@ def shown_size(n: int | None, raw: bool) -> str:
     return size(n) if not raw or n is None else f"{n} bytes"
 
 
-@click.command()
+@click.command(cls=Command)
 @store_options
 @click.option("--bytes", "raw_bytes", is_flag=True, help="Sizes in bytes, not KiB/MiB/GiB.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (sizes in bytes).")
