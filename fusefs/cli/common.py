@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from semfs.fusefs.cli.options import CATALOG, MIN_SCORE, MODE, SOURCE, STORE, K, Param
+from semfs.fusefs.cli.options import CATALOG, MIN_SCORE, MODE, SOURCE, STORE, STORES, K, Param
 from semfs.ingest.errors import SemfsError, engine_damage
 from semfs.ingest.store import DEFAULT_COLLECTION
 from semfs.ingest.store.address import CollectionAddress
@@ -239,6 +239,26 @@ def store_options(func: F) -> F:
     """--store / --url / --api-key / --collection, shared by every command that opens a store:
     the command takes them as one ``address: CollectionAddress``."""
     return params(STORE)(_as_address(func))
+
+
+def _as_addresses(func: F) -> F:
+    """``func`` called with ``addresses``: one :class:`CollectionAddress` per collection named
+    (``collection``: a tuple; a name given twice counts once), in the order given."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        pieces = [kwargs.pop(name, None) for name in ("store_path", "url", "api_key")]
+        names = dict.fromkeys(kwargs.pop("collection", None) or (DEFAULT_COLLECTION,))
+        addresses = tuple(CollectionAddress(name, *pieces) for name in names)
+        return func(*args, addresses=addresses, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def stores_options(func: F) -> F:
+    """The store options with -c repeatable: the command takes ``addresses``, a tuple of
+    :class:`CollectionAddress`, one per collection named."""
+    return params(STORES)(_as_addresses(func))
 
 
 def catalog_options(func: F) -> F:

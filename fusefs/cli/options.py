@@ -95,6 +95,17 @@ STORE = (
 )
 # Where the collections are (`semfs collections`): the store options but --collection.
 CATALOG = STORE[:3]
+# `semfs search`'s: -c repeats, each a collection searched.
+STORES = (
+    *CATALOG,
+    dataclasses.replace(
+        STORE[3],
+        default=(DEFAULT_COLLECTION,),
+        multiple=True,
+        help="Collection name; repeat to search several as one (-c docs -c code) "
+        "[env SEMFS_COLLECTION, names separated by spaces].",
+    ),
+)
 
 # -k / --mode / --min-score: `semfs search`'s, and `semfs mount`'s defaults for its folders.
 # Each command gives its own help (with_help).

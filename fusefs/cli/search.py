@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import click
 
-from semfs.fusefs.cli.common import Command, handle_errors, search_options, store_options
+from semfs.fusefs.cli.common import Command, handle_errors, search_options, stores_options
 from semfs.fusefs.cli.options import MODE_MEANINGS
 from semfs.ingest.errors import OwnerGoneError, SemfsError, StoreLockedError
 from semfs.ingest.request import SearchRequest
@@ -27,10 +29,14 @@ from semfs.ingest.store.backends import missing_collection, open_store
 HANDOVER_WAIT = 30.0
 HANDOVER_POLL = 0.2
 
+if TYPE_CHECKING:
+    from semfs.ingest.search import Hit
+    from semfs.ingest.store.schema import StoreMeta
+
 
 @click.command(cls=Command)
 @click.argument("query")
-@store_options
+@stores_options
 @search_options(
     k_help="Number of documents.",
     mode_help=MODE_MEANINGS,
@@ -47,7 +53,7 @@ HANDOVER_POLL = 0.2
 @handle_errors
 def search(
     query: str,
-    address: CollectionAddress,
+    addresses: tuple[CollectionAddress, ...],
     k: int,
     mode: str,
     under: str | None,
@@ -63,33 +69,80 @@ def search(
     prints the paths only, one a line, as `grep -l` would: absolute paths in the source
     folder (a converted document's original), usable from any folder. --under DIR searches
     only the documents inside DIR, a folder of the collection (as a mount shows it); a DIR
-    that is not one is an error.
+    that is not one is an error. -c names the collection; -c docs -c code searches both as
+    one, best first whichever holds it, each hit under its collection's name.
 
     \b
     Example:
         semfs search "how do I rotate an api key"
         semfs search "custom domain" --under deploy -k 3 --json
+        semfs search "parse a config file" -c docs -c code
         semfs search "webhook retries" --paths | xargs -d '\\n' grep -n retry
     """
-    from semfs.ingest.search import Searcher
     from semfs.ingest.search.results import link_names, results_file, with_status_line
+    from semfs.ingest.search.several import merge_hits
 
     if not query.strip():
         raise click.BadParameter("give a question or words to search for", param_hint="QUERY")
     request = SearchRequest(query, k=k, mode=mode, min_score=min_score, under=under, more=more)
+    several = len(addresses) > 1
+    metas: dict[str, StoreMeta] = {}
+    each: dict[str, list[Hit]] = {}
+    notes: list[str] = []
+    wrong_folder: list[str] = []
+    for address in addresses:  # one store open at a time; each its own model
+        name = address.collection
+        meta, hits, note, wrong = _search_one(address, request)
+        if wrong is not None:
+            wrong_folder.append(wrong)
+        metas[name], each[name] = meta, hits
+        if note:
+            notes.append(f"{name}: {note}" if several else note)
+    if len(wrong_folder) == len(addresses):  # --under: a folder of at least one of them
+        raise SemfsError("; ".join(wrong_folder))
+    found = merge_hits(each, request.k)
+    if as_json:
+        listed = [{**h.to_json(), "collection": name} for name, h in found]
+        click.echo(json.dumps(listed, indent=2, ensure_ascii=False))
+        return
+    if paths_only:
+        for name, h in found:
+            click.echo(_source_path(metas[name].source, h.path))
+        return
+    # Several collections: a hit's path begins with its collection's name (as one mount of
+    # them shows it: MNT/docs/..., MNT/code/...).
+    shown = tuple(replace(h, path=f"{name}/{h.path}") if several else h for name, h in found)
+    where = None
+    if several:
+        inside = f"{request.under}/" if request.under else ""
+        where = ", ".join(f"{name}/{inside}" for name in each)
+    text = results_file(request, shown, link_names(shown, request.k), where=where)
+    note = "; ".join(notes) or None
+    click.echo(with_status_line(text, note).decode("utf-8", "surrogateescape"), nl=False)
+
+
+def _search_one(
+    address: CollectionAddress, request: SearchRequest
+) -> tuple[StoreMeta, list[Hit], str | None, str | None]:
+    """One collection's (meta, hits, meaning note, why --under is not a folder of it).
+    Raises SemfsError when the collection does not exist."""
+    from semfs.ingest.search import Searcher
+
     gone_at: float | None = None  # when the store's owner was found ending under us
+    hits: list[Hit] = []
+    note = wrong = None
     while True:
         try:
             with open_store(address) as store:
                 meta = store.read_meta()
-                found = meta is not None
-                if found:
+                if meta is not None:
                     if request.under is not None:
-                        _check_folder(store, request.under, address.collection)
-                    searcher = Searcher(store)
-                    hits = searcher.search(request)
-                    # While an ingest's dense pass is under way: how much of it is embedded.
-                    note = searcher.meaning_note(request.mode, request.under, meta)
+                        wrong = _folder_error(store, request.under, address.collection)
+                    if wrong is None:
+                        searcher = Searcher(store)
+                        hits = searcher.search(request)
+                        # While an ingest's dense pass is under way: how much is embedded.
+                        note = searcher.meaning_note(request.mode, request.under, meta)
             break
         except (OwnerGoneError, StoreLockedError) as exc:
             # The owner ended under this search (an ingest's exit): its next owner (a mount,
@@ -100,18 +153,9 @@ def search(
             if gone_at is None or time.monotonic() - gone_at > HANDOVER_WAIT:
                 raise
             time.sleep(HANDOVER_POLL)
-    if not found:  # after closing: listing may open the store (a file: URL takes one client)
+    if meta is None:  # after closing: listing may open the store (a file: URL takes one client)
         raise missing_collection(address)
-    if as_json:
-        click.echo(json.dumps([h.to_json() for h in hits], indent=2, ensure_ascii=False))
-        return
-    if paths_only:
-        source = meta.source if meta is not None else None
-        for h in hits:
-            click.echo(_source_path(source, h.path))
-        return
-    text = results_file(request, tuple(hits), link_names(tuple(hits), request.k))
-    click.echo(with_status_line(text, note).decode("utf-8", "surrogateescape"), nl=False)
+    return meta, hits, note, wrong
 
 
 def _source_path(source: str | None, path: str) -> str:
@@ -127,17 +171,18 @@ def _source_path(source: str | None, path: str) -> str:
     return os.path.join(source, path)
 
 
-def _check_folder(store: Store, folder: str, collection: str) -> None:
-    """Raise SemfsError unless ``folder`` is a folder of the collection (it holds a document)."""
+def _folder_error(store: Store, folder: str, collection: str) -> str | None:
+    """Why ``folder`` is not a folder of the collection (one that holds a document), or None."""
     prefix = folder + "/"
     paths = [d.path for d in store.list_documents()]
     if folder in paths:
-        raise SemfsError(f"--under {folder}: that is a file, not a folder, of {collection!r}")
+        return f"--under {folder}: that is a file, not a folder, of {collection!r}"
     if not any(p.startswith(prefix) for p in paths):
-        raise SemfsError(
+        return (
             f"--under {folder}: no such folder in collection {collection!r} "
             "(a path in the collection, as `ls` of a mount shows it)"
         )
+    return None
 
 
 def register(group: click.Group) -> None:
