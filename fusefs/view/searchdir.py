@@ -58,7 +58,8 @@ from semfs.ingest.errors import SemfsError
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.store import MAX_K
 
-# semfs.ingest.search imports the Qdrant engine: not needed to parse a command line.
+# semfs.ingest.search (its results renderer included) imports the Qdrant engine: not needed
+# to parse a command line or start a mount, so the renderer is imported where a search runs.
 if TYPE_CHECKING:
     from semfs.ingest.search import Hit
 
@@ -81,11 +82,6 @@ from semfs.fusefs.view.tree import (
     Tree,
     name_too_long,
     node_attrs,
-)
-from semfs.ingest.search.results import (
-    link_names,
-    results_file,
-    with_status_line,
 )
 
 logger = logging.getLogger(__name__)
@@ -457,6 +453,8 @@ class SearchDirectories:
         return result
 
     def _run(self, tree: Tree, request: SearchRequest) -> QueryResult:
+        from semfs.ingest.search.results import link_names, results_file, with_status_line
+
         started = time.perf_counter()
         hits = tuple(self.search(request, committed=tree.shows)) if request.text else ()
         names = link_names(hits, request.k, tree.shown)

@@ -38,7 +38,6 @@ from semfs.fusefs.view.tree import (
     Tree,
 )
 from semfs.ingest.request import SearchRequest
-from semfs.ingest.search.results import link_names, similar_file
 
 if TYPE_CHECKING:
     from semfs.ingest.search import Hit
@@ -120,6 +119,9 @@ class SimilarDirectories:
         request = SearchRequest(rec.path, k=self.k, mode="semantic", under=scope or None)
 
         def run() -> QueryResult:
+            # The renderer's package loads the Qdrant engine: not at a mount's start.
+            from semfs.ingest.search.results import link_names, similar_file
+
             hits = tuple(self.similar(rec.path, rec.gen, request, committed=tree.shows))
             names = link_names(hits, self.k, tree.shown)
             return QueryResult(

@@ -32,7 +32,7 @@ from itertools import islice
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from semfs.ingest.search.results import NAME_MAX
+from semfs.ingest.limits import NAME_MAX
 from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord
 
 if TYPE_CHECKING:

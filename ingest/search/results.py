@@ -29,6 +29,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from semfs.ingest.labels import dedupe_path, heading_label
+from semfs.ingest.limits import NAME_MAX
 from semfs.ingest.store import MODES
 from semfs.ingest.store.schema import OutlineEntry
 
@@ -44,8 +45,6 @@ LABEL_LEVEL_CHARS = 40
 # Between the levels of a code label: not ">" (C++ and Rust names hold it), and one a reader
 # takes for "inside" (as Sourcegraph and IDE breadcrumbs show it).
 CODE_SEPARATOR = " \u203a "
-# Bytes in one file name: statfs promises it, lookups and a results file's link names keep it.
-NAME_MAX = 255
 # Characters of a title in the ranked list: one line, not a paragraph.
 TITLE_CHARS = 60
 # Characters of the query in the title line: the agent wrote it (and a query directory is

@@ -45,7 +45,8 @@ def test_every_door_gives_the_default_k(sample_copy: Path, store_dir: Path) -> N
         async with connect(stdio()) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             default = attr(tools["search"], "input_schema")["properties"]["k"]["default"]
-            result = await call(client, "search", query=QUESTION)
+            # details=true: the hits as JSON beside the text (the text alone by default).
+            result = await call(client, "search", query=QUESTION, details=True)
             return default, len(data(result)["results"])
 
     found["MCP schema"], found["MCP search"] = run(mcp)
