@@ -88,12 +88,16 @@ def test_an_ingest_under_way_is_read_and_its_readers_outlive_it(tmp_path: Path) 
 
             async def agent() -> tuple[Any, Any]:
                 async with connect(stdio(*where)) as client:
-                    first = await call(client, "search", query="aardvark", mode="keyword")
+                    first = await call(
+                        client, "search", query="aardvark", mode="keyword", details=True
+                    )
                     (gate / "go").touch()  # the ingest finishes and exits
                     await anyio.to_thread.run_sync(ingest.wait)
                     with anyio.fail_after(HANG):  # its tree follows the store within a second
                         while True:
-                            last = await call(client, "search", query="zebu", mode="keyword")
+                            last = await call(
+                                client, "search", query="zebu", mode="keyword", details=True
+                            )
                             if _hits(last):
                                 return first, last
                             await anyio.sleep(0.1)
