@@ -100,6 +100,32 @@ def test_the_pool_never_runs_more_children_than_its_jobs(tmp_path: Path) -> None
         pool.close()
 
 
+def test_the_pools_children_are_bounded_in_memory_together(tmp_path: Path) -> None:
+    """Issue 46 attack 8: each child's cap alone let `-j 64` take 128 GiB. However many jobs
+    are asked (at start or by widen), no more children run than fit in the pool's total."""
+    make_all(tmp_path)
+    files = sorted(p for p in tmp_path.iterdir() if formats.format_of(p.name))
+    memory = worker.MEMORY_BYTES
+    pool = worker.WorkerPool(jobs=8, memory=memory, total=2 * memory + memory // 2)
+    try:
+        assert pool.jobs == 2
+        pool.widen(64)
+        assert pool.jobs == 2
+        work = [(p.name, p.read_bytes()) for p in files] * 3
+        results = list(
+            parallel.stream(work, lambda w: pool.extract(formats.format_of(w[0]), *w), jobs=8)
+        )
+        assert 1 <= pool.started <= 2
+        for (name, data), got in results:
+            assert got == formats.extract(name, data, isolated=False), name
+    finally:
+        pool.close()
+    # A machine with less than one child's cap still extracts, one file at a time.
+    assert worker.WorkerPool(jobs=4, memory=memory, total=memory // 2).jobs == 1
+    assert worker.WorkerPool(jobs=3, memory=memory, total=100 * memory).jobs == 3
+    assert worker.total_memory() > 0
+
+
 def _contents(store_dir: Path) -> dict[str, Any]:
     """Everything a reader can see of a store: records, chunks, vectors, originals."""
     out: dict[str, Any] = {}
