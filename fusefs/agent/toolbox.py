@@ -262,7 +262,10 @@ class Toolbox:
         # alone, so the answering lines never reached it) or both (the bytes twice).
         return self._fit(
             rendered,
-            {"results": [h.to_json() for h in hits]} if details else {},
+            # Each hit names its collection, as `semfs search --json` has it (one or several).
+            {"results": [{**h.to_json(), "collection": self.store.collection} for h in hits]}
+            if details
+            else {},
             "ask for fewer documents (k) or a narrower path",
         )
 
