@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.mcphttp import http_server
-from tests.helpers.mounting import ingest_hash
+from tests.helpers.mounting import ingested_one
 
 pytestmark = pytest.mark.mount  # real servers, as the other MCP tests
 
@@ -22,11 +22,7 @@ MAX_BODY = 4 * 1024 * 1024  # the SDK's bound on a request body
 
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "proxy.md").write_text("# Proxy\n\nServe the docs behind nginx.\n")
-    ingest_hash(src, tmp_path / "store")
-    return tmp_path / "store"
+    return ingested_one(tmp_path, "proxy.md", "# Proxy\n\nServe the docs behind nginx.\n")
 
 
 def _answer(conn: socket.socket) -> bytes:

@@ -20,7 +20,7 @@ import pytest
 
 from semfs.fusefs.agent.connections import REQUEST_SECONDS, connection_cap
 from tests.helpers.mcphttp import HttpServer, http_server
-from tests.helpers.mounting import ingest_hash, semfs
+from tests.helpers.mounting import ingested_one, semfs
 
 pytestmark = pytest.mark.mount  # real servers, as the other MCP tests
 
@@ -120,11 +120,7 @@ def _ended(conn: socket.socket, within: float) -> bool:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
-    src = tmp_path / "src"
-    (src / "deploy").mkdir(parents=True)
-    (src / "deploy" / "proxy.md").write_text("# Proxy\n\nServe the docs behind nginx.\n")
-    ingest_hash(src, tmp_path / "store")
-    return tmp_path / "store"
+    return ingested_one(tmp_path, "deploy/proxy.md", "# Proxy\n\nServe the docs behind nginx.\n")
 
 
 def test_clients_without_a_token_cannot_lock_out_the_owner_with_slow_bodies(store: Path) -> None:

@@ -5,17 +5,15 @@ server, real clients."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import pausedingest
 from tests.helpers.mcpclient import connect, data, run, stdio
 from tests.helpers.mcphttp import http_server
-from tests.helpers.mounting import ingest_hash, stop_process, wait_until
+from tests.helpers.mounting import ingested_one, stop_process, wait_until
 
 pytestmark = pytest.mark.mount  # real servers, as the other MCP tests
 
@@ -24,11 +22,7 @@ WAIT = 60.0
 
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
-    src = tmp_path / "src"
-    (src / "deploy").mkdir(parents=True)
-    (src / "deploy" / "proxy.md").write_text("# Proxy\n\nServe the docs behind nginx.\n")
-    ingest_hash(src, tmp_path / "store")
-    return tmp_path / "store"
+    return ingested_one(tmp_path, "deploy/proxy.md", "# Proxy\n\nServe the docs behind nginx.\n")
 
 
 def test_well_behaved_clients_leave_no_line_in_the_log(store: Path) -> None:
@@ -99,12 +93,7 @@ def test_status_says_an_ingest_runs_while_it_embeds(tmp_path: Path, store: Path)
     gate.mkdir()
     fresh = tmp_path / "fresh-store"
     command = ["semfs", "ingest", str(src), "--store", str(fresh), "-m", "hash"]
-    ingest = subprocess.Popen(
-        [sys.executable, "-m", "tests.helpers.pausedingest", str(gate), *command],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    ingest = pausedingest.spawn(gate, command)
     try:
         wait_until(lambda: (gate / "paused").exists() or ingest.poll() is not None, WAIT, "pause")
         assert ingest.poll() is None

@@ -6,12 +6,10 @@ Whether one runs is whether a live process holds the collection's write or embed
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import REPO
+from tests.helpers import pausedingest
 from tests.helpers.mcpclient import connect, data, run, stdio
 from tests.helpers.mounting import stop_process, wait_until
 
@@ -35,12 +33,7 @@ def test_status_after_an_ingest_killed_mid_way_says_none_runs(tmp_path: Path) ->
         (src / f"d{i}.md").write_text(f"# D {i}\n\nnote {i}\n")
     (src / "zz-last.md").write_text(f"# Last\n\n{MARK} here the ingest pauses\n")
     command = ["semfs", "ingest", str(src), "--store", str(store), "-m", "hash"]
-    ingest = subprocess.Popen(
-        [sys.executable, "-m", "tests.helpers.pausedingest", str(gate), "--at", MARK, *command],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    ingest = pausedingest.spawn(gate, command, at=MARK)
     try:
         wait_until(lambda: (gate / "paused").exists() or ingest.poll() is not None, WAIT, "pause")
         assert ingest.poll() is None

@@ -15,7 +15,7 @@ from semfs.ingest.errors import PathError
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers import NOBODY
-from tests.helpers.mounting import ingest_hash
+from tests.helpers.mounting import ingest_hash, ingested_one
 
 
 @pytest.mark.parametrize(
@@ -26,9 +26,7 @@ def test_no_write_lands_in_a_version_control_folder_at_any_depth(
     tmp_path: Path, store_dir: Path, rel: str
 ) -> None:
     src = tmp_path / "src"
-    src.mkdir()
-    (src / "a.md").write_text("a\n")
-    ingest_hash(src, store_dir)
+    ingested_one(tmp_path, "a.md", "a\n", store_dir)
     with open_store(CollectionAddress(store=store_dir)) as store:
         writer = SourceWriter(store)
         with pytest.raises(PathError, match="version-control folder"):
@@ -85,9 +83,7 @@ def test_concurrent_writes_each_answer_within_the_bound_from_their_arrival(
     bound = 4.0
     monkeypatch.setattr(writing, "WRITE_WAIT", bound)
     src = tmp_path / "src"
-    src.mkdir()
-    (src / "a.md").write_text("a\n")
-    ingest_hash(src, store_dir)
+    ingested_one(tmp_path, "a.md", "a\n", store_dir)
     with open_store(CollectionAddress(store=store_dir)) as store:
         writer = SourceWriter(store)
         writer.write("warm.md", "loads the model first\n", "append")

@@ -118,6 +118,16 @@ def ingest_hash(
         return ingest(source, s, model="hash", **kwargs)  # type: ignore[arg-type]
 
 
+def ingested_one(root: Path, rel: str, text: str, store: Path | None = None) -> Path:
+    """A store (``store``, else ``root/store``) holding one document, ``root/src/REL`` with
+    ``text``, ingested with the hash stand-in; returns the store."""
+    doc, store = root / "src" / rel, store or root / "store"
+    doc.parent.mkdir(parents=True)
+    doc.write_text(text)
+    ingest_hash(root / "src", store)
+    return store
+
+
 def ingested_sample(root: Path) -> tuple[Path, Path]:
     """The sample corpus copied to ``root/src`` and ingested into ``root/store`` (with the
     stand-in embedder): (source, store)."""

@@ -17,6 +17,7 @@ of every window written before are committed; the rest of the run waits.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from semfs.ingest.embedding import embedder as embedding
 from semfs.ingest.embedding.embedder import HashEmbedder
+from tests.helpers import REPO
 
 PAUSE_AFTER = 256  # an encode window: the documents of the first one are committed
 WAIT = 300.0
@@ -56,6 +58,22 @@ class PausingEmbedder(HashEmbedder):
         if self.word is not None and any(self.word in t for t in texts):
             self._pause()
         return super().count_tokens(texts)
+
+
+def spawn(
+    gate: Path, command: Sequence[str], at: str | None = None, capture: bool = False
+) -> subprocess.Popen[bytes]:
+    """Start ``command`` (``semfs ingest ...``) paused at ``gate`` (in the keyword pass at the
+    word ``at``, if given), as the usage above; its output piped (stderr with stdout) when
+    ``capture``, else dropped. The caller creates ``gate`` and stops the process."""
+    pause = ["--at", at] if at is not None else []
+    out = subprocess.PIPE if capture else subprocess.DEVNULL
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.helpers.pausedingest", str(gate), *pause, *command],
+        cwd=REPO,
+        stdout=out,
+        stderr=subprocess.STDOUT if capture else subprocess.DEVNULL,
+    )
 
 
 def main(argv: list[str]) -> None:

@@ -15,14 +15,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import NOBODY, REPO
+from tests.helpers import NOBODY, pausedingest
 from tests.helpers.mounting import mounted, semfs, stop_process, wait_until
 
 pytestmark = [
@@ -74,12 +73,7 @@ def _paused_ingest(src: Path, store: Path, gate: Path) -> Iterator[subprocess.Po
     """`semfs ingest SRC` paused at :data:`MARK` (its keyword pass), stopped at the end."""
     gate.mkdir()
     command = ["semfs", "ingest", str(src), "--store", str(store), "-m", "hash", "--jobs", "1"]
-    ingest = subprocess.Popen(
-        [sys.executable, "-m", "tests.helpers.pausedingest", str(gate), "--at", MARK, *command],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    ingest = pausedingest.spawn(gate, command, at=MARK, capture=True)
     try:
         wait_until(lambda: (gate / "paused").exists() or ingest.poll() is not None, HANG, "pause")
         assert ingest.poll() is None, ingest.communicate()[0]

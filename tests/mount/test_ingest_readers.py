@@ -9,15 +9,13 @@ the others see does not race its speed."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import pausedingest
 from tests.helpers.mcpclient import call, connect, data, run, stdio
 from tests.helpers.mounting import mounted, semfs, stop_process, wait_until
 
@@ -55,12 +53,7 @@ def test_an_ingest_under_way_is_read_and_its_readers_outlive_it(tmp_path: Path) 
     _source(src)
     gate.mkdir()
     command = ["semfs", "ingest", str(src), "--store", str(store), "-m", "hash", "--jobs", "2"]
-    ingest = subprocess.Popen(
-        [sys.executable, "-m", "tests.helpers.pausedingest", str(gate), *command],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    ingest = pausedingest.spawn(gate, command, capture=True)
     try:
         wait_until(
             lambda: (gate / "paused").exists() or ingest.poll() is not None, HANG, "the pause"

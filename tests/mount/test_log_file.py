@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import NOBODY, SEMFS
-from tests.helpers.mounting import force_unmount, ingest_hash, mounted
+from tests.helpers.mounting import force_unmount, ingested_one, mounted
 
 pytestmark = pytest.mark.mount
 
@@ -35,11 +35,7 @@ def _mount(mnt: Path, store: Path, log: Path) -> subprocess.CompletedProcess[str
 
 
 def _sample(tmp: Path) -> Path:
-    src = tmp / "src"
-    src.mkdir()
-    (src / "a.md").write_text("# A\n\nalpha\n")
-    ingest_hash(src, tmp / "store")
-    return tmp / "store"
+    return ingested_one(tmp, "a.md", "# A\n\nalpha\n")
 
 
 def test_a_log_file_that_is_a_symlink_is_refused(tmp_path: Path) -> None:

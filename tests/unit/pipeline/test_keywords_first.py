@@ -13,7 +13,6 @@ import sys
 import textwrap
 import time
 import weakref
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,21 +31,8 @@ from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.check import check_store
 from semfs.ingest.store.schema import DocumentRecord, vector_hash
 from tests.helpers import REPO, SEMFS
+from tests.helpers.embedders import CountingEmbedder
 from tests.helpers.mounting import semfs
-
-
-class CountingEmbedder(HashEmbedder):
-    """The hash stand-in, counting every text the model is asked to embed."""
-
-    name = "hash"
-
-    def __init__(self) -> None:
-        super().__init__(384)
-        self.texts: list[str] = []
-
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
-        self.texts.extend(texts)
-        return super().encode(texts, batch_size)
 
 
 def _ingest(src: Path, store: Store, **kwargs: Any) -> tuple[pipeline.IngestReport, list[str]]:

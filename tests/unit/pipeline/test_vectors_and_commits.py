@@ -20,20 +20,7 @@ from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import ChunkRecord, DocumentRecord
 from semfs.ingest.store.writelock import WRITE_LOCK, CollectionLock
-
-
-class CountingEmbedder(HashEmbedder):
-    """The hash stand-in, counting every text the model is asked to embed."""
-
-    name = "hash"
-
-    def __init__(self) -> None:
-        super().__init__(384)
-        self.texts: list[str] = []
-
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
-        self.texts.extend(texts)
-        return super().encode(texts, batch_size)
+from tests.helpers.embedders import CountingEmbedder
 
 
 def _log(lines: int, word: str = "ok") -> str:
