@@ -84,18 +84,23 @@ def test_an_error_reaches_the_caller_in_its_turn_and_leaving_stops_the_rest() ->
     assert len(done) < 20  # the rest of the thousand were never started
 
 
+def _extracts_all(pool: worker.WorkerPool, files: list[Path], jobs: int) -> None:
+    """``files`` extracted by ``pool``'s children, ``jobs`` at once, as in this process."""
+    work = [(p.name, p.read_bytes()) for p in files]
+    results = list(
+        parallel.stream(work, lambda w: pool.extract(formats.format_of(w[0]), *w), jobs=jobs)
+    )
+    for (name, data), got in results:
+        assert got == formats.extract(name, data, isolated=False), name
+
+
 def test_the_pool_never_runs_more_children_than_its_jobs(tmp_path: Path) -> None:
     make_all(tmp_path)
     files = sorted(p for p in tmp_path.iterdir() if formats.format_of(p.name))
     pool = worker.WorkerPool(jobs=2)
     try:
-        work = [(p.name, p.read_bytes()) for p in files] * 2
-        results = list(
-            parallel.stream(work, lambda w: pool.extract(formats.format_of(w[0]), *w), jobs=6)
-        )
+        _extracts_all(pool, files * 2, jobs=6)
         assert 1 <= pool.started <= 2
-        for (name, data), got in results:
-            assert got == formats.extract(name, data, isolated=False), name
     finally:
         pool.close()
 
@@ -111,13 +116,8 @@ def test_the_pools_children_are_bounded_in_memory_together(tmp_path: Path) -> No
         assert pool.jobs == 2
         pool.widen(64)
         assert pool.jobs == 2
-        work = [(p.name, p.read_bytes()) for p in files] * 3
-        results = list(
-            parallel.stream(work, lambda w: pool.extract(formats.format_of(w[0]), *w), jobs=8)
-        )
+        _extracts_all(pool, files * 3, jobs=8)
         assert 1 <= pool.started <= 2
-        for (name, data), got in results:
-            assert got == formats.extract(name, data, isolated=False), name
     finally:
         pool.close()
     # A machine with less than one child's cap still extracts, one file at a time.
