@@ -86,7 +86,9 @@ def _paused_ingest(src: Path, store: Path, gate: Path) -> Iterator[subprocess.Po
 def test_a_first_ingest_and_its_kill_keep_a_private_folder_closed(open_tmp: Path) -> None:
     src, store = open_tmp / "src", open_tmp / "store"
     src.mkdir()
-    (src / "pub.md").write_text("# Public\n\nanyone may read this\n")
+    # Sorted before the private folder: in the first window with it, so committed by the
+    # pause (a file after it waits in the window the kill throws away).
+    (src / "a-pub.md").write_text("# Public\n\nanyone may read this\n")
     _private_folder(src, FIRST_CHUNKS)
     where = ("--store", str(store))
     with _paused_ingest(src, store, open_tmp / "gate") as ingest:
@@ -100,7 +102,7 @@ def test_a_first_ingest_and_its_kill_keep_a_private_folder_closed(open_tmp: Path
     with mounted(open_tmp / "mnt2", *where, "-o", "allow_other") as m:
         _closed_to_nobody(m.path)
         assert (m.path / SECRET).read_text().startswith("# Secret")
-        assert _nobody_reads(m.path / "pub.md").returncode == 0
+        assert _nobody_reads(m.path / "a-pub.md").returncode == 0
 
 
 def test_a_later_ingest_keeps_a_new_private_folder_closed(open_tmp: Path) -> None:
