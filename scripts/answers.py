@@ -41,6 +41,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -125,6 +126,7 @@ class Outcome:
     listing_ms: float  # the first listing: the search runs
     warm_listing_ms: float = float("nan")  # the same directory listed again: from the cache
     around_bytes: int = 0  # the 21 page lines around the answer line (see answer_window)
+    missed: dict[str, Any] | None = None  # why the answer line is not in the file (why_missed)
 
     @property
     def rank(self) -> int | None:
@@ -156,17 +158,86 @@ class Outcome:
 AROUND = 10
 
 
-def answer_window(page: str, answer: str) -> int:
-    """Bytes of the ``2 * AROUND + 1`` lines of ``page`` centred on the line holding
-    ``answer`` (whitespace-normalised); the page's first lines when no line holds it."""
-    lines = page.splitlines(keepends=True)
+def answer_line(page: str, answer: str) -> int | None:
+    """The 1-based number of the line of ``page`` holding ``answer`` (whitespace-normalised);
+    for an answer that spans lines, the first line holding its start; None when none does."""
+    lines = page.splitlines()
     want = normalise(answer)
     at = next((i for i, line in enumerate(lines) if want in normalise(line)), None)
-    if at is None:  # the answer spans lines: the first line holding its start
+    if at is None:
         head = want[:40]
-        at = next((i for i, line in enumerate(lines) if head and head in normalise(line)), 0)
-    lo = max(0, at - AROUND)
+        at = next((i for i, line in enumerate(lines) if head and head in normalise(line)), None)
+    return None if at is None else at + 1
+
+
+def answer_window(page: str, answer: str) -> int:
+    """Bytes of the ``2 * AROUND + 1`` lines of ``page`` centred on the line holding
+    ``answer`` (see :func:`answer_line`); the page's first lines when no line holds it."""
+    lines = page.splitlines(keepends=True)
+    lo = max(0, (answer_line(page, answer) or 1) - 1 - AROUND)
     return len("".join(lines[lo : lo + 2 * AROUND + 1]).encode())
+
+
+# Why a results file lacks the answer line, from what it shows (BENCHMARKS.md section 33):
+# the right page is not listed; it is listed without any of its lines (the budget went to
+# other hits); its answer line is shown but cut to its best sentences; or other lines of
+# it are shown, not the answer's.
+MISSES = ("page not listed", "page listed, no lines", "answer line cut", "other lines of the page")
+_SHOWN_HIT = re.compile(r"(?:Answer: |## )\d+\. (.+?)(?::\d+ · | \(| lines? \d|$)")
+_SHOWN_LINE = re.compile(r"(\d+): ")
+
+
+def shown_lines(results: str) -> dict[str, set[int]]:
+    """The line numbers a results file shows, by document path (the best passage's and each
+    hit's windows)."""
+    out: dict[str, set[int]] = {}
+    path = None
+    for line in results.splitlines():
+        if m := _SHOWN_HIT.match(line):
+            path = m.group(1).strip()
+            out.setdefault(path, set())
+        elif path is not None and (m := _SHOWN_LINE.match(line)):
+            out[path].add(int(m.group(1)))
+        elif not line.strip():  # a block (the best passage, a hit's windows) ends
+            path = None
+    return out
+
+
+def line_kind(page: str, number: int | None) -> str:
+    """What holds the line ``number`` of a Markdown page: ``code`` (inside a fence), ``table``,
+    ``list``, ``prose``; ``spans lines`` for None."""
+    if number is None:
+        return "spans lines"
+    lines = page.splitlines()
+    fenced = sum(1 for x in lines[: number - 1] if re.match(r"\s*(```|~~~)", x)) % 2 == 1
+    text = lines[number - 1].strip()
+    if fenced:
+        return "code"
+    if text.startswith("|"):
+        return "table"
+    return "list" if re.match(r"([-*+]|\d+\.)\s", text) else "prose"
+
+
+def why_missed(o: Outcome, page: str) -> dict[str, Any] | None:
+    """For a results file without the answer line: which of :data:`MISSES` it is, the kind
+    of line the answer is (:func:`line_kind`) and where the nearest line of the page it shows
+    is (its number minus the answer line's: negative above it); None when the answer is in
+    the file."""
+    if o.answered:
+        return None
+    at = answer_line(page, o.question.answer)
+    shown = shown_lines(o.results)
+    nums = set().union(*(shown.get(t, set()) for t in o.question.targets))
+    if o.rank is None:
+        why = MISSES[0]
+    elif not nums:
+        why = MISSES[1]
+    elif at in nums:
+        why = MISSES[2]
+    else:
+        why = MISSES[3]
+    near = min((n - at for n in nums), key=abs, default=None) if at else None
+    return {"why": why, "line": at, "line_kind": line_kind(page, at), "nearest_shown": near}
 
 
 def percentile(xs: Sequence[float], p: float) -> float:
@@ -221,6 +292,7 @@ def report(name: str, chunks: int, outcomes: Sequence[Outcome], model: str = "")
             "rank": o.rank,
             "top": o.ranked[:3],
             "answered": o.answered,
+            **(o.missed or {}),
         }
         for o in outcomes
         if o.rank != 1 or not o.answered
@@ -385,6 +457,7 @@ def with_pages(outcomes: Sequence[Outcome], corpus: Path) -> None:
         page = corpus / o.question.expected
         text = page.read_text(encoding="utf-8", errors="replace") if page.is_file() else ""
         o.around_bytes = answer_window(text, o.question.answer)
+        o.missed = why_missed(o, text)
 
 
 # -- output ----------------------------------------------------------------------------------
@@ -428,6 +501,23 @@ def markdown(reports: Sequence[SetReport], via: str) -> str:
             fmt_row(f"**{r.name}** ({r.chunks} chunks{model}{sample})", "**all**", r.overall)
         )
         lines += [fmt_row("″", kind, s) for kind, s in r.by_kind.items()]
+    return "\n".join(lines) + "\n\n" + misses_table(reports)
+
+
+def misses_table(reports: Sequence[SetReport]) -> str:
+    """Per set, the questions whose results file lacks the answer line, by why (MISSES); the
+    last column: those whose page is shown within five lines of the answer line."""
+    lines = [
+        "Where the answer line is missing (`why_missed`): " + ", ".join(MISSES) + ".",
+        "",
+        "| set | " + " | ".join(MISSES) + " | shown within 5 lines |",
+        "|---|" + "---:|" * (len(MISSES) + 1),
+    ]
+    for r in reports:
+        whys = [m for m in r.misses if "why" in m]
+        counts = [sum(m["why"] == w for m in whys) for w in MISSES]
+        near = sum(m["nearest_shown"] is not None and abs(m["nearest_shown"]) <= 5 for m in whys)
+        lines.append(f"| {r.name} | " + " | ".join(map(str, counts)) + f" | {near} |")
     return "\n".join(lines) + "\n"
 
 
