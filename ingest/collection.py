@@ -59,7 +59,7 @@ from semfs.ingest.store.backends import (
 )
 
 if TYPE_CHECKING:
-    from semfs.ingest.pipeline import IngestReport
+    from semfs.ingest.report import IngestReport
     from semfs.ingest.search import Hit, Searcher
     from semfs.ingest.sources import IngestRequest
     from semfs.ingest.store.schema import DocumentRecord

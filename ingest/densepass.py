@@ -45,7 +45,7 @@ logger = logging.getLogger(__name__)
 ENCODE_WINDOW_BATCHES = 8
 # Vectors set between two compactions of the embedded store: an update of a chunk in a
 # sealed segment copies it into the appendable one, which lives in RAM until compact() seals
-# it again (semfs.ingest.pipeline.COMPACT_EVERY_CHUNKS for the keyword pass).
+# it again (semfs.ingest.writer.COMPACT_EVERY_CHUNKS for the keyword pass).
 COMPACT_EVERY_VECTORS = 50_000
 
 # Told the number of chunks a phase will work through, then each step done.

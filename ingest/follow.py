@@ -26,7 +26,8 @@ from typing import TypeVar
 
 from semfs.ingest.embedding.embedder import Embedder, load_embedder
 from semfs.ingest.origin import claim_source
-from semfs.ingest.pipeline import IngestReport, ingest, resolve_model
+from semfs.ingest.pipeline import ingest, resolve_model
+from semfs.ingest.report import IngestReport
 from semfs.ingest.resident import LazySearcher, ResidentStore
 from semfs.ingest.sources import IngestRequest, SourceOptions, check_source
 from semfs.ingest.store import Store

@@ -62,7 +62,7 @@ from semfs.ingest.syncstate import LastBatch, SyncState
 # The pipeline imports Qdrant Edge and the chunker: loaded with the first batch, so that a
 # mount that imports this module starts as fast as one that does not.
 if TYPE_CHECKING:
-    from semfs.ingest.pipeline import IngestReport
+    from semfs.ingest.report import IngestReport
 
 logger = logging.getLogger(__name__)
 

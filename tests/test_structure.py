@@ -689,3 +689,25 @@ def test_the_mode_rule_fails_on_a_planted_violation(tmp_path: Path) -> None:
     root = _copy_with(tmp_path, "ingest/search/excerpts.py", planted)
     found = set(_mode_name_tests(root)) - set(_mode_name_tests())
     assert len(found) == 1 and found.pop().startswith("ingest/search/excerpts.py:"), found
+
+
+# One concern per module (issue 49): a module that outgrows this holds two.
+MODULE_LINES = 800
+
+
+def _long_modules(root: Path = REPO) -> list[str]:
+    return [
+        f"{p.relative_to(root)}: {n} lines"
+        for p in _files(root)
+        if (n := len(p.read_text().splitlines())) > MODULE_LINES
+    ]
+
+
+def test_no_module_is_over_800_lines() -> None:
+    assert _long_modules() == []
+
+
+def test_the_module_size_rule_fails_on_a_planted_violation(tmp_path: Path) -> None:
+    root = _copy_with(tmp_path, "ingest/labels.py", "\n" * MODULE_LINES)
+    found = _long_modules(root)
+    assert len(found) == 1 and found[0].startswith("ingest/labels.py: "), found

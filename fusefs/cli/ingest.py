@@ -33,7 +33,7 @@ from semfs.ingest.store.backends import open_store
 if TYPE_CHECKING:
     from semfs.fusefs.cli.progress import IngestProgress
     from semfs.ingest.embedding.embedder import Embedder
-    from semfs.ingest.pipeline import IngestReport, Interrupted
+    from semfs.ingest.report import IngestReport, Interrupted
     from semfs.ingest.sources import SourceOptions
     from semfs.ingest.store import Store
     from semfs.ingest.syncstate import SyncState
@@ -138,7 +138,8 @@ def ingest_cmd(
         return
 
     from semfs.ingest.embedding.embedder import load_embedder
-    from semfs.ingest.pipeline import IngestReport, Interrupted, resolve_model
+    from semfs.ingest.pipeline import resolve_model
+    from semfs.ingest.report import IngestReport, Interrupted
     from semfs.ingest.skipmemo import memo_file
 
     # SIGTERM stops a run as Ctrl-C does, with the same message (it was silent).

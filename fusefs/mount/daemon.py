@@ -52,7 +52,7 @@ from semfs.ingest.store.manifest import collector_paused
 if TYPE_CHECKING:  # imported where used: the first listing needs neither (see MountDaemon.run)
     from semfs.fusefs.mount.writes import WritableOperations
     from semfs.ingest.embedding.embedder import Embedder
-    from semfs.ingest.pipeline import IngestReport
+    from semfs.ingest.report import IngestReport
     from semfs.ingest.sources import SourceOptions
     from semfs.ingest.syncstate import SyncState
     from semfs.ingest.watch import SourceWatcher

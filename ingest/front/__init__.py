@@ -48,7 +48,7 @@ if TYPE_CHECKING:
         StoreNotFoundError,
         StoreUnavailableError,
     )
-    from semfs.ingest.pipeline import IngestReport
+    from semfs.ingest.report import IngestReport
     from semfs.ingest.request import DEFAULT_MODE, SearchRequest
     from semfs.ingest.search import Hit
     from semfs.ingest.sources import IngestRequest, SourceOptions
@@ -68,7 +68,7 @@ _HOMES = {
     "DEFAULT_MODE": "semfs.ingest.request",
     "MODES": "semfs.ingest.store",
     "Hit": "semfs.ingest.search",
-    "IngestReport": "semfs.ingest.pipeline",
+    "IngestReport": "semfs.ingest.report",
     "SourceOptions": "semfs.ingest.sources",
     "IngestRequest": "semfs.ingest.sources",
     **dict.fromkeys(

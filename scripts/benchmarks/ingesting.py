@@ -17,7 +17,8 @@ from pathlib import Path
 
 from semfs.ingest.chunking import chunk_text, document_title, embedding_text
 from semfs.ingest.embedding.embedder import DEFAULT_MODEL, HASH_MODEL, Embedder, load_embedder
-from semfs.ingest.pipeline import IngestReport, ingest
+from semfs.ingest.pipeline import ingest
+from semfs.ingest.report import IngestReport
 from semfs.ingest.sources import DEFAULT_MAX_BYTES, Skipped, read_document, scan
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from semfs.ingest.pipeline import IngestReport, ingest
+from semfs.ingest.pipeline import ingest
+from semfs.ingest.report import IngestReport
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SAMPLE_CORPUS, SEMFS, with_open_files

@@ -87,7 +87,7 @@ _INT8 = qe.ScalarQuantizationConfig(type=qe.ScalarType.Int8, memory=qe.Memory.Ca
 # none. Without rescoring the order changed on 5 of 5.
 RESCORE_OVERSAMPLING = 4.0
 # Chunks in one segment at most: compact() merges small segments only up to this. An ingest
-# seals its appendable segment every pipeline.COMPACT_EVERY_CHUNKS so its RAM stays bounded,
+# seals its appendable segment every writer.COMPACT_EVERY_CHUNKS so its RAM stays bounded,
 # and this is the same size, so a sealed segment is never merged again: with a cap of twice
 # it, the optimizer joined two sealed segments into one (13.5 s at the end of a 300k-chunk
 # ingest, all of it rewriting what was already on disk), and without a cap it rewrote every

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from semfs.ingest.pipeline import IngestReport
+from semfs.ingest.report import IngestReport
 from semfs.ingest.sources import SourceOptions
 from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress

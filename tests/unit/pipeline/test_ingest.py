@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from semfs.fusefs.cli.group import cli
-from semfs.ingest import densepass, pipeline
+from semfs.ingest import densepass, writer
 from semfs.ingest.errors import ModelMismatchError, SourceError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import DelegatingStore, Store
@@ -375,9 +375,9 @@ def test_a_long_ingest_compacts_as_it_goes_and_reads_whole(
     segment in RAM whole), and the dense pass every COMPACT_EVERY_VECTORS vectors (an update
     copies a sealed chunk into the appendable segment): documents committed before a
     compaction and after it read whole."""
-    monkeypatch.setattr(pipeline, "COMPACT_EVERY_CHUNKS", 8)
-    monkeypatch.setattr(pipeline, "WINDOW_CHUNKS", 8)
-    monkeypatch.setattr(pipeline, "BM25_SAMPLE_CHUNKS", 8)
+    monkeypatch.setattr(writer, "COMPACT_EVERY_CHUNKS", 8)
+    monkeypatch.setattr(writer, "WINDOW_CHUNKS", 8)
+    monkeypatch.setattr(writer, "BM25_SAMPLE_CHUNKS", 8)
     monkeypatch.setattr(densepass, "COMPACT_EVERY_VECTORS", 8)
     src = tmp_path / "src"
     texts = {
@@ -415,9 +415,9 @@ def test_the_keyword_pass_seals_each_part_once(
     120k-chunk pass, the whole collection rewritten: 2 GB mapped, issue 45.4). Edge seals an
     appendable segment only past its indexing threshold: lowered here to seal a few chunks."""
     monkeypatch.setattr(edge_store, "INDEXING_THRESHOLD_KB", 1)
-    monkeypatch.setattr(pipeline, "COMPACT_EVERY_CHUNKS", 40)
-    monkeypatch.setattr(pipeline, "WINDOW_CHUNKS", 40)
-    monkeypatch.setattr(pipeline, "BM25_SAMPLE_CHUNKS", 40)
+    monkeypatch.setattr(writer, "COMPACT_EVERY_CHUNKS", 40)
+    monkeypatch.setattr(writer, "WINDOW_CHUNKS", 40)
+    monkeypatch.setattr(writer, "BM25_SAMPLE_CHUNKS", 40)
     src = tmp_path / "src"
     words = " ".join(f"word{w}" for w in range(150))  # a chunk per section
     texts = {

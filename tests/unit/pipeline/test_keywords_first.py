@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
-from semfs.ingest import densepass, pipeline
+from semfs.ingest import densepass, pipeline, writer
 from semfs.ingest.densepass import DenseService, embed_missing
 from semfs.ingest.embedding.embedder import HashEmbedder
 from semfs.ingest.pipeline import ingest
+from semfs.ingest.report import IngestReport
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher
 from semfs.ingest.sources import Document
@@ -35,7 +36,7 @@ from tests.helpers.embedders import CountingEmbedder
 from tests.helpers.mounting import semfs
 
 
-def _ingest(src: Path, store: Store, **kwargs: Any) -> tuple[pipeline.IngestReport, list[str]]:
+def _ingest(src: Path, store: Store, **kwargs: Any) -> tuple[IngestReport, list[str]]:
     embedder = CountingEmbedder()
     report = ingest(src, store, model="hash", embedder=embedder, **kwargs)
     return report, embedder.texts
@@ -188,8 +189,8 @@ def test_memory_does_not_grow_with_the_number_of_documents(
     twice the documents. Before, ingest() read and extracted every document first and held
     them all. (The BM25 sample is cut to 128 chunks so that a few thousand documents are
     many times the bound: the 2,048 default needed 50k documents and 412 s.)"""
-    monkeypatch.setattr(pipeline, "BM25_SAMPLE_CHUNKS", 128)
-    bound = 128 + pipeline.WINDOW_CHUNKS + 2 * 2 + 2
+    monkeypatch.setattr(writer, "BM25_SAMPLE_CHUNKS", 128)
+    bound = 128 + writer.WINDOW_CHUNKS + 2 * 2 + 2
     small = _most_held(tmp_path, store_dir, 1_500, monkeypatch)
     large = _most_held(tmp_path, store_dir, 3_000, monkeypatch)
     assert 0 < small <= bound and 0 < large <= bound, (small, large, bound)

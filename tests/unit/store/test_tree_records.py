@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from semfs.ingest import pipeline
+from semfs.ingest import writer
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.edge import store as edge_store
@@ -149,7 +149,7 @@ def test_a_float_is_kept_as_edge_hands_it_back(tmp_path: Path) -> None:
 def test_a_segment_is_sealed_at_the_size_segments_merge_to() -> None:
     # Sealed segments under the merge cap would be rewritten into one again at every
     # compaction: 13.5 s at the end of a 300k-chunk ingest (BENCHMARKS.md section 19).
-    assert edge_store.SEGMENT_CHUNKS == pipeline.COMPACT_EVERY_CHUNKS
+    assert edge_store.SEGMENT_CHUNKS == writer.COMPACT_EVERY_CHUNKS
 
 
 def test_a_manifest_whose_records_cannot_be_made_means_a_scroll(
