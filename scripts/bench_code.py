@@ -371,6 +371,11 @@ def main(argv: list[str] | None = None) -> int:
         "--model", help="The stores' model (default: the packaged one; 'hash': the stand-in)"
     )
     p.add_argument(
+        "--mode",
+        default="hybrid",
+        help="The search mode asked (default hybrid; 'keyword': BM25 alone, no model needed)",
+    )
+    p.add_argument(
         "--short-share",
         type=float,
         help="chunking.SHORT_SHARE for the code chunker (an experiment; default: the code's)",
@@ -387,12 +392,14 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
         print(f"{name}: ingesting (code chunker)", file=sys.stderr)
         code_info = build(tree, work / "code-store", prose=False, model=args.model)
-        arms = {"semfs, code chunker": ask_semfs(work / "code-store", questions)}
+        arms = {"semfs, code chunker": ask_semfs(work / "code-store", questions, args.mode)}
         prose_info = None
         if not args.no_prose:
             print(f"{name}: ingesting (prose chunker) {code_info}", file=sys.stderr)
             prose_info = build(tree, work / "prose-store", prose=True, model=args.model)
-            arms["semfs, prose chunker"] = ask_semfs(work / "prose-store", questions)
+            arms["semfs, prose chunker"] = ask_semfs(
+                work / "prose-store", questions, args.mode
+            )
         arms |= {
             "grep -rn": ask_grep(tree, questions, git=False),
             "git grep": ask_grep(tree, questions, git=True),
