@@ -34,8 +34,12 @@ Rules a caller may rely on:
   own signature line counts :data:`SIGNATURE_WEIGHT` of its score: the signature is the
   excerpt's label already, the answer is the condition, constant or call inside
   (:func:`_code_score`). A line that scores and names an attribute or constant assigned in
-  another line at hand (``@ivar maxDelay: the longest wait`` and ``maxDelay = 3600``) lends
-  that assignment its score: a constant's hit shows its value (:func:`_values_named`).
+  another line at hand (``@ivar maxDelay: the longest wait`` and ``maxDelay = 3600``), or
+  continues such a line, lends that assignment its score: a constant's hit shows its value
+  (:func:`_values_named`; a name joined of words or in capitals, not a plain word like
+  ``size``). Where the query asks for an amount (how many, how long, a default, a limit), a
+  matching program line holding a number other than 0 and 1 (outside strings) counts
+  :data:`NUMBER_WEIGHT` times: the answer is a value.
 * Deterministic: the same chunks and query give the same excerpts.
 """
 
@@ -63,6 +67,17 @@ SIGNATURE_WEIGHT = 0.5
 # the code beside it answers (tuned on the code questions' tuned half).
 COMMENT_WEIGHT = 0.6
 _COMMENT = re.compile(r"\s*(?:#|//|/\*|\*|--|@\w+\b)")
+# A question asking for an amount (how many, how long, a default, a limit): in code its answer
+# is a value, so a matching program line holding a number (other than 0 and 1) counts
+# :data:`NUMBER_WEIGHT` times its score (tuned on the code questions' tuned half).
+NUMBER_WEIGHT = 1.5
+_ASKS_AMOUNT = re.compile(
+    r"\b(?:how (?:many|much|long|big|large|often)|defaults?|max(?:imum)?|min(?:imum)?|limits?"
+    r"|longest|largest|shortest|smallest|size|threshold|timeouts?)\b",
+    re.I,
+)
+_STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'")
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:e[+-]?\d+)?)(?![\w.])", re.I)
 _QUOTES = re.compile(r'"""|\'\'\'')
 # Lines shown after and before each best line (its window); nearby picks merge.
 AFTER = 3
@@ -147,6 +162,8 @@ class ExcerptPicker:
         self._terms = set(self._bm25.embed_query(query).indices)
         self._cache: dict[str, frozenset[int]] = {}
         self.lead_chars = LEAD_CHARS
+        # Code only: a value answers (see NUMBER_WEIGHT).
+        self._amount = bool(_ASKS_AMOUNT.search(query))
 
     def tokens(self, text: str) -> frozenset[int]:
         """Every BM25 term of ``text``."""
@@ -197,7 +214,13 @@ class ExcerptPicker:
             w = weights[d] if d < len(weights) else 1.0
             scores = [self._score(line, idf) for line in pk.lines]
             if pk.lines[0].keywords:
-                scores = _comments_after(pk.lines, _values_named(pk.lines, scores))
+                scores = _values_named(pk.lines, scores)
+                if self._amount:  # after the values: a described constant's value counts more
+                    scores = [
+                        s * NUMBER_WEIGHT if s > 0.0 and _holds_number(line.text) else s
+                        for s, line in zip(scores, pk.lines, strict=True)
+                    ]
+                scores = _comments_after(pk.lines, scores)
             pk.scores = scores
             best = [i for i in range(len(scores)) if scores[i] > 0.0]
             if not best:
@@ -245,6 +268,13 @@ def _code_score(line: _Line, score: float) -> float:
     return score
 
 
+def _holds_number(text: str) -> bool:
+    """Whether a code line holds a number literal other than 0 and 1 (``maxDelay = 3600``,
+    ``1 << 20``, ``1e6``): not a counter's start or step."""
+    code = _STRING.sub("", text)  # "SIP/2.0" is a name, not an amount
+    return any(float(m) not in (0.0, 1.0) for m in _NUMBER.findall(code))
+
+
 # An assignment: ``NAME =``, ``self.NAME =``, ``NAME: type =`` (not ``==``); Go's ``NAME = ``
 # in a const block, ``const NAME =`` and ``NAME :=`` alike.
 _ASSIGNED = re.compile(
@@ -252,27 +282,37 @@ _ASSIGNED = re.compile(
     r"([A-Za-z_]\w*)\s*(?::[^=\n]*)?:?=(?!=)"
 )
 _NAMES = re.compile(r"[A-Za-z_]\w*")
+# A name joined of words or in capitals (``maxDelay``, ``max_delay``, ``MAX``): a plain word
+# (``size``, ``reactor``) is prose's too, and a sentence using it does not describe the value.
+_JOINED = re.compile(r"[a-z][A-Z]|\w_[A-Za-z]|^[A-Z][A-Z0-9_]+$")
 
 
 def _values_named(lines: Sequence[_Line], scores: list[float]) -> list[float]:
     """Code lines' scores where each assignment (``maxDelay = 3600``) scores at least as well
     as the best line naming what it assigns (its docstring's ``@ivar maxDelay: ...``, a
-    comment): the value is the answer the description points to."""
+    comment) or continuing such a line (the entry's next, deeper-indented lines: ``Default
+    is 16384.``): the value is the answer the description points to. Only joined names
+    lend (see :data:`_JOINED`)."""
     assigned: dict[str, int] = {}
     for i, line in enumerate(lines):
         m = _ASSIGNED.match(line.text)
-        if m and len(m.group(1)) > 2:
+        if m and _JOINED.search(m.group(1).lstrip("_")):
             assigned.setdefault(m.group(1), i)
     if not assigned:
         return scores
     out = list(scores)
-    for i, line in enumerate(lines):
-        if scores[i] <= 0.0:
-            continue
-        for name in set(_NAMES.findall(line.text)):
-            j = assigned.get(name)
-            if j is not None and j != i:
-                out[j] = max(out[j], scores[i])
+    entry: tuple[set[int], int, int] = (set(), -1, 0)  # (its names' lines, indent, last line)
+    for i in sorted(range(len(lines)), key=lambda i: lines[i].number):
+        line = lines[i]
+        indent = len(line.text) - len(line.text.lstrip())
+        targets, top, last = entry
+        if not (targets and line.number == last + 1 and indent > top):
+            named = {assigned[n] for n in _NAMES.findall(line.text) if n in assigned} - {i}
+            entry = (named, indent, line.number)
+        else:
+            entry = (targets, top, line.number)  # a continuation lends to the entry's names
+        for j in entry[0]:
+            out[j] = max(out[j], scores[i])
     return out
 
 

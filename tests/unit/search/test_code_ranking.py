@@ -16,6 +16,7 @@ from semfs.ingest.search.excerpts import ExcerptPicker
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.bm25 import code_keyword_text, identifier_parts
+from semfs.ingest.store.schema import ChunkRecord
 
 LOADER = """\
 import fs from "fs";
@@ -133,6 +134,18 @@ def _search(tmp_path: Path, files: dict[str, str], query: str, k: int = 3) -> li
         return Searcher(store).search(SearchRequest(query, k=k, mode="keyword"))
 
 
+def _chunks(tmp_path: Path, name: str, text: str) -> list[ChunkRecord]:
+    """The chunks of one file ``name`` holding ``text``, as ingested."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / name).write_text(text)
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
+        ingest(src, store, model="hash")
+        doc = store.get_document(name)
+        assert doc is not None
+        return store.get_chunks(name, doc.gen, range(doc.chunks))
+
+
 def test_identifier_parts_keep_the_whole_and_split_the_joined() -> None:
     assert identifier_parts("x = parseConfigFile(HTTPServer, maxRetry2)") == [
         *("parse", "Config", "File", "HTTP", "Server", "max", "Retry", "2"),
@@ -197,16 +210,47 @@ def test_a_described_constant_is_shown_with_its_value(tmp_path: Path) -> None:
 def test_the_code_line_outranks_the_docstring_that_restates_the_question(
     tmp_path: Path,
 ) -> None:
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "protocol.py").write_text(RETRY)
-    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
-        ingest(src, store, model="hash")
-        doc = store.get_document("protocol.py")
-        assert doc is not None
-        chunks = store.get_chunks("protocol.py", doc.gen, range(doc.chunks))
+    chunks = _chunks(tmp_path, "protocol.py", RETRY)
     # Room for one line: the best one.
     picked = ExcerptPicker("how does the delay grow by the factor").pick([chunks], [90])
     assert [e.lines for e in picked[0]] == [
         ((11, "        self.delay = min(self.delay * self.factor, self.maxDelay)"),)
     ]
+
+
+# The attribute's description runs over two lines; a method uses it with the question's words.
+SESSION = '''\
+class Session:
+    """
+    @ivar sessionTimeout: Time after the last touch until it ends: an idle
+        session will expire then, in seconds.
+    Each visit grows the session store's size by one entry.
+    """
+
+    sessionTimeout = 900
+
+    def startCheckingExpiration(self):
+        self.expireCall = self.reactor.callLater(self.sessionLength(), self.expire)
+
+    def touch(self):
+        size = len(self.visits)
+        self.expireCall.reset(self.sessionLength())
+'''
+
+
+def test_an_amount_question_shows_the_value_its_description_continues_to(
+    tmp_path: Path,
+) -> None:
+    chunks = _chunks(tmp_path, "server.py", SESSION)
+
+    def best(query: str) -> tuple[int, str]:  # room for one line: the best one
+        return ExcerptPicker(query).pick([chunks], [60])[0][0].lines[0]
+
+    # The description's second line holds the question's words: the value scores with its
+    # entry, and an amount is asked, so it outranks the call that holds the words too.
+    assert best("how long does a session live before it expires") == (
+        8,
+        "    sessionTimeout = 900",
+    )
+    # A plain word (size) in a sentence does not lend a local variable its score.
+    assert best("how does each visit grow the session store")[0] == 5
