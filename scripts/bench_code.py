@@ -397,9 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_prose:
             print(f"{name}: ingesting (prose chunker) {code_info}", file=sys.stderr)
             prose_info = build(tree, work / "prose-store", prose=True, model=args.model)
-            arms["semfs, prose chunker"] = ask_semfs(
-                work / "prose-store", questions, args.mode
-            )
+            arms["semfs, prose chunker"] = ask_semfs(work / "prose-store", questions, args.mode)
         arms |= {
             "grep -rn": ask_grep(tree, questions, git=False),
             "git grep": ask_grep(tree, questions, git=True),
