@@ -47,15 +47,14 @@ from semfs.ingest.errors import (
     StoreLockedError,
     StoreNotFoundError,
 )
+from semfs.ingest.opened import open_direct
 from semfs.ingest.request import SearchRequest
-from semfs.ingest.resident import LazySearcher
 from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import (
     capabilities,
     missing_collection,
     open_catalog,
-    open_store,
 )
 
 if TYPE_CHECKING:
@@ -118,8 +117,9 @@ class Collection:
 
     def __init__(self, address: CollectionAddress) -> None:
         self.address = address
-        self.store: Store = open_store(address)
-        self._searcher = LazySearcher(self.store)
+        self.opened = open_direct(address)
+        self.store: Store = self.opened.store
+        self._searcher = self.opened.searcher
         self._watchers: list[SourceWatcher] = []
 
     def search(self, query: str | SearchRequest, **options: Any) -> list[Hit]:
@@ -133,14 +133,9 @@ class Collection:
         """The results file of ``query`` (as :meth:`search` takes it): what a mount's
         ``.search/QUERY/00-results.md`` holds and `semfs search` prints, the ranked documents
         then the lines that answer."""
-        from semfs.ingest.search.results import link_names, results_file, with_status_line
-
         request = _request(query, options)
-        searcher = self._search()
-        hits = tuple(searcher.search(request))
-        text = results_file(request, hits, link_names(hits, request.k))
-        note = searcher.meaning_note(request.mode, request.under)
-        return with_status_line(text, note).decode("utf-8", "surrogateescape")
+        hits = tuple(self._search().search(request))
+        return self.opened.results_text(request, hits).decode("utf-8", "surrogateescape")
 
     def similar(self, path: str, k: int = DEFAULT_K, under: str | None = None) -> list[Hit]:
         """The ``k`` documents nearest in meaning to the document ``path`` (itself left out),
@@ -252,7 +247,7 @@ class Collection:
         twice)."""
         while self._watchers:
             self._watchers.pop().stop()
-        self.store.close()
+        self.opened.close()
 
     def __enter__(self) -> Collection:
         return self

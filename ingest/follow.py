@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from semfs.ingest.embedding.embedder import Embedder, load_embedder
+from semfs.ingest.opened import open_resident
 from semfs.ingest.origin import claim_source
 from semfs.ingest.pipeline import ingest, resolve_model
 from semfs.ingest.report import IngestReport
-from semfs.ingest.resident import LazySearcher, ResidentStore
+from semfs.ingest.resident import ResidentStore
 from semfs.ingest.sources import IngestRequest, SourceOptions, check_source
 from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
@@ -55,8 +56,10 @@ class Follower:
         self.options = options
         self._state_file = state_file(address)
         # A mount that owns the store already is written through its socket, as `semfs ingest`.
-        self._resident = ResidentStore.open(address, must_exist=False)
-        self.store: Store = self._resident.store
+        self._opened = open_resident(address, must_exist=False)
+        assert self._opened.resident is not None
+        self._resident: ResidentStore = self._opened.resident
+        self.store: Store = self._opened.store
         try:
             # Another model: fail now, not per batch.
             self.embedder: Embedder = load_embedder(resolve_model(self.store, options.model))
@@ -103,7 +106,7 @@ class Follower:
             on_progress=on_progress,
         )
         store = self.store
-        searcher = LazySearcher(store)
+        searcher = self._opened.searcher
         embedder = self.embedder
         # The dense pass: here when we own the store (or take it over from an ingest), else
         # the owner's own.
@@ -120,7 +123,7 @@ class Follower:
 
     def close(self) -> None:
         """Stop serving and close the store."""
-        self._resident.close()
+        self._opened.close()
 
     def __enter__(self) -> Follower:
         return self

@@ -400,7 +400,7 @@ class LazySearcher:
     the Python API): ``searcher()`` makes it once and returns the same one after, thread-safe;
     ``search`` and ``similar`` run on it. Its module imports the engine and the excerpt
     picker, which a mount's first listing does not need. :meth:`reset` forgets it (a first
-    ingest chose the model it loads)."""
+    ingest chose the model it loads; ``embedder``: the model to make it with from then on)."""
 
     def __init__(self, store: Store, embedder: Embedder | None = None) -> None:
         self._store = store
@@ -416,9 +416,10 @@ class LazySearcher:
                 self._searcher = Searcher(self._store, embedder=self._embedder)
             return self._searcher
 
-    def reset(self) -> None:
+    def reset(self, embedder: Embedder | None = None) -> None:
         with self._lock:
             self._searcher = None
+            self._embedder = embedder
 
     def search(
         self, request: SearchRequest, committed: Callable[[str, int], bool] | None = None

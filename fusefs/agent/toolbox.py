@@ -32,7 +32,6 @@ import dataclasses
 import fnmatch
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -54,7 +53,7 @@ from semfs.fusefs.agent.writing import SourceWriter
 from semfs.fusefs.view.foldermap import FolderMaps
 from semfs.fusefs.view.reader import ChunksMissingError, DocumentReader
 from semfs.fusefs.view.refresh import TreeRefresher
-from semfs.fusefs.view.tree import DIR, FILE, InodeMap, Node, Ownership, Tree
+from semfs.fusefs.view.tree import DIR, FILE, InodeMap, Node, Tree
 from semfs.ingest import formats
 from semfs.ingest.errors import (
     PathError,
@@ -62,10 +61,9 @@ from semfs.ingest.errors import (
     StoreNotFoundError,
     ToolInputError,
 )
+from semfs.ingest.opened import Opened, open_resident
 from semfs.ingest.request import DEFAULT_MODE, SearchRequest
-from semfs.ingest.resident import LazySearcher, ResidentStore
 from semfs.ingest.search import Hit, Searcher
-from semfs.ingest.search.results import link_names, results_file, with_status_line
 from semfs.ingest.store import DEFAULT_K, Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.schema import DocumentRecord
@@ -148,26 +146,22 @@ class Toolbox:
 
     def __init__(
         self,
-        store: Store,
+        opened: Opened,
         budget: int = DEFAULT_BUDGET,
         poll_interval: float = 1.0,
-        searcher: Searcher | None = None,
     ) -> None:
         if budget < 1000:
             raise SemfsError(f"the output budget must be at least 1000 bytes, not {budget}")
-        self.store = store
+        self.opened = opened
+        self.store = store = opened.store
         self.budget = budget
-        self.refresher = TreeRefresher(
-            store, InodeMap(), Ownership(os.getuid(), os.getgid()), interval=poll_interval
-        )
+        self.refresher = TreeRefresher.as_mounted(store, interval=poll_interval)
         self._tree = self.refresher.load()
         self._tree_since = time.time()
         self.refresher.publish = self._publish
         self.reader = DocumentReader(store)
         self.grep_engine = Grep(store, self.reader)
         self.maps = FolderMaps(store.get_chunks, tools=True)
-        # The one searcher, made on the first search (the model loads once); or the one given.
-        self._searcher = (lambda: searcher) if searcher is not None else LazySearcher(store)
         self._scoped_trees: dict[Scope, tuple[Tree, Tree]] = {}
         self._scoped_lock = threading.Lock()
         self.writer = SourceWriter(store)
@@ -193,7 +187,7 @@ class Toolbox:
 
     @property
     def searcher(self) -> Searcher:
-        return self._searcher()
+        return self.opened.searcher()
 
     # -- scopes -------------------------------------------------------------------------------
 
@@ -247,15 +241,10 @@ class Toolbox:
         if scope and not any(node.path == f or node.path.startswith(f + "/") for f in scope):
             shown = [f for f in scope if not node.path or f.startswith(node.path + "/")]
             where = ("in " + ", ".join(f"{f}/" for f in shown)) if shown else None
-        # While an ingest's dense pass is under way: how much of what was searched is
+        # While an ingest's dense pass is under way, how much of what was searched is
         # embedded (not for a token's several folders at the root: it sees only its own).
-        note = (
-            self.searcher.meaning_note(mode, node.path or None)
-            if request.text and (node.path or not scope)
-            else None
-        )
-        rendered = with_status_line(
-            results_file(request, hits, link_names(hits, k), where=where, tools=True), note
+        rendered = self.opened.results_text(
+            request, hits, where=where, tools=True, meaning=bool(node.path or not scope)
         ).decode("utf-8", "surrogateescape")
         # The text is the mount's results file; no structured content unless asked: clients
         # that get both pass the model one (Claude Code and VS Code the structured content
@@ -570,23 +559,24 @@ def open_toolbox(address: CollectionAddress, budget: int = DEFAULT_BUDGET) -> It
     so ``semfs ingest`` and other readers keep working (and the tree follows their writes).
     """
     # A mount (or another semfs mcp) that owns the store is used through its socket.
-    resident = ResidentStore.open(address)
-    store = resident.store
-    stops: list[Callable[[], None]] = [resident.close]
+    opened = open_resident(address)
+    resident, store = opened.resident, opened.store
+    assert resident is not None
+    stops: list[Callable[[], None]] = [opened.close]
     try:
         if not store.exists():
             raise StoreNotFoundError(
                 f"no collection {address.collection!r} at {store.location}: "
                 "run `semfs ingest DIR` first"
             )
-        box = Toolbox(store, budget=budget)
+        box = Toolbox(opened, budget=budget)
         stops.append(box.close)
         # The dense vectors an ingest left to do, and those of each write (ours or another
         # process's through our socket), when we own the store.
         resident.embed()
         box.writer.on_indexed = resident.changed
         # A `semfs search` beside us runs on our searcher, with our model.
-        resident.serve(on_change=box.refresher.wake, searcher=lambda: box.searcher)
+        resident.serve(on_change=box.refresher.wake, searcher=opened.searcher)
         stops.append(resident.stop_serving)
         box.start()
         yield box

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import signal
 import threading
 import time
@@ -39,9 +38,9 @@ from semfs.fusefs.view.reader import DocumentReader
 from semfs.fusefs.view.refresh import DEFAULT_INTERVAL, TreeRefresher
 from semfs.fusefs.view.searchdir import DEFAULT_NAME, SearchDirectories
 from semfs.fusefs.view.similardir import SimilarDirectories
-from semfs.fusefs.view.tree import InodeMap, Ownership
 from semfs.ingest import portable
 from semfs.ingest.errors import MountError, StoreOwnedError
+from semfs.ingest.opened import Opened, open_resident
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.resident import LazySearcher, ResidentStore
 from semfs.ingest.store import Store
@@ -128,13 +127,13 @@ def fuse_options(cfg: MountConfig) -> dict[str, Any]:
     return opts
 
 
-def open_mount_store(cfg: MountConfig) -> ResidentStore:
+def open_mount_store(cfg: MountConfig) -> Opened:
     """The store the mount reads, owned by this process; never a proxy to another resident
     owner. A `semfs ingest` under way is the one owner a mount goes through: it shows what the
     ingest has committed, and takes the store over when the ingest ends (the hand-over of
     :mod:`semfs.ingest.resident`)."""
     opening = functools.partial(
-        ResidentStore.open,
+        open_resident,
         cfg.address,
         must_exist=cfg.watch is None,  # --watch creates it
     )
@@ -221,9 +220,10 @@ class MountDaemon:
     def run(self) -> None:
         """Mount and serve until unmounted; raises MountError when the mount never came up."""
         self._began = time.monotonic()
-        resident = open_mount_store(self.cfg)
-        self._services.append(resident.close)
-        store = resident.store
+        opened = open_mount_store(self.cfg)
+        self._services.append(opened.close)
+        store, searcher, resident = opened.store, opened.searcher, opened.resident
+        assert resident is not None
         try:
             embedder = documents = None
             if self.cfg.watch is not None:
@@ -239,12 +239,8 @@ class MountDaemon:
                     # The first pass creates the collection: mount (empty) at once, without
                     # waiting for the model to say its dimension.
                     embedder = documents
-            refresher = TreeRefresher(
-                store,
-                InodeMap(),
-                Ownership(os.getuid(), os.getgid()),
-                interval=self.cfg.poll_interval,
-                views=self.cfg.views,
+            refresher = TreeRefresher.as_mounted(
+                store, interval=self.cfg.poll_interval, views=self.cfg.views
             )
             # Not around the store's open: a server client's own threads run meanwhile (the
             # manifest's decode pauses the collector itself).
@@ -257,7 +253,7 @@ class MountDaemon:
             chunks = None if manifest is None else manifest.chunk_count  # no records made
             require_counts(store, tree.files, chunks)
             # The store's model (or --watch's, for a new collection); loads nothing yet.
-            searcher = LazySearcher(store, embedder)
+            searcher.reset(embedder)
             compactor = _Compactor(store)
             self._services.append(compactor.close)
             pins = GenerationPins(
@@ -286,7 +282,7 @@ class MountDaemon:
             ops.resolvers.append(lambda rel: similars.resolve(ops.tree, rel))
             # While an ingest's dense pass is under way, results say how much is embedded,
             # and are searched again as its vectors come in.
-            searches.meaning = lambda mode, scope: searcher().meaning_note(mode, scope)
+            searches.meaning = opened.meaning_note
 
             def vectors_changed() -> None:
                 searches.cache.clear()

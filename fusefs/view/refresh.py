@@ -11,6 +11,7 @@ an ingest wrote through it). A change means one ``list_documents`` scroll and a 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Set
 
@@ -74,6 +75,24 @@ class TreeRefresher:
         self._force = False
         # The manifest the first tree came from, if it did (None: from the records).
         self.manifest: Manifest | None = None
+
+    @classmethod
+    def as_mounted(
+        cls,
+        store: Store,
+        interval: float = DEFAULT_INTERVAL,
+        views: bool = True,
+        inodes: InodeMap | None = None,
+    ) -> TreeRefresher:
+        """The refresher of a tree that this process serves (a mount, the MCP tools): its
+        files are the user's who runs it; ``inodes``: shared by several collections' trees."""
+        return cls(
+            store,
+            inodes if inodes is not None else InodeMap(),
+            Ownership(os.getuid(), os.getgid()),
+            interval=interval,
+            views=views,
+        )
 
     def load(self) -> Tree:
         """The first tree, built now (store errors propagate: the mount cannot start).

@@ -362,10 +362,11 @@ def test_a_scoped_tools_grep_filters_only_its_folders_in_the_engine(
     """The same through the tools, as a scoped token calls them: the engine is given the
     token's folders (before, passing no scope to the engine passed every test)."""
     from semfs.fusefs.agent.toolbox import Toolbox
+    from semfs.ingest.opened import Opened
 
     _src, store = corpus_store
     spy = FilterSpy(store)
-    box = Toolbox(spy)  # type: ignore[arg-type]
+    box = Toolbox(Opened.over(spy))  # type: ignore[arg-type]
     try:
         out = box.grep("the", max_results=10_000, scope=("deploy",))
     finally:
@@ -378,13 +379,14 @@ def test_grep_and_read_right_after_a_concurrent_reingest(tmp_path: Path) -> None
     """Before: a grep (or read) whose tree still showed the version a re-ingest had just
     replaced answered "grep failed: ChunksMissingError"; now it reads the new version."""
     from semfs.fusefs.agent.toolbox import Toolbox
+    from semfs.ingest.opened import Opened
 
     src = tmp_path / "src"
     src.mkdir()
     (src / "a.md").write_text("# A\n\nthe alpha version one\n")
     with open_store(CollectionAddress(store=tmp_path / "store")) as store:
         ingest(src, store, model="hash")
-        box = Toolbox(store)  # its tree shows version one; no refresh runs here
+        box = Toolbox(Opened.over(store))  # its tree shows version one; no refresh runs here
         try:
             (src / "a.md").write_text("# A\n\nthe alpha version two, longer\n")
             ingest(src, store, model="hash")  # drops version one's chunks

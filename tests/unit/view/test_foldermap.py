@@ -16,6 +16,7 @@ from semfs.fusefs.agent.toolbox import Toolbox
 from semfs.fusefs.view.foldermap import MAP_BYTES, FolderMaps, page_name, parse_page
 from semfs.fusefs.view.tree import DIR, FILE, InodeMap, Ownership, Tree
 from semfs.ingest.errors import ToolInputError
+from semfs.ingest.opened import Opened
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
@@ -167,7 +168,7 @@ def test_map_names_resolve_only_in_folders(sample: Store) -> None:
 
 
 def test_the_list_tool_offers_the_map(sample: Store) -> None:
-    box = Toolbox(sample)
+    box = Toolbox(Opened.over(sample))
     try:
         out = box.list("", map=True)
         assert len(out.text.encode()) <= MAP_BYTES
