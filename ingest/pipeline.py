@@ -35,12 +35,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from semfs.ingest import formats, parallel
+from semfs.ingest import chunkworkers, formats, parallel
+from semfs.ingest.chunkworkers import Chunked, ChunkWorkers
 from semfs.ingest.densepass import DenseReport, embed_missing, mark_embedded
 from semfs.ingest.embedding.embedder import (
     DEFAULT_MODEL,
     Embedder,
     canonical_model_name,
+    counts_alone,
     load_embedder,
 )
 from semfs.ingest.errors import ModelMismatchError
@@ -234,6 +236,7 @@ def ingest(
         reader.load(scope)
         stored_dirs = {d.path: d for d in store.list_directories()}
         writer = Writer(store, report, model_name, embedder, claim, batch_size, started)
+        reader.chunker = writer.chunker = _chunk_workers(store, writer, len(files), jobs)
         # Folder records (their modes) go in with the run's first write, before any document
         # below them commits: a 0700 folder is never served 0555 meanwhile, nor after a kill.
         writer.folders = _folders_to_write(stored_dirs, dirs)
@@ -247,11 +250,11 @@ def ingest(
             embedder.count_tokens(["semfs"])
         if on_phase is not None:
             on_phase("reading", len(files))
-        for doc, touched in reader.changes(files, on_progress):
+        for doc, touched, chunked in reader.changes(files, on_progress):
             if touched:
                 writer.touch(doc, reader.existing, scope is None)  # mtime or mode only
             else:
-                writer.add(doc, reader.existing, scope is None)
+                writer.add(doc, reader.existing, scope is None, chunked)
         reader.finish(scope, save_memo=True)
         gone_dirs = _folders_gone(stored_dirs, dirs, report.skipped, scope)
         if not writer.begun and (report.deleted or writer.folders or gone_dirs):
@@ -265,6 +268,8 @@ def ingest(
         report.seconds = time.perf_counter() - started
         raise Interrupted(report, "keywords") from exc
     finally:
+        if writer is not None and writer.chunker is not None:
+            writer.chunker.close()
         lock.release()
     report.keywords_seconds = report.keywords_seconds or time.perf_counter() - started
     _second_pass(store, report, model_name, embedder, dense, batch_size, on_phase, on_progress)
@@ -280,6 +285,26 @@ def reading_jobs(jobs: int | None) -> int:
     n = max(1, jobs) if jobs is not None else worker.default_jobs()
     worker.shared(n)
     return n
+
+
+def _chunk_workers(
+    store: Store, writer: Writer, files: int, jobs: int | None
+) -> ChunkWorkers | None:
+    """Children that chunk the new documents of a run that reads many files on several
+    cores (:mod:`semfs.ingest.chunkworkers`), when they count tokens as the run's embedder
+    does without loading its model; None: the run chunks in process."""
+    n = reading_jobs(jobs)
+    model = writer.model
+    if n < 2 or files < chunkworkers.FROM_FILES or not counts_alone(model):
+        return None
+    if writer.embedder is None:
+        writer.embedder = load_embedder(model)  # loads on first use
+    embedder = writer.embedder
+    if embedder.name != model:  # a caller's own embedder: only it knows how it counts
+        return None
+    meta = store.read_meta()  # under the write lock: begin() takes the generation after it
+    gen = (meta.generation if meta is not None else 0) + 1
+    return ChunkWorkers(model, lambda: embedder.max_tokens, gen, n)
 
 
 def owner_holds(store: Store, ttl: float = 0.5) -> Callable[[str], bool] | None:
@@ -401,6 +426,7 @@ class _Reader:
         self.existing: dict[str, DocumentRecord] = {}
         self.seen: set[str] = set()
         self.held_back: list[str] = []  # files being written: left as they are
+        self.chunker: ChunkWorkers | None = None  # chunks new documents where they are read
 
     def load(self, scope: set[str] | None) -> None:
         """The stored records this run compares with (read under the write lock)."""
@@ -433,17 +459,35 @@ class _Reader:
         retry = self.retry_skipped and old is not None and old.as_is
         return read_document(f, self.max_bytes, self.root, None if retry else old, self.remembered)
 
+    def _read_chunked(self, f: SourceFile) -> tuple[Document | Skipped, Chunked | None]:
+        """:meth:`_read`, and a new document's chunks made by the run's chunker, in the
+        reading thread (a changed one is chunked by the writer: it keeps what it can of the
+        stored version's chunks)."""
+        doc = self._read(f)
+        chunker = self.chunker
+        if (
+            chunker is None
+            or not isinstance(doc, Document)
+            or doc.text is None
+            or doc.unsearched
+            or self._previous(f) is not None
+        ):
+            return doc, None
+        return doc, chunker.chunk(doc)
+
     def changes(
         self, files: Sequence[SourceFile], on_progress: Progress | None
-    ) -> Iterator[tuple[Document, bool]]:
-        """Each document that changed, one at a time, and whether only its mtime, mode or
-        owner did (the record is rewritten, nothing chunked). Files are read and extracted in
-        ``jobs`` threads (each converted file in a bounded worker process), a few ahead of
-        the one taken here, in the order of the scan: what a run holds stays bounded."""
+    ) -> Iterator[tuple[Document, bool, Chunked | None]]:
+        """Each document that changed, one at a time, whether only its mtime, mode or
+        owner did (the record is rewritten, nothing chunked), and its chunks when the run's
+        chunker made them. Files are read and extracted in ``jobs`` threads (each converted
+        file in a bounded worker process), a few ahead of the one taken here, in the order of
+        the scan: what a run holds stays bounded."""
         report = self.report
-        for f, result in parallel.stream(self._wanted(files), self._read, reading_jobs(self.jobs)):
+        work, jobs = self._read_chunked, reading_jobs(self.jobs)
+        for f, (result, made) in parallel.stream(self._wanted(files), work, jobs):
             old = self._previous(f)
-            doc = result
+            doc, chunked = result, made
             if on_progress is not None:
                 on_progress(1)
             if self.keep_failed and isinstance(doc, Document) and doc_unreadable(doc, old):
@@ -466,6 +510,7 @@ class _Reader:
                         self.seen.discard(doc.path)
                         continue
                     doc = again
+                    chunked = None
             if old is not None and same and not damage:
                 report.unchanged.append(doc.path)
                 if (old.st_mtime_ns, old.mode, old.uid, old.gid) != (
@@ -474,12 +519,12 @@ class _Reader:
                     doc.uid,
                     doc.gid,
                 ):
-                    yield doc, True
+                    yield doc, True, None
             else:
                 (report.updated if old is not None else report.added).append(doc.path)
                 if doc.unsearched:
                     report.unsearched.append(Skipped(doc.path, doc.unsearched))
-                yield doc, False
+                yield doc, False, chunked
 
     def finish(self, scope: set[str] | None, save_memo: bool) -> None:
         """After the last file: the skips' kept versions, and what is deleted."""

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from semfs.ingest import formats
+from semfs.ingest import chunkworkers, formats
+from semfs.ingest.chunkworkers import Chunked, ChunkWorkers
 from semfs.ingest.embedding.embedder import Embedder, load_embedder
 from semfs.ingest.errors import DiskFullError
 from semfs.ingest.origin import Claim
@@ -68,6 +69,7 @@ class _Pending:
     doc: Document
     chunks: list[ChunkRecord]
     texts: list[str]  # what the model sees (context line + chunk text), for BM25 and vhash
+    sparse: list[chunkworkers.Sparse] | None = None  # the BM25 vectors, when a child made them
     written: int = 0
 
 
@@ -105,6 +107,8 @@ class Writer:
         self.flipped: set[str] = set()
         self.without_dense = 0  # chunks written without their dense vector
         self.folders: list[DirectoryRecord] = []  # new or changed: written by begin()
+        self.chunker: ChunkWorkers | None = None
+        self.words_cut = 0  # by the chunker's children
 
     def begin(self, full: bool, existing: dict[str, DocumentRecord]) -> None:
         """The run's generation, the store marked dirty (and cleaned after a killed run)."""
@@ -129,11 +133,25 @@ class Writer:
         if meta.bm25_avg_len is not None or store.count_chunks() > 0:
             # A store with chunks keeps what they were written with (None: Bm25's default).
             self.bm25 = bm25_model(meta)
+            self._share_bm25(meta)
         self.meta = meta
         self.begun = True
 
-    def add(self, doc: Document, existing: dict[str, DocumentRecord], full: bool) -> None:
-        """A changed document: chunked now, written with its window."""
+    def _share_bm25(self, meta: StoreMeta) -> None:
+        """The run's BM25 weights, to the chunker's children (documents sent from now on come
+        back with their sparse vectors)."""
+        if self.chunker is not None:
+            self.chunker.bm25 = (meta.bm25_avg_len,)
+
+    def add(
+        self,
+        doc: Document,
+        existing: dict[str, DocumentRecord],
+        full: bool,
+        chunked: Chunked | None = None,
+    ) -> None:
+        """A changed document: chunked now (unless ``chunked`` holds its chunks of this
+        run's generation), written with its window."""
         if not self.begun:
             self.begin(full, existing)
         assert self.embedder is not None and doc.text is not None
@@ -144,10 +162,14 @@ class Writer:
             # commits), and let go of its bytes.
             self.store.put_blob(original.path, self.gen, original.data)
             doc = replace(doc, original=replace(original, data=b""))
-        chunks, texts = chunk_document(
-            self.embedder, doc, self.gen, previous_chunks(self.store, existing.get(doc.path))
-        )
-        self.window.append(_Pending(doc, chunks, texts))
+        if chunked is not None and chunked.gen == self.gen:
+            chunks, texts, sparse = chunked.records, chunked.texts, chunked.sparse
+            self.words_cut += chunked.words_cut
+        else:
+            previous = previous_chunks(self.store, existing.get(doc.path))
+            chunks, texts = chunk_document(self.embedder, doc, self.gen, previous)
+            sparse = None
+        self.window.append(_Pending(doc, chunks, texts, sparse))
         self.window_chunks += len(chunks)
         if self.bm25 is None:  # a new store: its BM25 weights wait for the sample
             if self.window_chunks >= BM25_SAMPLE_CHUNKS:
@@ -195,6 +217,7 @@ class Writer:
             replace(self.meta, generation=self.gen, dirty=True, documents=None, chunks=None)
         )
         self.bm25 = bm25_model(self.meta)
+        self._share_bm25(self.meta)
         self._write_window()
 
     def _write_window(self) -> None:
@@ -205,10 +228,11 @@ class Writer:
         self.last_write = time.monotonic()
         store = self.store
         done = 0  # documents of the window committed
-        part: list[tuple[_Pending, ChunkRecord, str]] = []
+        part: list[tuple[_Pending, ChunkRecord, str, chunkworkers.Sparse | None]] = []
         for i, p in enumerate(self.window):
-            for rec, text in zip(p.chunks, p.texts, strict=True):
-                part.append((p, rec, text))
+            sparse = p.sparse or [None] * len(p.chunks)
+            for rec, text, sv in zip(p.chunks, p.texts, sparse, strict=True):
+                part.append((p, rec, text, sv))
                 if len(part) >= WINDOW_CHUNKS:
                     self._upsert(part)
                     part = []
@@ -226,17 +250,23 @@ class Writer:
         self.window = []
         self.window_chunks = 0
 
-    def _upsert(self, part: list[tuple[_Pending, ChunkRecord, str]]) -> None:
-        """One request of chunks with their BM25 vectors, and the stored dense vector of each
-        one's model text where the store has it."""
+    def _upsert(
+        self, part: list[tuple[_Pending, ChunkRecord, str, chunkworkers.Sparse | None]]
+    ) -> None:
+        """One request of chunks with their BM25 vectors (made here unless a child made
+        them), and the stored dense vector of each one's model text where the store has it."""
         if not part:
             return
         assert self.bm25 is not None
-        known = self.store.dense_by_hash(list({rec.vhash for _p, rec, _t in part}))
+        known = self.store.dense_by_hash(list({rec.vhash for _p, rec, _t, _s in part}))
         points = []
-        for p, rec, text in part:
-            sv = self.bm25.embed_document(keyword_text(rec, text))
-            points.append(ChunkPoint(rec, known.get(rec.vhash), list(sv.indices), list(sv.values)))
+        for p, rec, text, made in part:
+            if made is None:
+                sv = self.bm25.embed_document(keyword_text(rec, text))
+                indices, values = list(sv.indices), list(sv.values)
+            else:
+                indices, values = made
+            points.append(ChunkPoint(rec, known.get(rec.vhash), indices, values))
             p.written += 1
         reused = sum(1 for pt in points if pt.dense is not None)
         if reused < len(points) and self.meta is not None and not self.meta.dense_pending:
@@ -296,7 +326,7 @@ class Writer:
             )
         )
         store.flush()
-        report.words_cut = self.bm25.words_cut if self.bm25 is not None else 0
+        report.words_cut = (self.bm25.words_cut if self.bm25 is not None else 0) + self.words_cut
         if report.updated or report.deleted or report.chunks_written:
             report.compacted = _compact(store)
         # Last: a mount reads its tree from this in one request (semfs.ingest.store.manifest).

@@ -74,6 +74,17 @@ def load_embedder(name: str = DEFAULT_MODEL, threads: int | None = None) -> Embe
     return Fp32Embedder(canonical, threads, export=True)
 
 
+def counts_alone(name: str) -> bool:
+    """Whether the tokens of ``name``'s texts are counted without loading a model: the
+    stand-in's, and an ONNX model's (its tokenizer alone); what a chunking child
+    (:mod:`semfs.ingest.chunkworkers`) can do cheaply. A torch model's count loads torch."""
+    canonical = canonical_model_name(name)
+    if canonical == HASH_MODEL or canonical.startswith(HASH_MODEL + ":"):
+        return True
+    base, backend = split_backend(canonical)
+    return backend is not None or base == PACKAGED_MODEL
+
+
 def _with_torch(location: Path, fp32: Path) -> None:
     """torch.onnx's export, for an ONNX backend of a model the torch-free writer does not
     cover; torch is imported only then (the ``[torch]`` extra)."""

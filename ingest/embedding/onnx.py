@@ -179,9 +179,8 @@ class OnnxEmbedder:
         self._tokenizer.enable_truncation(max_length=self._max_seq)
         pad_id = self._tokenizer.token_to_id("[PAD]") or 0
         self._tokenizer.enable_padding(pad_id=pad_id, pad_token="[PAD]")
-        self._counter = Tokenizer.from_file(tok_file)
-        self._counter.no_truncation()
-        self._counter.no_padding()
+        if self._counter is None:
+            self._counter = _counter(tok_file)
         self._dimension = int(self._session.get_outputs()[0].shape[-1])
         if self.on_load is not None:
             self.on_load(self.name, time.perf_counter() - started)
@@ -283,9 +282,22 @@ class OnnxEmbedder:
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
-        self.load()
+        # The tokenizer alone: a chunking child (semfs.ingest.chunkworkers) needs no model.
+        with self._lock:
+            if self._counter is None:
+                self._counter = _counter(str(self.location / "tokenizer.json"))
         encodings = self._counter.encode_batch(list(texts), add_special_tokens=False)
         return [len(e.ids) for e in encodings]
+
+
+def _counter(tok_file: str) -> Any:
+    """The model's tokenizer without truncation or padding: what counts a text's word pieces."""
+    from tokenizers import Tokenizer
+
+    counter = Tokenizer.from_file(tok_file)
+    counter.no_truncation()
+    counter.no_padding()
+    return counter
 
 
 def export_path(location: Path, backend: str) -> Path:

@@ -64,7 +64,7 @@ class Worker:
                 child.stdin.flush()
             except OSError:
                 return self._died(child)
-            line = _read_line(child.stdout, time.monotonic() + self.timeout)
+            line = read_line(child.stdout, time.monotonic() + self.timeout)
             if line is None:
                 self._stop()
                 return Unsupported(
@@ -114,7 +114,7 @@ class Worker:
                     child.wait()
 
 
-def _read_line(stream: IO[bytes], deadline: float) -> bytes | None:
+def read_line(stream: IO[bytes], deadline: float) -> bytes | None:
     """One line from ``stream`` (b"" at EOF), or None past ``deadline``."""
     fd = stream.fileno()
     buf = bytearray()

@@ -124,6 +124,10 @@ def bm25_average_length(texts: Sequence[str]) -> float | None:
 def bm25_model(meta: StoreMeta | None = None) -> Bm25:
     """The BM25 document embedder for a store: its recorded average length, else the
     default the store's vectors were written with (and the query model, given no meta)."""
-    if meta is None or meta.bm25_avg_len is None:
-        return Bm25()
-    return Bm25(qe.Bm25Config(avg_len=meta.bm25_avg_len))
+    return bm25_for(meta.bm25_avg_len if meta is not None else None)
+
+
+def bm25_for(avg_len: float | None) -> Bm25:
+    """The BM25 document embedder for chunks of ``avg_len`` BM25 tokens on average (None:
+    Bm25's default)."""
+    return Bm25() if avg_len is None else Bm25(qe.Bm25Config(avg_len=avg_len))
