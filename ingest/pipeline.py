@@ -244,10 +244,11 @@ def ingest(
         if meta is not None and meta.dirty:
             writer.begin(full=scope is None, existing=reader.existing)  # clean up first
         if meta is None and files and embedder is not None:
-            # A first ingest chunks, so it needs the model's tokenizer: a broken install is
-            # one line now, not after the reading bar has started (a re-run that changes
-            # nothing still loads no model).
+            # A first ingest chunks, so it needs the model (its tokenizer, and its window for
+            # the chunks' size): a broken install is one line now, not after the reading bar
+            # has started (a re-run that changes nothing still loads no model).
             embedder.count_tokens(["semfs"])
+            _ = embedder.max_tokens
         if on_phase is not None:
             on_phase("reading", len(files))
         for doc, touched, chunked in reader.changes(files, on_progress):
