@@ -36,11 +36,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from semfs.ingest.formats.worker import read_line
 from semfs.ingest.sources import Document, Original
 from semfs.ingest.store.schema import ChunkRecord
+
+if TYPE_CHECKING:
+    from semfs.ingest.embedding.embedder import Embedder
 
 # A run that reads fewer files than this chunks them in process: a child's start (its
 # imports and the tokenizer, about 0.5 s of CPU) would cost more than it saves (a watcher's
@@ -234,7 +237,7 @@ def _serve(model: str, max_tokens: int) -> None:
             marks = tuple((int(n), str(label)) for n, label in job["marks"])
             original = Original("", b"", 0, "", "", str(job["unit"]), marks)
         doc = Document(str(job["path"]), str(job["text"]), 0, 0.0, "", 0, original=original)
-        records, texts = chunk_document(counter, doc, int(job["gen"]))
+        records, texts = chunk_document(cast("Embedder", counter), doc, int(job["gen"]))
         sparse, cut = None, 0
         if job["bm25"] is not None:
             avg = job["bm25"][0]

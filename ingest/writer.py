@@ -230,7 +230,9 @@ class Writer:
         done = 0  # documents of the window committed
         part: list[tuple[_Pending, ChunkRecord, str, chunkworkers.Sparse | None]] = []
         for i, p in enumerate(self.window):
-            sparse = p.sparse or [None] * len(p.chunks)
+            sparse: list[chunkworkers.Sparse | None] = (
+                [*p.sparse] if p.sparse else [None] * len(p.chunks)
+            )
             for rec, text, sv in zip(p.chunks, p.texts, sparse, strict=True):
                 part.append((p, rec, text, sv))
                 if len(part) >= WINDOW_CHUNKS:
