@@ -178,7 +178,7 @@ def answer_window(page: str, answer: str) -> int:
     return len("".join(lines[lo : lo + 2 * AROUND + 1]).encode())
 
 
-# Why a results file lacks the answer line, from what it shows (BENCHMARKS.md section 33):
+# Why a results file lacks the answer line, from what it shows (BENCHMARKS.md section 31):
 # the right page is not listed; it is listed without any of its lines (the budget went to
 # other hits); its answer line is shown but cut to its best sentences; or other lines of
 # it are shown, not the answer's.
@@ -260,6 +260,7 @@ def summarise(outcomes: Sequence[Outcome]) -> dict[str, float]:
         "hit@3": sum(r is not None and r <= 3 for r in ranks) / n,
         "mrr": sum(1 / r for r in ranks if r) / n,
         "answer_in_results": sum(o.answered for o in outcomes) / n,
+        "results_bytes_mean": sum(sizes) / n,
         "results_bytes_p50": percentile(sizes, 50),
         "results_bytes_p95": percentile(sizes, 95),
         "cost_bytes_mean": sum(o.cost for o in outcomes) / n,
@@ -276,6 +277,9 @@ class SetReport:
     by_kind: dict[str, dict[str, float]]
     misses: list[dict[str, Any]] = field(default_factory=list)
     model: str = ""  # the store's recorded embedding model
+    # Every question's outcome: its words, the expected page's rank, whether the answer line
+    # is in the file, the file's bytes (a before/after comparison question by question).
+    questions: list[dict[str, Any]] = field(default_factory=list)
 
 
 def report(name: str, chunks: int, outcomes: Sequence[Outcome], model: str = "") -> SetReport:
@@ -297,7 +301,16 @@ def report(name: str, chunks: int, outcomes: Sequence[Outcome], model: str = "")
         for o in outcomes
         if o.rank != 1 or not o.answered
     ]
-    return SetReport(name, chunks, summarise(outcomes), by_kind, misses, model)
+    questions = [
+        {
+            "words": len(o.question.text.split()),
+            "rank": o.rank,
+            "answered": o.answered,
+            "bytes": o.results_bytes,
+        }
+        for o in outcomes
+    ]
+    return SetReport(name, chunks, summarise(outcomes), by_kind, misses, model, questions)
 
 
 # -- stores ----------------------------------------------------------------------------------
@@ -466,7 +479,8 @@ def with_pages(outcomes: Sequence[Outcome], corpus: Path) -> None:
 def fmt_row(label: str, kind: str, s: dict[str, float]) -> str:
     return (
         f"| {label} | {kind} | {int(s['n'])} | {s['hit@1']:.2f} | {s['hit@3']:.2f} "
-        f"| {s['mrr']:.3f} | {s['answer_in_results']:.2f} | {s['results_bytes_p50']:,.0f} "
+        f"| {s['mrr']:.3f} | {s['answer_in_results']:.2f} | {s['results_bytes_mean']:,.0f} "
+        f"| {s['results_bytes_p50']:,.0f} "
         f"| {s['results_bytes_p95']:,.0f} | {s['cost_bytes_mean']:,.0f} "
         f"| {s['listing_ms_p50']:.1f} "
         f"| {s['warm_listing_ms_p50']:.1f} |"
@@ -490,9 +504,9 @@ def markdown(reports: Sequence[SetReport], via: str) -> str:
         "answer line when the file lacks it, plus a second results file when the page is not "
         "listed.",
         "",
-        "| set | kind | n | hit@1 | hit@3 | MRR | answer-in-results | results p50 B "
-        "| results p95 B | cost mean B | listing p50 ms | warm listing p50 ms |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| set | kind | n | hit@1 | hit@3 | MRR | answer-in-results | results mean B "
+        "| results p50 B | results p95 B | cost mean B | listing p50 ms | warm listing p50 ms |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in reports:
         model = f", {r.model.rpartition('/')[2]}" if r.model else ""
