@@ -473,6 +473,11 @@ class Searcher:
                 by_doc[rec.path] = [sc]
         picker = ExcerptPicker(text, self._bm25)
         docs = list(by_doc.values())
+        strengths = [match_strength(d[0].score, mode) for d in docs]
+        if rare:
+            strengths = self._rare_word_strengths(
+                [d[0].record.text for d in docs], strengths, terms
+            )
         caps, total = (
             (self.more_chars, self.more_total) if more else (self.excerpt_chars, self.excerpt_total)
         )
@@ -492,9 +497,14 @@ class Searcher:
                 total=total,
                 weights=EXCERPT_WEIGHTS,
                 floor=0.0 if more else EXCERPT_FLOOR,
+                # A hit after the first and below strong shows the best passage if it is
+                # its, no other lines: on the public sets those lines held 0 answers in 46
+                # (BENCHMARKS.md section 31, session 3); the first hit's are kept, as they
+                # answer long questions that rate weak.
+                lead_only=[not more and i > 0 and x < STRONG for i, x in enumerate(strengths)],
             )
         hits: list[Hit] = []
-        for rank, (doc, ex) in enumerate(zip(docs, excerpts, strict=True), 1):
+        for rank, (doc, ex, strength) in enumerate(zip(docs, excerpts, strengths, strict=True), 1):
             best = doc[0].record
             place = excerpt_place(best.place, ex)
             hits.append(
@@ -508,15 +518,13 @@ class Searcher:
                     best.heading,
                     best.title or best.path.rpartition("/")[2],
                     best.description,
-                    match_strength(doc[0].score, mode),
+                    strength,
                     tuple(ex),
                     place,
                 )
             )
-        if rare:
-            hits = self._rare_word_strengths(hits, set(terms))
-            if min_score is not None:  # strengths fall with the rank: the ranks stay 1..n
-                hits = [h for h in hits if h.strength >= min_score]
+        if rare and min_score is not None:  # strengths fall with the rank: the ranks stay 1..n
+            hits = [h for h in hits if h.strength >= min_score]
         return hits
 
     def _default_budgets(self) -> bool:
@@ -539,17 +547,20 @@ class Searcher:
             self._owner = None
             return None
 
-    def _rare_word_strengths(self, hits: list[Hit], terms: set[int]) -> list[Hit]:
-        """Hits of rare keywords rated by the share of the query's words they hold (see
-        RARE_DOCS), never above the hit ranked before them: strength follows the rank."""
-        out: list[Hit] = []
+    def _rare_word_strengths(
+        self, texts: Sequence[str], strengths: Sequence[float], terms: Any
+    ) -> list[float]:
+        """The strengths of hits of rare keywords (their best chunks' ``texts``), rated by the
+        share of the query's words they hold (see RARE_DOCS), never above the hit ranked
+        before them: strength follows the rank."""
+        out: list[float] = []
         ceiling = 1.0
-        for hit in hits:
-            held = set(self._bm25.embed_document(hit.text).indices) & terms
-            share = len(held) / len(terms) if terms else 0.0
-            strength = min(ceiling, max(hit.strength, RARE_STRENGTH * share))
-            ceiling = strength
-            out.append(replace(hit, strength=strength))
+        wanted = set(terms)
+        for text, strength in zip(texts, strengths, strict=True):
+            held = set(self._bm25.embed_document(text).indices) & wanted
+            share = len(held) / len(wanted) if wanted else 0.0
+            ceiling = min(ceiling, max(strength, RARE_STRENGTH * share))
+            out.append(ceiling)
         return out
 
     def _store_committed(self) -> Callable[[str, int], bool]:

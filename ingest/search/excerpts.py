@@ -21,7 +21,8 @@ Rules a caller may rely on:
   prose are the excerpt: a document's best passage, not its front matter.
 * Each document stays within its own budget; given a ``total``, the documents' lines also
   compete for it, best (rank-weighted) score first, so the total is spent where the
-  answers most likely are rather than in fixed shares.
+  answers most likely are rather than in fixed shares. A document marked ``lead_only``
+  shows the best passage if that is its, and no other lines.
 * Dense (model) scoring of lines is not used: measured on the public question sets it
   found no more answers than the terms did, at ~20-40 ms of model time per line.
 * Source code chunked by its syntax (a chunk with ``syntax``) has no headings: each line's
@@ -185,6 +186,7 @@ class ExcerptPicker:
         total: int | None = None,
         weights: Sequence[float] = (),
         floor: float = 0.0,
+        lead_only: Sequence[bool] = (),
     ) -> list[list[Excerpt]]:
         """Excerpts for each document (its ranked chunks, best first) within its character
         budget. Term weights come from all the documents' lines together.
@@ -193,7 +195,10 @@ class ExcerptPicker:
         the best lines anywhere first, each document's scores scaled by its ``weights``
         entry (1 where none is given), so a second hit's exact answer beats a first hit's
         tenth-best line. An anchor whose weighted score is below ``floor`` times the best
-        one's is not taken: the next line would add little, so the excerpts stop there."""
+        one's is not taken: the next line would add little, so the excerpts stop there.
+        A document whose ``lead_only`` entry is true shows the best passage if its line is
+        the best of all, and no other lines (the search marks the hits whose lines rarely
+        answer)."""
         per_doc = [
             _lines(chunks, title[i] if i < len(title) else "") for i, chunks in enumerate(docs)
         ]
@@ -242,6 +247,8 @@ class ExcerptPicker:
                 break
             pk = picks[d]
             if pk.full or (left is not None and left < MIN_PICK):
+                continue
+            if not lead and d < len(lead_only) and lead_only[d]:
                 continue
             left_doc = pk.budget - pk.used
             room = left_doc if left is None else min(left_doc, left)

@@ -14,7 +14,7 @@ import qdrant_edge as qe
 from semfs.ingest.chunking import chunk_text, document_description
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.request import SearchRequest
-from semfs.ingest.search import Searcher, match_strength, strength_label
+from semfs.ingest.search import STRONG, Searcher, match_strength, strength_label
 from semfs.ingest.search.excerpts import ExcerptPicker
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
@@ -203,6 +203,10 @@ def test_hits_carry_title_description_strength_and_excerpts(tmp_path: Path) -> N
     # Strength follows the rank: a hit is never shown stronger than one above it; @min uses it.
     assert [h.strength for h in every] == sorted((h.strength for h in every), reverse=True)
     assert [h.path for h in above] == [h.path for h in every if h.strength >= floor]
+    # After the first hit, one below strong shows at most the best passage: on the public
+    # sets their other lines held no answer (BENCHMARKS.md section 34).
+    later = [h for h in every[1:] if h.strength < STRONG]
+    assert later and all(e.lead for h in later for e in h.excerpts)
     top = hits[0]
     assert top.path == "customize/fonts.mdx" and top.title == "Fonts"
     assert top.description.startswith("Customize typography")
@@ -235,6 +239,23 @@ def test_a_shared_total_goes_to_the_best_lines_of_any_document() -> None:
     assert "old key works for 24 hours" in shared[1][0].text
     shown = sum(len(t) + 8 for d in shared for e in d for _, t in e.lines)
     assert shown <= 300
+
+
+def test_a_lead_only_document_shows_the_best_passage_or_nothing() -> None:
+    # Both documents match; lead_only keeps a document's lines to the best passage of all.
+    first = "# Keys\n\nKeys are listed on the keys page.\n\nOld keys are kept for a day.\n"
+    best = "# Rotation\n\nTo rotate a key, click Rotate: the old key works for 24 hours.\n"
+    second = "# Rotation FAQ\n\nA rotated key is logged.\n\nRotate keys every 90 days.\n"
+    query = "rotate key old hours"
+    docs = [records(first, "keys.md", 2000), records(best, "rotation.md", 2000)]
+    docs.append(records(second, "faq.md", 2000))
+    free = ExcerptPicker(query).pick(docs, [600, 600, 600], total=2000)
+    assert all(free)  # without lead_only every document shows lines
+    got = ExcerptPicker(query).pick(
+        docs, [600, 600, 600], total=2000, lead_only=[False, True, True]
+    )
+    assert "old key works for 24 hours" in got[1][0].text and all(e.lead for e in got[1])
+    assert not got[2] and got[0]
 
 
 # A long shell block whose comments start with "#", as in Starlette's docs: the chunker cuts
