@@ -312,16 +312,15 @@ def owner_holds(store: Store, ttl: float = 0.5) -> Callable[[str], bool] | None:
     """For a store reached through its owner's socket: whether the owner's writable mount
     holds a file open for writing (asked again at most every ``ttl`` seconds), so an ingest
     beside it leaves the file as it is, as the owner's watcher does; None elsewhere."""
-    from semfs.ingest.store.ipc.client import RemoteStore
-
-    if not isinstance(store, RemoteStore):
+    owner = store.owner_link()
+    if owner is None:
         return None
     known: list[Any] = [0.0, frozenset()]
 
     def held(path: str) -> bool:
         now = time.monotonic()
         if now - known[0] > ttl:
-            known[:] = [now, store.held_open()]
+            known[:] = [now, owner.held_open()]
         return path in known[1]
 
     return held
@@ -358,9 +357,9 @@ def _second_pass(
     if not report.dense_pending:
         mark_embedded(store)
         return
-    owner = store.served_by()
-    if owner is not None and getattr(store, "owner_embeds", False):
-        report.dense_elsewhere = f"pid {owner}"  # the mount's (or watcher's) own pass
+    owner = store.owner_link()
+    if owner is not None and owner.embeds:
+        report.dense_elsewhere = f"pid {owner.pid}"  # the mount's (or watcher's) own pass
         return
     if not dense:
         return

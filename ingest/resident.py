@@ -153,7 +153,7 @@ class ResidentStore:
                 if not through_owner:
                     raise
                 remote = connecting()
-                if remote.served_by() is None:  # the owner has just gone: try again
+                if remote.owner_link() is None:  # the owner has just gone: try again
                     remote.close()
                     continue
                 if not exc.by_ingest:  # a resident owner: its model serves our queries
@@ -180,7 +180,7 @@ class ResidentStore:
                     owner = self._reopen()
                 except StoreOwnedError:  # another client took it over first: go through it
                     store = self._connect()
-                    if store.served_by() is not None:
+                    if store.owner_link() is not None:
                         relay.inner = store
                         logger.info("the store's owner went away: reached %s", store.location)
                         return store

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from semfs.ingest.errors import SemfsError, StoreLockedError, StoreNotFoundError
 from semfs.ingest.logs import MOUNT_LOG
-from semfs.ingest.store import Store
+from semfs.ingest.store import StoreReader
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import missing_collection, open_store
 
@@ -61,20 +61,20 @@ def _store_info(address: CollectionAddress) -> dict[str, Any]:
     raise missing_collection(address)
 
 
-def _ingest_under_way(store: Store) -> str | None:
+def _ingest_under_way(store: StoreReader) -> str | None:
     """Who, when the process that serves ``store`` is a plain `semfs ingest` (a run that
     ends): ``pid 12 (semfs ingest ./docs)``."""
     from semfs.ingest.store.owner import holder
     from semfs.ingest.store.ownerkind import INGEST
 
-    pid = store.served_by()
-    if pid is None:
+    owner = store.owner_link()
+    if owner is None:
         return None
-    who, kind = holder(store, pid)
+    who, kind = holder(owner)
     return who if kind == INGEST else None
 
 
-def store_info(store: Store, meta: StoreMeta, collection: str) -> dict[str, Any]:
+def store_info(store: StoreReader, meta: StoreMeta, collection: str) -> dict[str, Any]:
     """What ``store`` (collection ``collection``, its ``meta`` read) holds, loading no model:
     the store part of :func:`collection_status`."""
     # A current manifest is the store as its last ingest left it (semfs.ingest.store.manifest):
@@ -90,12 +90,13 @@ def store_info(store: Store, meta: StoreMeta, collection: str) -> dict[str, Any]
 
     require_counts(store, len(docs), chunks)  # a store that lost points says so
     running = _ingest_under_way(store)
+    owner = store.owner_link()
     return {
         "backend": store.backend,
         "location": store.address,  # a path or URL; who relays the calls is served_by
-        "served_by": store.served_by(),
+        "served_by": owner.pid if owner is not None else None,
         # For people: the location with the process that relays the calls, when one does.
-        "through": store.location if store.served_by() is not None else None,
+        "through": store.location if owner is not None else None,
         "collection": collection,
         "source": meta.source,
         "documents": len(docs),
@@ -117,7 +118,7 @@ def store_info(store: Store, meta: StoreMeta, collection: str) -> dict[str, Any]
     }
 
 
-def embedding_progress(store: Store, meta: StoreMeta, chunks: int) -> dict[str, Any]:
+def embedding_progress(store: StoreReader, meta: StoreMeta, chunks: int) -> dict[str, Any]:
     """How far the dense vectors are: chunks with one, all chunks, and who embeds the rest
     (a process holding the collection's embed lock). Counted in the engine only while the
     meta says some may be missing (a store whose every chunk is embedded costs nothing)."""
@@ -155,7 +156,7 @@ def _runtime(model: str) -> str:
     return runtime_with_version(query_backend(embedder))
 
 
-def _queries_backend(store: Store, model: str) -> str:
+def _queries_backend(store: StoreReader, model: str) -> str:
     """What embeds this store's search queries (`semfs status`), loading nothing: the owner's
     model over its socket, ONNX Runtime, or torch and why."""
     from semfs.ingest.embedding.embedder import load_query_embedder, query_backend

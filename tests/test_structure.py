@@ -711,3 +711,50 @@ def test_the_module_size_rule_fails_on_a_planted_violation(tmp_path: Path) -> No
     root = _copy_with(tmp_path, "ingest/labels.py", "\n" * MODULE_LINES)
     found = _long_modules(root)
     assert len(found) == 1 and found[0].startswith("ingest/labels.py: "), found
+
+
+# Capabilities are declared (issue 49): a backend's on its BACKENDS row, an owner's on the
+# store's owner_link(). Nothing asks a store for its class, probes it for an attribute by name
+# or tests an address's URL to decide what to do; only the table and the address parse a URL.
+_STORE_CLASSES = r"(Store|StoreReader|StoreWriter|RemoteStore|EdgeStore|ServerStore|QdrantStore)"
+_PROBE = re.compile(
+    rf"isinstance\([^)]*\b{_STORE_CLASSES}\b"
+    r"""|\b(getattr|hasattr)\([^,()]*store[^,()]*,\s*["']"""
+    r"|\burl\s+is\s+(not\s+)?None|\burl\.startswith\("
+)
+# The backends table (which backend serves an address), the address itself, and the server
+# backend's one test of whether its URL is qdrant-client's local mode.
+_PARSE_URLS = frozenset(
+    {"ingest/store/backends.py", "ingest/store/address.py", "ingest/store/server_store.py"}
+)
+
+
+def _probes(root: Path = REPO) -> list[str]:
+    return [
+        f"{rel}:{n}"
+        for p in _files(root)
+        if (rel := str(p.relative_to(root))) not in _PARSE_URLS
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if _PROBE.search(line.split("#", 1)[0])
+    ]
+
+
+def test_no_store_is_asked_its_class_or_probed_for_an_attribute() -> None:
+    assert _probes() == []
+
+
+_PLANTED_PROBES = [
+    "isinstance(store, RemoteStore)",
+    'getattr(store, "owner_embeds", False)',
+    'hasattr(self.store, "embed_query")',
+    "address.url is not None",
+    'self.url.startswith("file:")',
+]
+
+
+def test_the_probe_rule_fails_on_a_planted_violation(tmp_path: Path) -> None:
+    planted = "".join(_PLANTED.format(line=f"print({probe})") for probe in _PLANTED_PROBES)
+    root = _copy_with(tmp_path, "ingest/search/excerpts.py", planted)
+    found = set(_probes(root)) - set(_probes())
+    assert len(found) == len(_PLANTED_PROBES), found
+    assert all(f.startswith("ingest/search/excerpts.py:") for f in found), found

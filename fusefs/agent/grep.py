@@ -43,7 +43,7 @@ from semfs.fusefs.agent.patterns import FALLBACK_SECONDS, LineMatcher, line_matc
 from semfs.fusefs.view.reader import ChunksMissingError, DocumentReader
 from semfs.fusefs.view.tree import DIR, FILE, Node, Tree
 from semfs.ingest.errors import PathError, PatternError, SemfsError, not_text
-from semfs.ingest.store import Store
+from semfs.ingest.store import StoreReader
 
 if sys.version_info >= (3, 11):
     import re._constants as sre_constants
@@ -268,7 +268,7 @@ class Grep:
 
     def __init__(
         self,
-        store: Store,
+        store: StoreReader,
         reader: DocumentReader,
         scan_bytes: int = DEFAULT_SCAN_BYTES,
         regex_seconds: float = FALLBACK_SECONDS,

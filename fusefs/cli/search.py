@@ -19,7 +19,7 @@ from semfs.fusefs.cli.common import Command, handle_errors, search_options, stor
 from semfs.fusefs.cli.options import MODE_MEANINGS
 from semfs.ingest.errors import OwnerGoneError, SemfsError, StoreLockedError
 from semfs.ingest.request import SearchRequest
-from semfs.ingest.store import Store
+from semfs.ingest.store import StoreReader
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import missing_collection, open_store
 
@@ -171,7 +171,7 @@ def _source_path(source: str | None, path: str) -> str:
     return os.path.join(source, path)
 
 
-def _folder_error(store: Store, folder: str, collection: str) -> str | None:
+def _folder_error(store: StoreReader, folder: str, collection: str) -> str | None:
     """Why ``folder`` is not a folder of the collection (one that holds a document), or None."""
     prefix = folder + "/"
     paths = [d.path for d in store.list_documents()]

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Set
 
 from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
-from semfs.ingest.store import Store
+from semfs.ingest.store import StoreReader
 from semfs.ingest.store.manifest import Manifest
 from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord, StoreMeta
 
@@ -46,7 +46,7 @@ class TreeRefresher:
 
     def __init__(
         self,
-        store: Store,
+        store: StoreReader,
         inodes: InodeMap,
         owner: Ownership,
         publish: Callable[[Tree], None] | None = None,

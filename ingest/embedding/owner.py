@@ -13,8 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from semfs.ingest.errors import SemfsError
-from semfs.ingest.store import Store
-from semfs.ingest.store.ipc.client import RemoteStore
+from semfs.ingest.store import OwnerLink, StoreReader
 
 logger = logging.getLogger(__name__)
 
@@ -25,9 +24,11 @@ class OwnerEmbedder:
     (:func:`owner_embedder`). Should the owner fail to answer, ``fallback()`` makes a local
     query embedder, used from then on (logged once). Documents are never embedded here."""
 
-    def __init__(self, store: RemoteStore, name: str, fallback: Callable[[], Any]) -> None:
+    def __init__(
+        self, owner: OwnerLink, where: str, name: str, fallback: Callable[[], Any]
+    ) -> None:
         self.name = name
-        self.store = store
+        self.owner, self.where = owner, where
         self._fallback = fallback
         self._local: Any = None
         self._lock = threading.Lock()
@@ -36,7 +37,7 @@ class OwnerEmbedder:
     def query_backend(self) -> str:
         if self._local is not None:
             return str(getattr(self._local, "query_backend", "this process's model"))
-        return f"{self.store.query_backend}, in the owner (pid {self.store.daemon_pid})"
+        return f"{self.owner.query_backend}, in the owner (pid {self.owner.pid})"
 
     @property
     def loaded(self) -> bool:
@@ -51,11 +52,11 @@ class OwnerEmbedder:
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
         if self._local is None:
             try:
-                return [self.store.embed_query(t) for t in texts]
+                return [self.owner.embed_query(t) for t in texts]
             except SemfsError as exc:
                 logger.warning(
                     "the owner of %s cannot embed queries (%s): embedding them here",
-                    self.store.coll_dir,
+                    self.where,
                     exc,
                 )
         result: list[list[float]] = self._local_embedder().encode(texts, batch_size)
@@ -74,8 +75,11 @@ class OwnerEmbedder:
         return counts
 
 
-def owner_embedder(store: Store, name: str, fallback: Callable[[], Any]) -> OwnerEmbedder | None:
-    """An :class:`OwnerEmbedder` when ``store`` is an owner's that embeds queries, else None."""
-    if isinstance(store, RemoteStore) and store.query_backend is not None:
-        return OwnerEmbedder(store, name, fallback)
+def owner_embedder(
+    store: StoreReader, name: str, fallback: Callable[[], Any]
+) -> OwnerEmbedder | None:
+    """An :class:`OwnerEmbedder` when ``store``'s owner embeds queries, else None."""
+    owner = store.owner_link()
+    if owner is not None and owner.query_backend is not None:
+        return OwnerEmbedder(owner, store.address, name, fallback)
     return None

@@ -28,9 +28,8 @@ from semfs.ingest.errors import SemfsError, StoreUnavailableError, not_text
 from semfs.ingest.request import DEFAULT_MODE, SearchRequest, normalize_under
 from semfs.ingest.search.excerpts import Excerpt, ExcerptPicker, definition_excerpts
 from semfs.ingest.search.ranking import lowered
-from semfs.ingest.store import MODES, QueryService, SparseQuery, Store
+from semfs.ingest.store import MODES, OwnerLink, QueryService, SparseQuery, StoreReader
 from semfs.ingest.store.bm25 import bm25_model
-from semfs.ingest.store.ipc.client import RemoteStore
 from semfs.ingest.store.schema import OutlineEntry, ScoredChunk, StoreMeta
 
 logger = logging.getLogger(__name__)
@@ -240,7 +239,7 @@ class Searcher:
 
     def __init__(
         self,
-        store: Store,
+        store: StoreReader,
         model: str | None = None,
         embedder: Embedder | None = None,
         threads: int | None = QUERY_THREADS,
@@ -249,11 +248,8 @@ class Searcher:
         self._model, self._threads = model, threads
         self._lock = threading.Lock()
         # The owner that runs our searches (see the module docstring), while it can.
-        self._owner = (
-            store
-            if embedder is None and isinstance(store, RemoteStore) and store.owner_searches
-            else None
-        )
+        owner = store.owner_link() if embedder is None else None
+        self._owner = owner if owner is not None and owner.searches else None
         self._embedder = embedder
         if embedder is None and self._owner is None:
             self._embedder = self._load_embedder()
@@ -532,7 +528,7 @@ class Searcher:
         budgets = (self.excerpt_chars, self.excerpt_total, self.more_chars, self.more_total)
         return budgets == (EXCERPT_CHARS, EXCERPT_TOTAL, MORE_CHARS, MORE_TOTAL)
 
-    def _search_in_owner(self, owner: RemoteStore, request: SearchRequest) -> list[Hit] | None:
+    def _search_in_owner(self, owner: OwnerLink, request: SearchRequest) -> list[Hit] | None:
         """The owner's hits for this search; None when it cannot search (then this process
         does, from now on; logged once)."""
         try:
@@ -542,7 +538,7 @@ class Searcher:
             raise  # the connection is gone: a search here would fail the same way
         except (SemfsError, KeyError, TypeError, ValueError) as exc:
             logger.warning(
-                "the owner of %s cannot search (%s): searching here", owner.location, exc
+                "the owner of %s cannot search (%s): searching here", self.store.location, exc
             )
             self._owner = None
             return None

@@ -1,4 +1,8 @@
-"""The store layer's interface: the contract fusefs reads through. No implementation here.
+"""The store layer's interface, split by what callers need (:class:`StoreReader`: a search, the
+mount, MCP, a check; :class:`StoreWriter`: an ingest; :class:`Store`: the collection a process
+keeps, compacts and serves), and :class:`OwnerLink`, what a store reached through its owner
+declares. Callers take the narrowest and ask what is declared, never a store's class. No
+implementation here.
 
 * :class:`semfs.ingest.store.edge.store.EdgeStore`: Qdrant Edge, in-process, one shard directory per
   collection under the store path (the default; no server).
@@ -23,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store.manifest import Manifest
@@ -168,12 +172,39 @@ class QueryService:
     search: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
 
 
-class Store(ABC):
-    """A collection of documents and their chunks. Methods raise :class:`SemfsError` subtypes.
+class OwnerLink(ABC):
+    """The process that owns a store, as seen by one that reaches the store through it
+    (:meth:`StoreReader.owner_link`): what its hello declared it does for this process, and
+    the requests that use it. Callers ask these, never a store's class."""
 
-    Writers follow the atomic protocol: upsert a new generation's chunks, then
-    :meth:`put_document` (the commit), then :meth:`delete_stale_chunks`. Readers see only
-    chunks whose generation matches a committed :class:`DocumentRecord`.
+    pid: int
+    command: str  # the command line it runs, as it said ("" when it did not)
+    # What embeds queries in the owner (``onnxruntime fp32``), or None when it does not.
+    query_backend: str | None
+    searches: bool  # it runs whole searches (:meth:`search`)
+    embeds: bool  # it gives the chunks this process writes their dense vectors
+
+    @abstractmethod
+    def embed_query(self, text: str) -> list[float]:
+        """``text``'s dense vector, embedded by the owner's model (when ``query_backend``)."""
+
+    @abstractmethod
+    def search(self, fields: dict[str, Any]) -> list[dict[str, Any]]:
+        """A whole search run by the owner (when ``searches``): the request's fields
+        (:meth:`semfs.ingest.request.SearchRequest.hit_fields`); its hits as plain values."""
+
+    @abstractmethod
+    def held_open(self) -> frozenset[str]:
+        """The files the owner's writable mount holds open for writing (none when it has no
+        writable mount): an ingest through it leaves them as they are until closed."""
+
+
+class StoreReader(ABC):
+    """What a search, a mount and the MCP tools read: a collection's committed documents, their
+    chunks, blobs and folders, and its queries. Methods raise :class:`SemfsError` subtypes.
+
+    Readers see only chunks whose generation matches a committed :class:`DocumentRecord`
+    (:class:`StoreWriter` says why). A backend that serves reads only implements this.
     """
 
     backend: str
@@ -196,14 +227,7 @@ class Store(ABC):
         """Whether the collection has been created."""
 
     @abstractmethod
-    def create(self, dimension: int) -> None:
-        """Create the collection (vectors, payload indexes). No-op when it exists."""
-
-    @abstractmethod
     def read_meta(self) -> StoreMeta | None: ...
-
-    @abstractmethod
-    def write_meta(self, meta: StoreMeta) -> None: ...
 
     @abstractmethod
     def list_documents(self) -> list[DocumentRecord]:
@@ -214,27 +238,8 @@ class Store(ABC):
         """One committed document with its chunk offsets, or None."""
 
     @abstractmethod
-    def put_document(self, record: DocumentRecord) -> None:
-        """Commit a document version; its chunks must already be written."""
-
-    @abstractmethod
-    def delete_documents(self, paths: Sequence[str]) -> None:
-        """Remove the records first (readers stop seeing them), then their chunks."""
-
-    @abstractmethod
     def list_directories(self) -> list[DirectoryRecord]:
         """Every recorded source folder (none in stores written before folders were)."""
-
-    @abstractmethod
-    def put_directories(self, records: Sequence[DirectoryRecord]) -> None:
-        """Record folders (replacing the records of the same paths)."""
-
-    @abstractmethod
-    def delete_directories(self, paths: Sequence[str]) -> None:
-        """Forget folder records; documents are not touched."""
-
-    @abstractmethod
-    def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None: ...
 
     @abstractmethod
     def get_chunks(self, path: str, gen: int, indexes: Sequence[int]) -> list[ChunkRecord]:
@@ -250,22 +255,6 @@ class Store(ABC):
     def chunk_vectors(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, list[float]]:
         """The dense vector of each stored chunk of one document version, by index (missing
         ones left out): what "documents like this one" is asked with."""
-
-    @abstractmethod
-    def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
-        """Delete the chunks and blob parts of ``path`` of every generation but ``keep_gen``
-        (None: all)."""
-
-    @abstractmethod
-    def chunk_versions(self) -> set[tuple[str, int]]:
-        """The (path, gen) pairs that have chunks or blob parts: used to clean up after an
-        interrupted run."""
-
-    @abstractmethod
-    def put_blob(self, path: str, gen: int, data: bytes) -> None:
-        """Store ``data`` (an original file, served as it is) under ``path`` and ``gen``, in
-        parts of :data:`~semfs.ingest.store.schema.BLOB_PART` bytes: written before the record
-        that points to it commits, deleted by :meth:`delete_stale_chunks` like chunks."""
 
     @abstractmethod
     def read_blob(self, path: str, gen: int, indexes: Sequence[int]) -> dict[int, bytes]:
@@ -298,31 +287,8 @@ class Store(ABC):
     def count_chunks(self) -> int: ...
 
     @abstractmethod
-    def set_dense(self, vectors: Sequence[DenseVector]) -> int:
-        """Give stored chunks their dense vector, in place. A chunk that is gone (a newer
-        version of its document replaced it) is left out, never made again; the number set."""
-
-    @abstractmethod
-    def chunks_without_dense(
-        self, limit: int, after: str | None = None
-    ) -> tuple[list[ChunkRecord], str | None]:
-        """Up to ``limit`` chunks, of any generation, that have no dense vector yet, from the
-        cursor ``after`` (None: the start), and the next page's cursor (None after the last)."""
-
-    @abstractmethod
-    def dense_by_hash(self, hashes: Sequence[str]) -> dict[str, list[float]]:
-        """A stored dense vector for each of ``hashes`` some embedded chunk has (its
-        ``vhash``): a chunk whose model text is unchanged takes it instead of the model's time."""
-
-    @abstractmethod
     def embedding_counts(self, under: str | None = None) -> tuple[int, int]:
         """(chunks with a dense vector, all chunks), of any generation, below ``under``."""
-
-    def lock_path(self, name: str) -> Path | None:
-        """Where the collection's lock file ``name`` is on this machine
-        (:mod:`semfs.ingest.store.writelock`: writers take turns on it); None when this
-        store has no folder here."""
-        return None
 
     def chunk_paths_matching(
         self,
@@ -364,14 +330,131 @@ class Store(ABC):
         """(path, gen, index, start_line, end_line) of every chunk: no text is read."""
         raise NotImplementedError(f"{type(self).__name__} cannot list chunk lines")
 
+    def read_manifest(self) -> Manifest | None:
+        """Every committed document (with its offsets) and folder, in one read
+        (:mod:`semfs.ingest.store.manifest`), or None when no current manifest is stored: then list
+        the documents and folders.
+
+        A returned manifest describes the committed records exactly (a backend drops its
+        manifest before any change and checks it against the meta it reads with it). It may
+        answer before the store has finished opening (the embedded shard loads meanwhile).
+        """
+        return None
+
     def disk_bytes(self) -> int | None:
         """Bytes on disk for an embedded store; None where the backend cannot tell."""
         return None
 
-    def served_by(self) -> int | None:
-        """The pid of another process that owns this store and relays our calls (a proxy to a
-        mounted daemon); None when this process talks to the store itself."""
+    def lock_path(self, name: str) -> Path | None:
+        """Where the collection's lock file ``name`` is on this machine
+        (:mod:`semfs.ingest.store.writelock`: writers take turns on it); None when this
+        store has no folder here."""
         return None
+
+    def owner_link(self) -> OwnerLink | None:
+        """The process that owns this store and relays our calls, with what it declared it
+        does for us (embeds queries, runs searches, embeds what we write); None when this
+        process talks to the store itself. Callers ask this, never the store's class."""
+        return None
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class StoreWriter(StoreReader):
+    """What an ingest and its dense pass write, besides reading.
+
+    Writers follow the atomic protocol: upsert a new generation's chunks, then
+    :meth:`put_document` (the commit), then :meth:`delete_stale_chunks`.
+    """
+
+    @abstractmethod
+    def create(self, dimension: int) -> None:
+        """Create the collection (vectors, payload indexes). No-op when it exists."""
+
+    @abstractmethod
+    def write_meta(self, meta: StoreMeta) -> None: ...
+
+    @abstractmethod
+    def put_document(self, record: DocumentRecord) -> None:
+        """Commit a document version; its chunks must already be written."""
+
+    @abstractmethod
+    def delete_documents(self, paths: Sequence[str]) -> None:
+        """Remove the records first (readers stop seeing them), then their chunks."""
+
+    @abstractmethod
+    def put_directories(self, records: Sequence[DirectoryRecord]) -> None:
+        """Record folders (replacing the records of the same paths)."""
+
+    @abstractmethod
+    def delete_directories(self, paths: Sequence[str]) -> None:
+        """Forget folder records; documents are not touched."""
+
+    @abstractmethod
+    def upsert_chunks(self, points: Sequence[ChunkPoint]) -> None: ...
+
+    @abstractmethod
+    def delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
+        """Delete the chunks and blob parts of ``path`` of every generation but ``keep_gen``
+        (None: all)."""
+
+    @abstractmethod
+    def chunk_versions(self) -> set[tuple[str, int]]:
+        """The (path, gen) pairs that have chunks or blob parts: used to clean up after an
+        interrupted run."""
+
+    @abstractmethod
+    def put_blob(self, path: str, gen: int, data: bytes) -> None:
+        """Store ``data`` (an original file, served as it is) under ``path`` and ``gen``, in
+        parts of :data:`~semfs.ingest.store.schema.BLOB_PART` bytes: written before the record
+        that points to it commits, deleted by :meth:`delete_stale_chunks` like chunks."""
+
+    @abstractmethod
+    def set_dense(self, vectors: Sequence[DenseVector]) -> int:
+        """Give stored chunks their dense vector, in place. A chunk that is gone (a newer
+        version of its document replaced it) is left out, never made again; the number set."""
+
+    @abstractmethod
+    def chunks_without_dense(
+        self, limit: int, after: str | None = None
+    ) -> tuple[list[ChunkRecord], str | None]:
+        """Up to ``limit`` chunks, of any generation, that have no dense vector yet, from the
+        cursor ``after`` (None: the start), and the next page's cursor (None after the last)."""
+
+    @abstractmethod
+    def dense_by_hash(self, hashes: Sequence[str]) -> dict[str, list[float]]:
+        """A stored dense vector for each of ``hashes`` some embedded chunk has (its
+        ``vhash``): a chunk whose model text is unchanged takes it instead of the model's time."""
+
+    def write_manifest(self, generation: int) -> None:
+        """Store a manifest of every committed record if the store is clean at
+        ``generation`` (ingest calls it last); a no-op when the stored one is current."""
+
+    def flush(self) -> None:
+        """Make everything written so far durable."""
+
+
+class Store(StoreWriter):
+    """A collection this process keeps: read, written, maintained (compaction) and, when it
+    owns it exclusively, served to other processes. What every backend of
+    :data:`semfs.ingest.store.backends.BACKENDS` opens."""
+
+    def compact(self) -> bool:
+        """Reclaim the space of deleted points where enough of them pile up; True if it did.
+
+        The embedded store runs Edge's optimizers: a segment is rewritten once a fifth of
+        its points are deleted, and an appendable one whose vectors pass Edge's indexing
+        threshold (10 MB, ~6.5k chunks) becomes immutable, its indexes on disk. A Qdrant
+        server optimizes on its own: nothing to do.
+        """
+        return False
 
     def serve_writers(
         self,
@@ -395,43 +478,6 @@ class Store(ABC):
         itself, and a proxy's owner serves them. Use :class:`semfs.ingest.store.owner.StoreOwner`.
         """
         return None
-
-    def compact(self) -> bool:
-        """Reclaim the space of deleted points where enough of them pile up; True if it did.
-
-        The embedded store runs Edge's optimizers: a segment is rewritten once a fifth of
-        its points are deleted, and an appendable one whose vectors pass Edge's indexing
-        threshold (10 MB, ~6.5k chunks) becomes immutable, its indexes on disk. A Qdrant
-        server optimizes on its own: nothing to do.
-        """
-        return False
-
-    def read_manifest(self) -> Manifest | None:
-        """Every committed document (with its offsets) and folder, in one read
-        (:mod:`semfs.ingest.store.manifest`), or None when no current manifest is stored: then list
-        the documents and folders.
-
-        A returned manifest describes the committed records exactly (a backend drops its
-        manifest before any change and checks it against the meta it reads with it). It may
-        answer before the store has finished opening (the embedded shard loads meanwhile).
-        """
-        return None
-
-    def write_manifest(self, generation: int) -> None:  # noqa: B027 - optional
-        """Store a manifest of every committed record if the store is clean at
-        ``generation`` (ingest calls it last); a no-op when the stored one is current."""
-
-    def flush(self) -> None:  # noqa: B027 - optional for backends that persist on write
-        """Make everything written so far durable."""
-
-    @abstractmethod
-    def close(self) -> None: ...
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class DelegatingStore(Store):
@@ -561,8 +607,8 @@ class DelegatingStore(Store):
     def disk_bytes(self) -> int | None:
         return self.inner.disk_bytes()
 
-    def served_by(self) -> int | None:
-        return self.inner.served_by()
+    def owner_link(self) -> OwnerLink | None:
+        return self.inner.owner_link()
 
     def serve_writers(
         self,

@@ -63,6 +63,7 @@ def _embedded(address: CollectionAddress) -> Store:
     from semfs.ingest.store.edge.store import EdgeStore
     from semfs.ingest.store.ipc.wire import SOCKET_NAME
 
+    check_embedded_name(address.collection)
     finish_removals(address.store_dir)
     # No socket, no owner: skip importing the ipc client (a mount's start-up pays for it).
     if not (address.local_dir / SOCKET_NAME).exists():
@@ -177,7 +178,7 @@ def set_aside(address: CollectionAddress) -> Path:
     new path. Under the collection's lock: refused while a process has it open."""
     from semfs.ingest.store.edge.store import set_aside as edge_set_aside
 
-    if backend_for(address) is not BACKENDS["embedded"]:
+    if not capabilities(address).set_aside:
         raise SemfsError("only an embedded store's shard can be set aside: rebuild it instead")
     return edge_set_aside(address.store_dir, check_collection_name(address.collection))
 
@@ -193,8 +194,6 @@ def open_store(address: CollectionAddress) -> Store:
     ``semfs mount`` daemon) when there is one, so ingesting while mounted works.
     """
     check_collection_name(address.collection)
-    if address.url is None:
-        check_embedded_name(address.collection)
     store = backend_for(address).store(address)
     try:
         meta = store.read_meta()

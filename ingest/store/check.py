@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from semfs.ingest.errors import SemfsError, StoreDamagedError
-from semfs.ingest.store import Store
+from semfs.ingest.store import StoreReader
 from semfs.ingest.store.schema import DocumentRecord, SparseQuery, StoreMeta
 
 # Chunks fetched per store call while checking a document.
@@ -76,7 +76,7 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
-def verify_document(store: Store, rec: DocumentRecord) -> str | None:
+def verify_document(store: StoreReader, rec: DocumentRecord) -> str | None:
     """Why the stored document ``rec`` is not what was ingested, or None when it is.
 
     A store call that fails on this document's points (an engine that cannot decode what
@@ -90,7 +90,7 @@ def verify_document(store: Store, rec: DocumentRecord) -> str | None:
         return f"its chunks cannot be read ({_one_line(exc)})"
 
 
-def _verify(store: Store, rec: DocumentRecord) -> str | None:
+def _verify(store: StoreReader, rec: DocumentRecord) -> str | None:
     full = rec if rec.offsets is not None else store.get_document(rec.path)
     if full is None:
         return "its record is gone"
@@ -126,7 +126,7 @@ def _verify(store: Store, rec: DocumentRecord) -> str | None:
     return None if original is None else verify_original(store, original)
 
 
-def verify_original(store: Store, rec: DocumentRecord) -> str | None:
+def verify_original(store: StoreReader, rec: DocumentRecord) -> str | None:
     """Why the stored original ``rec`` (made by :meth:`DocumentRecord.original_record`) is
     not the bytes that were ingested, or None when it is."""
     offsets = rec.offsets or ()
@@ -160,7 +160,7 @@ def count_problem(meta: StoreMeta | None, documents: int, chunks: int) -> str | 
     return None
 
 
-def require_counts(store: Store, documents: int, chunks: int | None = None) -> None:
+def require_counts(store: StoreReader, documents: int, chunks: int | None = None) -> None:
     """Raise StoreDamagedError when the store holds fewer than its meta says it should."""
     meta = store.read_meta()
     n_chunks = store.count_chunks() if chunks is None else chunks
@@ -171,7 +171,7 @@ def require_counts(store: Store, documents: int, chunks: int | None = None) -> N
         )
 
 
-def _vectors_problem(store: Store, meta: StoreMeta | None, chunks: int) -> str | None:
+def _vectors_problem(store: StoreReader, meta: StoreMeta | None, chunks: int) -> str | None:
     """Why the dense vectors cannot be searched, or None: one semantic query asking for every
     chunk, which makes the engine score (so read) each stored vector, as searches will."""
     if meta is None or not meta.dimension or chunks == 0:
@@ -189,7 +189,7 @@ def _vectors_problem(store: Store, meta: StoreMeta | None, chunks: int) -> str |
     return None
 
 
-def _folders_problem(store: Store, docs: Iterable[DocumentRecord]) -> str | None:
+def _folders_problem(store: StoreReader, docs: Iterable[DocumentRecord]) -> str | None:
     """Why some documents' folders have no record, or None: a folder without one (its mode)
     is served 0555, so a 0700 folder's files would be open to every user of a shared mount
     (an ingest killed before it wrote its folder records, by a semfs before issue 46)."""
@@ -213,7 +213,7 @@ def _folders_problem(store: Store, docs: Iterable[DocumentRecord]) -> str | None
 
 
 def check_store(
-    store: Store,
+    store: StoreReader,
     on_document: Callable[[int], None] | None = None,
     paths: Iterable[str] | None = None,
 ) -> CheckReport:

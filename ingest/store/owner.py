@@ -30,13 +30,11 @@ Rules a caller may rely on:
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Collection
-from pathlib import Path
 
 from semfs.ingest.errors import StoreOwnedError
-from semfs.ingest.store import QueryService, Store
+from semfs.ingest.store import OwnerLink, QueryService, Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import missing_collection, open_store
 from semfs.ingest.store.ownerkind import owner_kind
@@ -44,18 +42,12 @@ from semfs.ingest.store.ownerkind import owner_kind
 logger = logging.getLogger(__name__)
 
 
-def holder(store: Store, pid: int) -> tuple[str, str]:
-    """How the process ``pid`` that serves ``store`` describes itself (its ``owner.json``:
-    the command it runs), and what kind it is; just the pid when it left no word."""
-    coll_dir = getattr(store, "coll_dir", None)
-    try:
-        info = json.loads((Path(coll_dir) / "owner.json").read_text()) if coll_dir else {}
-    except (OSError, ValueError):
-        info = {}
-    command = info.get("command") if isinstance(info, dict) and info.get("pid") == pid else None
-    if not isinstance(command, str) or not command:
-        return f"pid {pid}", ""
-    return f"pid {pid} ({command})", owner_kind(command)
+def holder(owner: OwnerLink) -> tuple[str, str]:
+    """How the process that owns a store describes itself (the command it runs, as its hello
+    said), and what kind it is; just the pid when it said no command."""
+    if not owner.command:
+        return f"pid {owner.pid}", ""
+    return f"pid {owner.pid} ({owner.command})", owner_kind(owner.command)
 
 
 class StoreOwner:
@@ -70,13 +62,13 @@ class StoreOwner:
     def open(cls, address: CollectionAddress, must_exist: bool = True) -> StoreOwner:
         """Open the collection owned by this process; with ``must_exist``, ingested already."""
         store = open_store(address)
-        pid = store.served_by()
-        if pid is not None:
-            who, kind = holder(store, pid)
+        link = store.owner_link()
+        if link is not None:
+            who, kind = holder(link)
             store.close()
             raise StoreOwnedError(
                 f"collection {address.collection!r} at {address.where} is owned by {who}",
-                pid,
+                link.pid,
                 who,
                 kind,
             )

@@ -54,12 +54,18 @@ MANIFEST_PARTS = 64
 MANIFEST_PART_BYTES = 4 << 20
 
 
+def _local_mode(url: str) -> bool:
+    """Whether ``url`` names qdrant-client's local mode (a ``file:`` URL), not a server: the
+    one place that tells, from the address; the store then asks what it was told."""
+    return url.startswith("file:")
+
+
 def _client(address: CollectionAddress) -> QdrantClient:
     """A client for the server at ``address`` (a ``file:`` URL: qdrant-client's local mode)."""
     url = address.url
     assert url is not None
     with _reaching(url):
-        if url.startswith("file:"):
+        if _local_mode(url):
             return QdrantClient(path=url.removeprefix("file://").removeprefix("file:"))
         # No client-side version check: qdrant-client runs it in a thread of its own that
         # prints a Python warning to stderr whenever it happens to finish, so an unreachable
@@ -209,6 +215,8 @@ class ServerStore(core.QdrantStore):
         collection = self.collection = address.collection
         url = self.url = address.url
         self._local_dir = address.local_dir  # this machine's folder for it (the writers' lock)
+        # Local mode has no payload indexes (it warns if asked for one).
+        self._payload_indexes = not _local_mode(url)
         self.client = client if client is not None else _client(address)
         self._engine = ClientEngine(self.client, collection)
         # Never started: other clients may write the collection too, so a manifest scrolls.
@@ -239,7 +247,7 @@ class ServerStore(core.QdrantStore):
     def create(self, dimension: int) -> None:
         if self._exists or self.client.collection_exists(self.collection):
             self._exists = True
-            if not self.url.startswith("file:"):
+            if self._payload_indexes:
                 have = self.client.get_collection(self.collection).payload_schema
                 for name in INDEXED_KEYWORDS:  # one added since the collection was made
                     if name not in have:
@@ -252,9 +260,9 @@ class ServerStore(core.QdrantStore):
             vectors_config={DENSE: m.VectorParams(size=dimension, distance=m.Distance.COSINE)},
             sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
         )
-        if self.url.startswith("file:"):
+        if not self._payload_indexes:
             self._exists = True
-            return  # local mode has no payload indexes (it warns if asked)
+            return
         for name in INDEXED_KEYWORDS:
             self.client.create_payload_index(self.collection, name, m.PayloadSchemaType.KEYWORD)
         for name in INDEXED_INTEGERS:

@@ -51,7 +51,7 @@ def test_owner_serves_writers_and_refuses_a_second_owner(store_dir: Path) -> Non
         # Another opener now gets a proxy that says who owns the store...
         with open_store(CollectionAddress(store=store_dir)) as proxy:
             assert isinstance(proxy, RemoteStore)
-            assert proxy.served_by() == os.getpid()
+            assert (link := proxy.owner_link()) is not None and link.pid == os.getpid()
             proxy.write_meta(StoreMeta("hash:8", 8, generation=3))
         # ...the write went to the owner's store and woke the owner...
         meta = owner.store.read_meta()
@@ -70,7 +70,7 @@ def test_owner_serves_writers_and_refuses_a_second_owner(store_dir: Path) -> Non
     # Closed: the next opener owns the shard itself.
     with StoreOwner.open(CollectionAddress(store=store_dir)) as again:
         assert isinstance(again.store, EdgeStore)
-        assert again.store.served_by() is None
+        assert again.store.owner_link() is None
 
 
 def test_a_server_backend_has_no_writers_to_serve(tmp_path: Path) -> None:

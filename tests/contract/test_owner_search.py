@@ -117,7 +117,7 @@ def test_the_owner_takes_one_bounded_query_and_typed_options(edge: EdgeStore) ->
     server.start()
     try:
         remote = connect_daemon(edge.dir, "docs")
-        assert remote is not None and remote.owner_searches
+        assert remote is not None and remote.searches
         assert remote.search({"query": "custom domain", "k": 2, "mode": "hybrid"})
         refused = [
             ((), {"query": "x" * (MAX_QUERY_CHARS + 1)}, "at most"),
@@ -156,7 +156,7 @@ def test_an_owner_that_cannot_search_leaves_the_search_to_the_client(edge: EdgeS
         try:
             remote = connect_daemon(edge.dir, "docs")
             assert remote is not None
-            assert remote.owner_searches is (queries.search is not None)
+            assert remote.searches is (queries.search is not None)
             assert Searcher(remote).search(SearchRequest("custom domain", k=K)) == expected
             assert server.requests.count("search") == (1 if queries.search else 0)
             assert "embed_query" in server.requests

@@ -25,13 +25,14 @@ def test_one_owner_serves_and_the_next_goes_through_its_socket(tmp_path: Path) -
     store = tmp_path / "store"
     ingest_hash(SAMPLE_CORPUS, store)
     with ResidentStore.open(CollectionAddress(store=store)) as owner:
-        assert owner.owned and not isinstance(owner.store, RemoteStore)
+        assert owner.owned and owner.store.owner_link() is None
         local = Searcher(owner.store)
         owner.serve(searcher=lambda: local)
         owner.warm(lambda: local)
         with ResidentStore.open(CollectionAddress(store=store)) as guest:
-            assert not guest.owned and isinstance(guest.store, RemoteStore)
-            assert guest.store.owner_searches and guest.store.query_backend is not None
+            link = guest.store.owner_link()
+            assert not guest.owned and link is not None
+            assert link.searches and link.query_backend is not None
             guest.serve()  # a no-op through a socket
             hits = Searcher(guest.store).search(SearchRequest("custom domain", k=3))
             assert hits == local.search(SearchRequest("custom domain", k=3))
@@ -103,7 +104,7 @@ def test_a_client_of_an_ingest_takes_the_store_over_when_it_ends(tmp_path: Path)
             # Through the new owner's socket:
             with ResidentStore.open(CollectionAddress(store=store)) as third:
                 assert not third.owned and isinstance(third.store, RemoteStore)
-                assert third.store.served_by() == os.getpid()
+                assert (link := third.store.owner_link()) is not None and link.pid == os.getpid()
     finally:
         gate.touch()
         owner.kill()

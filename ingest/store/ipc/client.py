@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from semfs.ingest.errors import OwnerGoneError, StoreLockedError, StoreUnavailableError
-from semfs.ingest.store import Store
+from semfs.ingest.store import OwnerLink, Store
 from semfs.ingest.store.ipc.wire import (
     EMBED_QUERY,
     HELD_OPEN,
@@ -103,14 +103,15 @@ def connect_daemon(coll_dir: Path, collection: str) -> RemoteStore | None:
     sock.settimeout(REPLY_TIMEOUT)
     remote = RemoteStore(sock, coll_dir, collection, daemon_pid)
     remote.query_backend = queries if isinstance(queries, str) else None
-    remote.owner_searches = searches is True
-    remote.owner_command = command if isinstance(command, str) else ""
-    remote.owner_embeds = embeds is True
+    remote.searches = searches is True
+    remote.command = command if isinstance(command, str) else ""
+    remote.embeds = embeds is True
     return remote
 
 
-class RemoteStore(Store):
-    """The Store of a mounted daemon, called over its socket; one call at a time per instance."""
+class RemoteStore(Store, OwnerLink):
+    """The Store of a mounted daemon, called over its socket; one call at a time per instance.
+    Its owner is its :class:`OwnerLink`: what the owner declared in its hello."""
 
     backend = "embedded"
 
@@ -119,27 +120,27 @@ class RemoteStore(Store):
     ) -> None:
         self.collection = collection
         self.coll_dir = coll_dir
-        self.daemon_pid = daemon_pid
+        self.pid = daemon_pid
         # What embeds queries in the owner (its hello said), or None when it does not.
         self.query_backend: str | None = None
-        self.owner_searches = False  # whether the owner runs whole searches (search())
-        self.owner_command = ""  # the owner's command line, as it told us
+        self.searches = False  # whether the owner runs whole searches (search())
+        self.command = ""  # the owner's command line, as it told us
         # Whether the owner gives the chunks we write their dense vectors (it said so).
-        self.owner_embeds = False
+        self.embeds = False
         self._sock: socket.socket | None = sock
         self._lock = threading.Lock()
 
     @property
     def location(self) -> str:
-        owner = _OWNER_LABELS.get(owner_kind(self.owner_command), "mounted daemon")
-        return f"{self.coll_dir} (through the {owner}, pid {self.daemon_pid})"
+        owner = _OWNER_LABELS.get(owner_kind(self.command), "mounted daemon")
+        return f"{self.coll_dir} (through the {owner}, pid {self.pid})"
 
     @property
     def address(self) -> str:
         return str(self.coll_dir)
 
-    def served_by(self) -> int | None:
-        return self.daemon_pid
+    def owner_link(self) -> OwnerLink:
+        return self
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         request = {
@@ -311,7 +312,7 @@ class RemoteStore(Store):
         return frozenset(str(p) for p in paths) if isinstance(paths, list) else frozenset()
 
     def search(self, fields: dict[str, Any]) -> list[dict[str, Any]]:
-        """A whole search run by the owner (when ``owner_searches``): the request's fields
+        """A whole search run by the owner (when ``searches``): the request's fields
         (:meth:`semfs.ingest.request.SearchRequest.hit_fields`); its hits as plain values."""
         rows = self._call(SEARCH, **fields)
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
