@@ -79,7 +79,7 @@ class TreeRefresher:
     @classmethod
     def as_mounted(
         cls,
-        store: Store,
+        store: StoreReader,
         interval: float = DEFAULT_INTERVAL,
         views: bool = True,
         inodes: InodeMap | None = None,
