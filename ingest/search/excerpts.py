@@ -15,8 +15,10 @@ Rules a caller may rely on:
   of the same score for the heading path they sit under, plus a little for the chunk's rank
   within the document (the search engine's own view). The best lines are those holding a
   query term; the lines beside them come along (above), and with no match at all the
-  fallback below applies. Blank lines, headings, fences, rules, lone HTML/MDX tags and front
-  matter are never picked.
+  fallback below applies. Blank lines, headings, fences, rules, lone HTML/MDX tags, front
+  matter, a diagram's source (a ``mermaid`` fence...), a lone template directive (an include
+  ``{* src/app.py *}``, ``{% tag %}``) and a block's marker (``/// note | Title``) are never
+  picked: they hold the query's words without saying anything.
 * With no line matching any term (a purely semantic hit), the best chunk's first lines of
   prose are the excerpt: a document's best passage, not its front matter.
 * Each document stays within its own budget; given a ``total``, the documents' lines also
@@ -95,11 +97,19 @@ MIN_PICK = 40
 LEAD_CHARS = 600
 _HEADING = re.compile(r"[ \t]*(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _ANCHOR = re.compile(r"\s*\{\s*#[^}]*\}\s*$")
-_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
+_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*([\w+-]*)")
+# Fences whose body is a diagram's source (a picture, not text that answers): never picked.
+DIAGRAMS = frozenset({"mermaid", "plantuml", "puml", "dot", "graphviz", "d2", "ditaa"})
 _SENTENCE = re.compile(r"(?<=[.!?:;])\s+")
 # A line of only punctuation: rules, fences, table rules, admonition markers ("/// tip").
 _NOISE = re.compile(r"[\s\-*_=|`~#>:./]*(?:(?<=///)\s*\w+)?")
 _TAG = re.compile(r"\s*</?[A-Za-z][^<>]*/?>\s*")  # a line that is one HTML/MDX tag
+# A line that is one template directive: an include (``{* ../src/app.py hl[3] *}``), a Jinja
+# or Liquid tag (``{% include x %}``, ``{{ var }}``), an MDX comment (``{/* ... */}``).
+_DIRECTIVE = re.compile(r"\s*\{([*%{#]|/\*).*([*%}#]|\*/)\}\s*")
+# A block's opening marker with its title (``/// note | Technical Details``, ``//// tab |
+# Python 3.10+``, ``!!! warning "Slow"``): a label for the lines inside, like a heading.
+_BLOCK = re.compile(r"\s*(?:/{3,}|!!!|\?{3}\+?)\s*[\w-]+(?:\s*\|.*|\s+\".*\")?\s*")
 # A line of code that is only brackets and separators (``});``, ``]``, ``end``): no answer.
 _CODE_NOISE = re.compile(r"[\s{}()\[\];,.:]*(?:end)?[\s;]*")
 
@@ -476,6 +486,7 @@ def _lines(chunks: Sequence[ChunkRecord], title: str) -> list[_Line]:
     for rank, chunk in enumerate(chunks):
         stack = _inherited(chunk.heading, title)
         fence = chunk.fence  # a chunk cut from a long code block starts inside it
+        diagram = False  # inside a diagram's fence: its lines are not picked
         # Front matter is the list entry's title and description already.
         front = chunk.index == 0 and chunk.text.lstrip("\ufeff").startswith("---")
         raw_lines = chunk.text.split("\n")
@@ -489,10 +500,12 @@ def _lines(chunks: Sequence[ChunkRecord], title: str) -> list[_Line]:
                 continue
             if fence:
                 if text.strip().startswith(fence):
-                    fence = ""
+                    fence, diagram = "", False
+                    continue
+                if diagram:
                     continue
             elif m := _FENCE.match(text):
-                fence = m.group(1)
+                fence, diagram = m.group(1), m.group(2).lower() in DIAGRAMS
                 continue
             elif (h := _HEADING.match(text)) and h.group(2):
                 level = len(h.group(1))
@@ -510,7 +523,7 @@ def _lines(chunks: Sequence[ChunkRecord], title: str) -> list[_Line]:
         joined = "".join(p for _, p in parts)
         whole = joined.endswith("\n")
         text = joined.rstrip()
-        if _NOISE.fullmatch(text) or _TAG.fullmatch(text):
+        if any(p.fullmatch(text) for p in (_NOISE, _TAG, _DIRECTIVE, _BLOCK)):
             continue
         out.append(_Line(number, text if whole else text + "…", heads[number][0], heads[number][1]))
     return out

@@ -241,6 +241,30 @@ def test_a_shared_total_goes_to_the_best_lines_of_any_document() -> None:
     assert shown <= 300
 
 
+MARKUP = """# Sessions
+
+/// note | Database session details
+
+{* ../../docs_src/session/close_session_py310.py hl[3] *}
+
+```mermaid
+sequenceDiagram
+    dep ->> operation: close the database session
+```
+
+Close the database session in the dependency's exit code, after the yield.
+
+///
+"""
+
+
+def test_diagram_source_directives_and_block_markers_are_never_picked() -> None:
+    # Each holds the query's words; only the prose line says anything.
+    got = ExcerptPicker("close database session").pick([records(MARKUP, "s.md", 2000)], [2000])
+    shown = [t for e in got[0] for _, t in e.lines]
+    assert shown == ["Close the database session in the dependency's exit code, after the yield."]
+
+
 def test_a_lead_only_document_shows_the_best_passage_or_nothing() -> None:
     # Both documents match; lead_only keeps a document's lines to the best passage of all.
     first = "# Keys\n\nKeys are listed on the keys page.\n\nOld keys are kept for a day.\n"
