@@ -21,7 +21,11 @@ Rules a caller may rely on:
   :data:`SECONDARY_PENALTY`, unless the query names tests, specs, types or declarations:
   such files repeat an implementation's words (its names, its options) without doing the
   thing, and on a code question the implementation is the answer. A prior by the file's
-  kind, the same for every project; where nothing else matches, they still rank.
+  kind, the same for every project; where nothing else matches, they still rank. So is a
+  program's chunk that only declares (:func:`is_declaration`): every definition wholly in it
+  has no body but its signature, docstring and comments (``pass``, ``...``, ``raise
+  NotImplementedError``): an interface (``class IReactorTCP(Interface)``), an abstract base,
+  a stub, whatever its file is called.
 * Where a program's chunk (cut by its syntax; not a configuration file's) is among a query's
   candidates, a chunk of a
   document written in prose (Markdown, reStructuredText, plain text) has its score lowered by
@@ -68,8 +72,14 @@ PROSE_BESIDE_CODE = 0.3
 _PROSE = re.compile(r"\.(?:md|mdx|markdown|rst|txt|adoc|asciidoc|org|textile)$", re.I)
 _DECLARATION = re.compile(r"\.d\.[mc]?ts$|\.pyi$")
 _ASKS_SECONDARY = re.compile(
-    r"\b(?:tests?|testing|tested|specs?|types?|typings?|declar\w*)\b", re.I
+    r"\b(?:tests?|testing|tested|specs?|types?|typings?|declar\w*|interfaces?|abstract)\b", re.I
 )
+# A body line that does nothing: a placeholder, a bracket, a "not implemented" raise.
+_EMPTY_BODY = re.compile(
+    r"\s*(?:pass|\.\.\.|[{}()\[\];,]*|raise NotImplementedError\b.*|throw new Error\(.*)\s*$"
+)
+_LINE_COMMENT = re.compile(r"\s*(?:#|//|/\*|\*)")
+_DOC_QUOTES = re.compile(r'"""|\'\'\'')
 
 
 def is_dated_entry(rec: ChunkRecord) -> bool:
@@ -95,8 +105,51 @@ def is_secondary(path: str) -> bool:
     return bool(_TEST_PATH.search(path) or _DECLARATION.search(path))
 
 
+def is_declaration(rec: ChunkRecord) -> bool:
+    """Whether ``rec`` is a program's chunk that only declares (see the module rules): it
+    holds a whole definition, and no definition wholly in it (not holding another) has a
+    line past its signature but docstrings, comments and placeholders."""
+    if not is_program(rec.syntax):
+        return False
+    whole = [
+        e for e in rec.outline if rec.start_line <= e.start_line and e.end_line <= rec.end_line
+    ]
+    leaves = [
+        e
+        for e in whole
+        if not any(
+            o != e and e.start_line <= o.start_line and o.end_line <= e.end_line for o in whole
+        )
+    ]
+    if not leaves:
+        return False
+    lines = rec.text.split("\n")
+    return all(
+        _bodiless(lines[e.line - rec.start_line : e.end_line - rec.start_line + 1]) for e in leaves
+    )
+
+
+def _bodiless(lines: list[str]) -> bool:
+    """Whether a definition's lines (from its signature on) hold nothing past the signature
+    but docstrings, comments and placeholders."""
+    # The signature may run over lines: it ends where the body opens.
+    opened = next((i for i, t in enumerate(lines) if t.rstrip().endswith((":", "{"))), None)
+    if opened is None:
+        return False  # a one-line definition (``func f() { return 1 }``): not told apart
+    inside = False
+    for text in lines[opened + 1 :]:
+        quotes = len(_DOC_QUOTES.findall(text))
+        doc = inside or quotes > 0
+        if quotes % 2:
+            inside = not inside
+        if not (doc or _LINE_COMMENT.match(text) or _EMPTY_BODY.fullmatch(text)):
+            return False
+    return True
+
+
 def asks_about_secondary(query: str) -> bool:
-    """Whether ``query`` names tests, specs, types or declarations: then they may answer."""
+    """Whether ``query`` names tests, specs, types, declarations or interfaces: then they may
+    answer."""
     return bool(_ASKS_SECONDARY.search(query))
 
 
@@ -115,7 +168,7 @@ def lowered(
         cut = 0.0
         if not changes and is_dated_entry(rec):
             cut += dated
-        if not tests and is_secondary(rec.path):
+        if not tests and (is_secondary(rec.path) or is_declaration(rec)):
             cut += secondary
         if code and not rec.syntax and _PROSE.search(rec.path):
             cut += prose

@@ -254,3 +254,37 @@ def test_an_amount_question_shows_the_value_its_description_continues_to(
     )
     # A plain word (size) in a sentence does not lend a local variable its score.
     assert best("how does each visit grow the session store")[0] == 5
+
+
+# An interface repeats the implementation's words in its docstrings; its methods do nothing.
+REACTOR_INTERFACE = '''\
+class IReactorTCP(Interface):
+    def listenTCP(port, factory, backlog=50, interface=""):
+        """
+        Connects a given protocol factory to the given numeric TCP/IP port.
+
+        @param backlog: size of the listen queue of the TCP port, 50 by default
+        """
+
+    def connectTCP(host, port, factory, timeout=30):
+        """
+        Connect a TCP client to the given host and port.
+        """
+'''
+
+REACTOR = """\
+class PosixReactorBase:
+    def listenTCP(self, port, factory, backlog=50, interface=""):
+        p = tcp.Port(port, factory, backlog, interface, self)
+        p.startListening()
+        return p
+"""
+
+
+def test_the_implementation_outranks_an_interface_that_repeats_its_words(
+    tmp_path: Path,
+) -> None:
+    """A file's role by what its definitions do, not by its name: bodies beat declarations."""
+    files = {"internet/interfaces.py": REACTOR_INTERFACE, "internet/posixbase.py": REACTOR}
+    hits = _search(tmp_path, files, "default listen backlog of a TCP port")
+    assert [h.path for h in hits] == ["internet/posixbase.py", "internet/interfaces.py"]
