@@ -423,10 +423,16 @@ class StoreWriter(StoreReader):
 
     @abstractmethod
     def chunks_without_dense(
-        self, limit: int, after: str | None = None
+        self,
+        limit: int,
+        after: str | None = None,
+        under: str | None = None,
+        paths: Sequence[str] | None = None,
     ) -> tuple[list[ChunkRecord], str | None]:
         """Up to ``limit`` chunks, of any generation, that have no dense vector yet, from the
-        cursor ``after`` (None: the start), and the next page's cursor (None after the last)."""
+        cursor ``after`` (None: the start), and the next page's cursor (None after the last).
+        Only those below the folder ``under`` and (given) of the documents ``paths``: what
+        readers use is embedded first (:mod:`semfs.ingest.focus`)."""
 
     @abstractmethod
     def dense_by_hash(self, hashes: Sequence[str]) -> dict[str, list[float]]:
@@ -576,9 +582,13 @@ class DelegatingStore(Store):
         return self.inner.set_dense(vectors)
 
     def chunks_without_dense(
-        self, limit: int, after: str | None = None
+        self,
+        limit: int,
+        after: str | None = None,
+        under: str | None = None,
+        paths: Sequence[str] | None = None,
     ) -> tuple[list[ChunkRecord], str | None]:
-        return self.inner.chunks_without_dense(limit, after)
+        return self.inner.chunks_without_dense(limit, after, under, paths)
 
     def dense_by_hash(self, hashes: Sequence[str]) -> dict[str, list[float]]:
         return self.inner.dense_by_hash(hashes)

@@ -551,12 +551,19 @@ class QdrantStore(Store):
         return 0  # not reached: the last try returns or raises
 
     def chunks_without_dense(
-        self, limit: int, after: str | None = None
+        self,
+        limit: int,
+        after: str | None = None,
+        under: str | None = None,
+        paths: Sequence[str] | None = None,
     ) -> tuple[list[ChunkRecord], str | None]:
         engine = self._open_engine()
-        if engine is None:
+        if engine is None or (paths is not None and not paths):
             return [], None
-        where = Where((Match("kind", KIND_CHUNK),), (HasVector(DENSE),))
+        must = _chunks_under(under)
+        if paths is not None:
+            must.append(MatchAny("path", tuple(paths)))
+        where = Where(tuple(must), (HasVector(DENSE),))
         records, offset = engine.scroll(where, None, after, limit=max(1, limit))
         chunks = [ChunkRecord.from_payload(r.payload) for r in records if r.payload]
         return chunks, None if offset is None else str(offset)

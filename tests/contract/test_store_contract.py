@@ -169,6 +169,29 @@ def test_keywords_first_then_dense_vectors_in_place(store: Store) -> None:
     assert store.embedding_counts() == (2, 2)
 
 
+def test_chunks_without_dense_in_a_folder_or_of_documents(store: Store) -> None:
+    """The dense pass asks for what readers use first (semfs.ingest.focus): the chunks
+    lacking a vector below one folder, or of some documents, and no others."""
+    store.create(256)
+    for path in ["x/a.md", "x/y/b.md", "xy/c.md", "d.md"]:
+        store.upsert_chunks(_keyword_points(path, 1, [f"{path} one\n", f"{path} two\n"]))
+    first = [DenseVector("x/a.md", 1, 0, EMB.encode(["x/a.md one"])[0])]
+    assert store.set_dense(first) == 1
+
+    def paths(chunks: list[ChunkRecord]) -> list[tuple[str, int]]:
+        return sorted((c.path, c.index) for c in chunks)
+
+    below_x, end = store.chunks_without_dense(10, under="x")
+    assert paths(below_x) == [("x/a.md", 1), ("x/y/b.md", 0), ("x/y/b.md", 1)] and end is None
+    of_docs, _ = store.chunks_without_dense(10, paths=["d.md", "xy/c.md", "gone.md"])
+    assert paths(of_docs) == [("d.md", 0), ("d.md", 1), ("xy/c.md", 0), ("xy/c.md", 1)]
+    assert store.chunks_without_dense(10, under="x", paths=["d.md"]) == ([], None)
+    assert store.chunks_without_dense(10, paths=[]) == ([], None)
+    page, cursor = store.chunks_without_dense(2, under="x")
+    rest, _ = store.chunks_without_dense(2, cursor, under="x")
+    assert paths([*page, *rest]) == paths(below_x)
+
+
 def test_the_writers_lock_file_is_the_collections_own(store: Store, tmp_path: Path) -> None:
     a = store.lock_path(WRITE_LOCK)
     assert a is not None and a.name == WRITE_LOCK

@@ -267,9 +267,14 @@ class RemoteStore(Store, OwnerLink):
         return int(self._call("set_dense", list(vectors)))
 
     def chunks_without_dense(
-        self, limit: int, after: str | None = None
+        self,
+        limit: int,
+        after: str | None = None,
+        under: str | None = None,
+        paths: Sequence[str] | None = None,
     ) -> tuple[list[ChunkRecord], str | None]:
-        chunks, cursor = self._call("chunks_without_dense", limit, after)
+        listed = None if paths is None else list(paths)
+        chunks, cursor = self._call("chunks_without_dense", limit, after, under, listed)
         return list(chunks), cursor
 
     def dense_by_hash(self, hashes: Sequence[str]) -> dict[str, list[float]]:
