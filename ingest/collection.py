@@ -47,6 +47,7 @@ from semfs.ingest.errors import (
     StoreLockedError,
     StoreNotFoundError,
 )
+from semfs.ingest.focus import uses_of
 from semfs.ingest.opened import open_direct
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, Store
@@ -229,6 +230,7 @@ class Collection:
         ingested: what a mount serves there (a PDF's original, or its text view
         ``report.pdf.md``; ``.decode()`` a text)."""
         record = self._document(path)
+        uses_of(self.store).documents([record.path])  # embedded first (semfs.ingest.focus)
         if record.as_is:  # stored as it is (an image, an unopenable PDF): its bytes' parts
             record = record.original_record() or record
         indexes = range(len(record.offsets or ()) or record.chunks)

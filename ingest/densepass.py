@@ -21,6 +21,9 @@ Rules a caller may rely on:
   work to the one running. Writers never wait for it: they hold ``write.lock``.
 * It loops until a sweep from the start finds nothing to embed, so chunks written while it
   runs (a watcher's next batch) are embedded by the same pass.
+* **What readers use, first.** Before each window it looks at the folders and documents that
+  searches, reads and ``.similar`` touched (:mod:`semfs.ingest.focus`), the most recent
+  first, and embeds theirs; the sweep in store order goes on when none is left.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from dataclasses import dataclass, replace
 
 from semfs.ingest.chunking import code_model_text, model_text
 from semfs.ingest.embedding.embedder import DEFAULT_BATCH_SIZE, Embedder
+from semfs.ingest.focus import Focus
 from semfs.ingest.store import Store
 from semfs.ingest.store.schema import ChunkRecord, DenseVector, vector_hash
 from semfs.ingest.store.writelock import EMBED_LOCK, WRITE_LOCK, CollectionLock
@@ -103,8 +107,12 @@ def embed_missing(
         since_compact = 0
         cursor: str | None = None
         swept_empty = True  # this sweep (from the start) has found nothing yet
+        focus = Focus(store)  # what readers use, first
         while not (stop is not None and stop.is_set()):
-            chunks, cursor = store.chunks_without_dense(window, cursor)
+            chunks = focus.next_chunks(window)
+            focused = bool(chunks)
+            if not focused:
+                chunks, cursor = store.chunks_without_dense(window, cursor)
             if chunks:
                 swept_empty = False
                 try:
@@ -117,6 +125,8 @@ def embed_missing(
                 if since_compact >= COMPACT_EVERY_VECTORS:
                     since_compact = 0
                     _compact(store)
+            if focused:
+                continue  # the sweep goes on where it was
             if cursor is None:
                 if swept_empty:
                     break

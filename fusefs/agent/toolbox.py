@@ -61,6 +61,7 @@ from semfs.ingest.errors import (
     StoreNotFoundError,
     ToolInputError,
 )
+from semfs.ingest.focus import uses_of
 from semfs.ingest.opened import Opened, open_resident
 from semfs.ingest.request import DEFAULT_MODE, SearchRequest
 from semfs.ingest.search import Hit, Searcher
@@ -294,6 +295,7 @@ class Toolbox:
             if tree.lookup(view) is None:  # an image, a binary: stored as it is, no text
                 raise ToolInputError(f"{node.path!r} is not text (stored as it is, not searched)")
             raise ToolInputError(f"{node.path!r} is a binary original: read its text {view!r}")
+        uses_of(self.store).documents([node.doc.path])  # embedded first (semfs.ingest.focus)
         if pages:
             start_line, end_line = self._page_lines(node.doc, pages)
         if start_line < 1:

@@ -40,6 +40,7 @@ from semfs.fusefs.view.searchdir import DEFAULT_NAME, SearchDirectories
 from semfs.fusefs.view.similardir import SimilarDirectories
 from semfs.ingest import portable
 from semfs.ingest.errors import MountError, StoreOwnedError
+from semfs.ingest.focus import uses_of
 from semfs.ingest.opened import Opened, open_resident
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.resident import LazySearcher, ResidentStore
@@ -290,6 +291,9 @@ class MountDaemon:
                 ops.kernel.forget_searches()
 
             self._vectors_changed = vectors_changed
+            # A document read is embedded first (semfs.ingest.focus).
+            uses = uses_of(store)
+            ops.opened.append(lambda path: uses.documents([path]))
             # `semfs guide MOUNTPOINT` names the search folder this mount answers.
             ops.root_xattrs.append(lambda: {"search_dir": searches.folder})
             refresher.publish = ops.set_tree

@@ -180,6 +180,8 @@ class SemfsOperations(Operations):
         self.resolvers: list[Resolver] = []
         # More extended attributes of the root, asked per call (``user.semfs.`` + name).
         self.root_xattrs: list[Callable[[], Mapping[str, str]]] = []
+        # Told the path of each document opened (cheap, never raising: in the FUSE thread).
+        self.opened: list[Callable[[str], None]] = []
         self.on_init = on_init
         self.kernel = kernel or KernelCache(invalidate=False)
         self.pins = pins or GenerationPins(reader.store)
@@ -338,6 +340,8 @@ class SemfsOperations(Operations):
         fi.fh = next(self._fh)
         attrs = node.attrs if doc is node.doc else document_attrs(node.ino, doc, self.tree.owner)
         self._handles[fi.fh] = DocumentHandle(self.reader, doc, mode, attrs)
+        for opened in self.opened:
+            opened(doc.path)
         fi.keep_cache = int(mode.keep_cache)
         fi.direct_io = int(mode.direct_io)
         return 0

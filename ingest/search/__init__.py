@@ -25,6 +25,7 @@ from typing import Any
 from semfs.ingest.embedding.embedder import Embedder, load_query_embedder, query_backend
 from semfs.ingest.embedding.owner import owner_embedder
 from semfs.ingest.errors import SemfsError, StoreUnavailableError, not_text
+from semfs.ingest.focus import uses_of
 from semfs.ingest.request import DEFAULT_MODE, SearchRequest, normalize_under
 from semfs.ingest.search.excerpts import Excerpt, ExcerptPicker, definition_excerpts
 from semfs.ingest.search.ranking import lowered
@@ -346,7 +347,10 @@ class Searcher:
             chunks = self._keywords_where_unembedded(chunks, dense, sparse, limit, request.under)
         # Changelogs, tests, type declarations, and prose beside code: see .ranking.
         chunks = lowered(chunks, text, self.penalties)
-        return self._documents(text, chunks, k, mode, min_score, committed, more, sv.indices)
+        hits = self._documents(text, chunks, k, mode, min_score, committed, more, sv.indices)
+        # Where it searched, and what it found, is embedded first (semfs.ingest.focus).
+        uses_of(self.store).searched(request.under, [h.path for h in hits])
+        return hits
 
     def _keywords_where_unembedded(
         self,
@@ -406,6 +410,7 @@ class Searcher:
         chunks' vectors (no model runs; the request's query and mode are not used). Their
         answering lines are those sharing words with its title and description."""
         k = request.k
+        uses_of(self.store).documents([path])  # no vectors yet: it has them first
         vectors = list(self.store.chunk_vectors(path, gen, range(SIMILAR_CHUNKS)).values())
         if not vectors:
             return []
