@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
+from semfs.ingest.focus import FOCUS_FILE, read_uses
 from tests.helpers import pausedingest
 from tests.helpers.mcpclient import call, connect, data, run, stdio
 from tests.helpers.mounting import mounted, semfs, stop_process, wait_until
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.mount
 HANG = 120.0  # only catches a hang: a loaded machine is slow, never this slow
 DOCS = 80  # about 320 chunks: more than the first encode window (tests/helpers/pausedingest)
 FIRST, LAST = "notes/doc-000.md", f"notes/doc-{DOCS - 1:03d}.md"
+READ = "notes/doc-040.md"  # read through the mount, never searched
 
 
 def _source(src: Path) -> None:
@@ -46,6 +48,11 @@ def _found(mnt: Path, word: str, rel: str) -> bool:
         return any((folder / name).resolve() == (mnt / rel).resolve() for name in folder.iterdir())
     except OSError:
         return False
+
+
+def _noted(store: Path) -> list[str]:
+    """The paths readers noted for the dense pass to embed first (semfs.ingest.focus)."""
+    return [u.path for note in store.rglob(FOCUS_FILE) for u in read_uses(note)]
 
 
 def test_an_ingest_under_way_is_read_and_its_readers_outlive_it(tmp_path: Path) -> None:
@@ -78,6 +85,9 @@ def test_an_ingest_under_way_is_read_and_its_readers_outlive_it(tmp_path: Path) 
         with mounted(tmp_path / "mnt", *where) as m:
             assert (m.path / FIRST).read_bytes() == (src / FIRST).read_bytes()
             assert (m.path / LAST).read_bytes() == (src / LAST).read_bytes()
+            # A document read is told to the dense pass, to embed first (issue 45.2).
+            (m.path / READ).read_bytes()
+            wait_until(lambda: READ in _noted(store), HANG, "the document read noted")
 
             async def agent() -> tuple[Any, Any]:
                 async with connect(stdio(*where)) as client:
