@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from semfs.ingest.request import normalize_under
-from semfs.ingest.store import Store
+from semfs.ingest.store import StoreReader, StoreWriter
 from semfs.ingest.store.schema import ChunkRecord
 
 logger = logging.getLogger(__name__)
@@ -159,7 +159,7 @@ class UseLog:
     """What this process's readers of one collection touch, noted for its dense pass (see the
     module's rules). Thread-safe; never raises. Get the process's one with :func:`uses_of`."""
 
-    def __init__(self, store: Store, path: Path | None) -> None:
+    def __init__(self, store: StoreReader, path: Path | None) -> None:
         self.store = store
         self.path = path
         self._lock = threading.Lock()
@@ -252,7 +252,7 @@ def _flush_all() -> None:
         log.flush()
 
 
-def uses_of(store: Store) -> UseLog:
+def uses_of(store: StoreReader) -> UseLog:
     """This process's note of what is used in ``store``'s collection (one per collection, so
     its readers share the write bound)."""
     path = store.lock_path(FOCUS_FILE)
@@ -271,7 +271,7 @@ class Focus:
     """The dense pass's side: the chunks without a vector of the uses noted, most recent
     first (:meth:`next_chunks`); the file is read again when it changes."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreWriter) -> None:
         self.store = store
         self.path = store.lock_path(FOCUS_FILE)
         self._seen: tuple[int, int, int] | None = None  # (inode, size, mtime_ns) read last
