@@ -286,7 +286,11 @@ class OnnxEmbedder:
         with self._lock:
             if self._counter is None:
                 self._counter = _counter(str(self.location / "tokenizer.json"))
-        encodings = self._counter.encode_batch(list(texts), add_special_tokens=False)
+        counter = self._counter
+        # encode_batch_fast (tokenizers 0.20 on) leaves out the offsets: the same ids, about
+        # a sixth less CPU (the chunker's largest cost, issue 45.4).
+        encode = getattr(counter, "encode_batch_fast", counter.encode_batch)
+        encodings = encode(list(texts), add_special_tokens=False)
         return [len(e.ids) for e in encodings]
 
 
