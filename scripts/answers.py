@@ -436,9 +436,9 @@ def _ask_searcher(
     store: Any, searcher: Any, qs: Sequence[Question], params: Sequence[str]
 ) -> list[Outcome]:
     from semfs.fusefs.view.searchdir import SearchDirectories
-    from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
+    from semfs.fusefs.view.tree import FileIds, InodeMap, Tree
 
-    tree = Tree.build(store.list_documents(), InodeMap(), Ownership(os.getuid(), os.getgid()))
+    tree = Tree.build(store.list_documents(), InodeMap(), FileIds(os.getuid(), os.getgid()))
     dirs = SearchDirectories(searcher.search)
     out = []
     for q in qs:

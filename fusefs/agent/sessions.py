@@ -126,17 +126,17 @@ class FairSessions(StreamableHTTPSessionManager):
             yield
 
     def _subject(self, session_id: str) -> str | None:
-        owner = self._session_owners.get(session_id)
-        return owner.get("subject") if owner is not None else None
+        who = self._session_owners.get(session_id)
+        return who.get("subject") if who is not None else None
 
     def _idle_since(self, session_id: str) -> float:
         """When the session would time out if nothing happens (smaller: idle longer);
         ``inf`` while a request of its is under way or it is still opening."""
         transport = self._server_instances.get(session_id)
-        scope = getattr(transport, "idle_scope", None)
-        if transport is None or scope is None or transport.is_terminated:
+        idle = getattr(transport, "idle_scope", None)  # the SDK's CancelScope, when it has one
+        if transport is None or idle is None or transport.is_terminated:
             return math.inf
-        return float(scope.deadline)
+        return float(idle.deadline)
 
     def _longest_idle(self, subject: str | None) -> str | None:
         """The session of ``subject`` (None: anyone's) idle the longest, or None."""

@@ -207,7 +207,7 @@ class Toolbox:
             node = tree.lookup(folder)
             if node is not None:
                 records.extend(n.doc for n in walk(node) if n.doc is not None)
-        pruned = Tree.build(records, InodeMap(), tree.owner)
+        pruned = Tree.build(records, InodeMap(), tree.ids)
         with self._scoped_lock:
             self._scoped_trees.pop(scope, None)
             self._scoped_trees[scope] = (tree, pruned)

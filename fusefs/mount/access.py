@@ -11,7 +11,7 @@ against the version it will serve and the folders of the tree shown now.
 Rules a caller may rely on:
 
 * :func:`may_read` answers as the kernel's ``generic_permission`` would for the caller of the
-  running request: uid 0 may read anything; else the owner, group (the caller's primary and
+  running request: uid 0 may read anything; else the file's user, group (the caller's primary and
   supplementary groups) or other bits of the file must grant read, and every folder above it
   search (x). A document without a recorded mode is 0444, owned by the mounting user.
 * Supplementary groups are read (``portable.process_groups``) only when the answer depends
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from semfs.fusefs.view.tree import DIR, Ownership, Tree
+from semfs.fusefs.view.tree import DIR, FileIds, Tree
 from semfs.ingest import portable
 from semfs.ingest.store.schema import DocumentRecord
 
@@ -69,10 +69,10 @@ def may_read(tree: Tree, doc: DocumentRecord, caller: Caller | None) -> bool:
             known = caller_groups(caller[2], caller[0], caller[1]) if caller[2] > 0 else frozenset()
         return known
 
-    owner: Ownership = tree.owner
+    ids: FileIds = tree.ids
     mode = 0o444 if doc.mode is None else doc.mode
-    uid = owner.uid if doc.uid is None else doc.uid
-    gid = owner.gid if doc.gid is None else doc.gid
+    uid = ids.uid if doc.uid is None else doc.uid
+    gid = ids.gid if doc.gid is None else doc.gid
     if not grants(mode, uid, gid, caller, R_OK, groups):
         return False
     folder = doc.path

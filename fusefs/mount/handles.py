@@ -4,12 +4,12 @@ Every file a process opens through a writable mount is a descriptor of the daemo
 source file, open until the last close), and the daemon has one open-files limit for all
 its callers: without a bound, one user's processes take every descriptor (two nobody
 processes held 19,983 of 20,000), and then every other user's ``cat`` through the mount, the
-mount's owner's included, fails with "Too many open files". :class:`HandleQuota` is the
+mounting user's included, fails with "Too many open files". :class:`HandleQuota` is the
 bound, and a caller may rely on these rules:
 
 * Of the daemon's soft ``RLIMIT_NOFILE`` (``limit``), a reserve of an eighth (at least
   :data:`MIN_RESERVE`) is never handed to other users: it is the daemon's own (the store's
-  files, its sockets) and the mount owner's.
+  files, its sockets) and the mounting user's.
 * Users other than the daemon's own share the rest, and each of them holds at most a quarter
   of it (``per_user``): with a 20,000 limit, 4,375 each and 17,500 together. An open past
   either bound fails with EMFILE ("Too many open files"), as the caller's own limit would.

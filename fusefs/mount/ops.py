@@ -338,7 +338,7 @@ class SemfsOperations(Operations):
             raise FuseOSError(errno.EACCES)
         mode = self.kernel.opened(node, (doc.gen, doc.sha256), swaps)
         fi.fh = next(self._fh)
-        attrs = node.attrs if doc is node.doc else document_attrs(node.ino, doc, self.tree.owner)
+        attrs = node.attrs if doc is node.doc else document_attrs(node.ino, doc, self.tree.ids)
         self._handles[fi.fh] = DocumentHandle(self.reader, doc, mode, attrs)
         for opened in self.opened:
             opened(doc.path)

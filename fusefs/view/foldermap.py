@@ -128,7 +128,7 @@ class FolderMaps:
             mode &= ~0o077
         root = tree.root.attrs
         when = root["st_mtime"]
-        attrs = node_attrs(ino, stat.S_IFREG | (mode & 0o777), 1, len(data), when, tree.owner)
+        attrs = node_attrs(ino, stat.S_IFREG | (mode & 0o777), 1, len(data), when, tree.ids)
         return Node(FILE, rel, ino, attrs, data=data)
 
     # -- rendering ------------------------------------------------------------------------

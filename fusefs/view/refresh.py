@@ -15,7 +15,7 @@ import os
 import threading
 from collections.abc import Callable, Set
 
-from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
+from semfs.fusefs.view.tree import FileIds, InodeMap, Tree
 from semfs.ingest.store import StoreReader
 from semfs.ingest.store.manifest import Manifest
 from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord, StoreMeta
@@ -48,7 +48,7 @@ class TreeRefresher:
         self,
         store: StoreReader,
         inodes: InodeMap,
-        owner: Ownership,
+        ids: FileIds,
         publish: Callable[[Tree], None] | None = None,
         interval: float = DEFAULT_INTERVAL,
         hidden: Callable[[], Set[str]] | None = None,
@@ -60,7 +60,7 @@ class TreeRefresher:
         self.hidden = hidden
         self.views = views  # text views beside their originals (semfs mount --no-views: not)
         self.inodes = inodes
-        self.owner = owner
+        self.ids = ids
         self.publish = publish
         self.interval = interval
         self.tree: Tree | None = None
@@ -89,7 +89,7 @@ class TreeRefresher:
         return cls(
             store,
             inodes if inodes is not None else InodeMap(),
-            Ownership(os.getuid(), os.getgid()),
+            FileIds(os.getuid(), os.getgid()),
             interval=interval,
             views=views,
         )
@@ -109,7 +109,7 @@ class TreeRefresher:
             return self.tree
         self.manifest = manifest
         with self._lock:
-            tree = Tree.from_manifest(manifest, self.inodes, self.owner, self.views)
+            tree = Tree.from_manifest(manifest, self.inodes, self.ids, self.views)
             self._records, self._folders, self.tree = None, list(manifest.directories), tree
             self._seen = _meta_key(manifest.meta)
         if self.publish is not None:
@@ -137,7 +137,7 @@ class TreeRefresher:
                 self._records = list(self.manifest.documents)  # what the first tree shows
             if records == self._records and folders == self._folders:
                 return False
-            tree = Tree.build(records, self.inodes, self.owner, folders, self.views)
+            tree = Tree.build(records, self.inodes, self.ids, folders, self.views)
             if self._records is not None:
                 logger.info(
                     "store changed (generation %s): now %d documents, %d bytes",

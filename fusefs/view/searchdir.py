@@ -141,13 +141,13 @@ def query_text(name: str) -> str:
 
 @dataclass(frozen=True)
 class SearchPath:
-    """A path below a search folder, parsed. ``scope`` is the directory searched ("" for the
+    """A path below a search folder, parsed. ``under`` is the directory searched ("" for the
     root); ``params`` the parameter folders as written; ``options`` the request they make of
     the mount's defaults (its query and folder not set: see :meth:`request`); ``query`` the
     query directory's name (None for the search folder or a parameter folder); ``entry`` a
     name inside it."""
 
-    scope: str
+    under: str
     folder: str
     params: tuple[str, ...]
     options: SearchRequest
@@ -155,12 +155,12 @@ class SearchPath:
     entry: str | None = None
 
     def request(self) -> SearchRequest:
-        """The search this query directory runs: its options, its text, inside its scope."""
+        """The search this query directory runs: its options, its text, below its folder."""
         text = query_text(self.query) if self.query is not None else ""
-        return replace(self.options, query=text, under=self.scope or None)
+        return replace(self.options, query=text, under=self.under or None)
 
     def _join(self, *parts: str) -> str:
-        return "/".join(p for p in (self.scope, self.folder, *parts) if p)
+        return "/".join(p for p in (self.under, self.folder, *parts) if p)
 
     @property
     def dir_path(self) -> str:
@@ -231,7 +231,7 @@ this file (a question named {README_NAME} is this file).
 
 def results_attrs(
     tree: Tree,
-    scope: str,
+    under: str,
     ino: int,
     mode: int,
     size: int,
@@ -239,12 +239,12 @@ def results_attrs(
     nlink: int = 1,
 ) -> Mapping[str, int]:
     """The attributes of a node that quotes documents (a search or ``.similar`` folder, its
-    results file and links): the mounting user's, and the owner's only where some document
-    under ``scope`` is not readable by every user. The one rule for both folders."""
+    results file and links): the mounting user's, and readable by that user alone where some
+    document under ``under`` is not readable by every user. The one rule for both folders."""
     when = tree.root.attrs["st_mtime"] if mtime is None else mtime
-    if not tree.readable_by_all(scope):
+    if not tree.readable_by_all(under):
         mode &= ~0o077
-    return node_attrs(ino, mode, nlink, size, when, tree.owner)
+    return node_attrs(ino, mode, nlink, size, when, tree.ids)
 
 
 class QueryCache:
@@ -270,7 +270,7 @@ class QueryCache:
                 self._tree = tree
                 self._entries.clear()
             future = self._entries.get(key)
-            owner = future is None
+            first = future is None  # this caller computes it; the others wait for its result
             if future is None:
                 future = Future()
                 self._entries[key] = future
@@ -278,7 +278,7 @@ class QueryCache:
                     self._entries.popitem(last=False)
             else:
                 self._entries.move_to_end(key)
-        if owner:
+        if first:
             try:
                 future.set_result(compute())
                 self.computed += 1
@@ -300,8 +300,9 @@ class QueryCache:
 
 class RecentQueries:
     """The last ``max_entries`` distinct query directories used, most recent first, by the
-    folder they were used in (scope and parameter folders as written) and by who used them:
-    a user lists only their own recent queries (``who``: a uid; None, one shared list)."""
+    folder they were used in (the folder searched and parameter folders as written) and by who
+    used them: a user lists only their own recent queries (``who``: a uid; None, one shared
+    list)."""
 
     def __init__(self, max_entries: int = DEFAULT_RECENT_ENTRIES) -> None:
         self.max_entries = max_entries
@@ -310,17 +311,17 @@ class RecentQueries:
         )
         self._lock = threading.Lock()
 
-    def add(self, scope: str, params: tuple[str, ...], name: str, who: int | None = None) -> None:
-        key = (who, scope, params, name)
+    def add(self, under: str, params: tuple[str, ...], name: str, who: int | None = None) -> None:
+        key = (who, under, params, name)
         with self._lock:
             self._entries[key] = None
             self._entries.move_to_end(key, last=False)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=True)
 
-    def names(self, scope: str, params: tuple[str, ...], who: int | None = None) -> list[str]:
+    def names(self, under: str, params: tuple[str, ...], who: int | None = None) -> list[str]:
         with self._lock:
-            return [n for w, s, p, n in self._entries if w == who and s == scope and p == params]
+            return [n for w, s, p, n in self._entries if w == who and s == under and p == params]
 
 
 class _LazyChildren(Mapping[str, Node]):
@@ -356,7 +357,7 @@ class SearchDirectories:
 
     ``search`` runs a query (normally :meth:`semfs.ingest.search.Searcher.search`); it is called
     with ``committed`` set from the tree, so results name exactly the documents the tree
-    shows. Each distinct (scope, options, query text) is searched once per tree
+    shows. Each distinct (under, options, query text) is searched once per tree
     (:class:`QueryCache`); :class:`RecentQueries` remembers what to list in search folders.
     """
 
@@ -377,7 +378,7 @@ class SearchDirectories:
         # "index as of HH:MM:SS, N changes pending"); None adds nothing.
         self.status_line: Callable[[], str | None] | None = None
         # The line a results file gets while some chunks have no dense vector yet, by mode
-        # and scope (Searcher.meaning_note); None adds nothing.
+        # and folder (Searcher.meaning_note); None adds nothing.
         self.meaning: Callable[[str, str | None], str | None] | None = None
         # The uid of the user whose request is running (the mount asks libfuse): recent
         # queries are kept per user, so a shared folder does not list others' questions.
@@ -394,16 +395,16 @@ class SearchDirectories:
         for i, part in enumerate(parts):
             if part != self.folder:
                 continue
-            scope = "/".join(parts[:i])
+            under = "/".join(parts[:i])
             if tree.lookup("/".join(parts[: i + 1])) is not None:
                 continue  # a real entry of that name: the source's, not ours
-            scope_node = tree.lookup(scope)
-            if scope_node is None or scope_node.kind != DIR:
+            under_node = tree.lookup(under)
+            if under_node is None or under_node.kind != DIR:
                 return None
-            return self._parse_below(scope, parts[i + 1 :])
+            return self._parse_below(under, parts[i + 1 :])
         return None
 
-    def _parse_below(self, scope: str, rest: list[str]) -> SearchPath | None:
+    def _parse_below(self, under: str, rest: list[str]) -> SearchPath | None:
         options = self.defaults
         params: list[str] = []
         while rest and rest[0].startswith(PARAMETER_PREFIX):
@@ -413,7 +414,7 @@ class SearchDirectories:
                 return None
             options = changed
             params.append(rest.pop(0))
-        sp = SearchPath(scope, self.folder, tuple(params), options)
+        sp = SearchPath(under, self.folder, tuple(params), options)
         if not rest:
             return sp
         if len(rest) > 2 or not rest[0] or rest[0].startswith("."):
@@ -449,7 +450,7 @@ class SearchDirectories:
         assert sp.query is not None
         request = sp.request()
         result = self.cache.get(tree, request, lambda: self._run(tree, request))
-        self.recent.add(sp.scope, sp.params, sp.query, self.caller())
+        self.recent.add(sp.under, sp.params, sp.query, self.caller())
         return result
 
     def _run(self, tree: Tree, request: SearchRequest) -> QueryResult:
@@ -478,11 +479,11 @@ class SearchDirectories:
             _positions=MappingProxyType({n: i for i, n in enumerate(names)}),
         )
 
-    def _status(self, mode: str, scope: str | None) -> str | None:
+    def _status(self, mode: str, under: str | None) -> str | None:
         """The lines under a results file's title: freshness, and how much is embedded."""
         lines = [
             self.status_line() if self.status_line is not None else None,
-            self.meaning(mode, scope) if self.meaning is not None else None,
+            self.meaning(mode, under) if self.meaning is not None else None,
         ]
         return "\n".join(line for line in lines if line) or None
 
@@ -506,7 +507,7 @@ class SearchDirectories:
         self, tree: Tree, sp: SearchPath, path: str, children: Mapping[str, Node]
     ) -> Node:
         ino = virtual_ino(DIR, path)
-        attrs = results_attrs(tree, sp.scope, ino, DIR_MODE, 0, nlink=2)
+        attrs = results_attrs(tree, sp.under, ino, DIR_MODE, 0, nlink=2)
         return Node(DIR, path, ino, attrs, children=children)
 
     def _folder_node(self, tree: Tree, sp: SearchPath) -> Node:
@@ -515,7 +516,7 @@ class SearchDirectories:
         who = self.caller()  # the lister: listings are built in its request
 
         def build() -> Mapping[str, Node]:
-            names = self.recent.names(sp.scope, sp.params, who)
+            names = self.recent.names(sp.under, sp.params, who)
             queries = {n: self._query_node(tree, replace(sp, query=n)) for n in names}
             return {README_NAME: self._readme_node(tree, sp), **queries}
 
@@ -526,7 +527,7 @@ class SearchDirectories:
         ino = virtual_ino(FILE, path)
         data = self.readme
         return Node(
-            FILE, path, ino, results_attrs(tree, sp.scope, ino, FILE_MODE, len(data)), data=data
+            FILE, path, ino, results_attrs(tree, sp.under, ino, FILE_MODE, len(data)), data=data
         )
 
     def _query_node(self, tree: Tree, sp: SearchPath) -> Node:
@@ -549,7 +550,7 @@ class SearchDirectories:
                 FILE,
                 path,
                 ino,
-                results_attrs(tree, sp.scope, ino, FILE_MODE, len(data), mtime),
+                results_attrs(tree, sp.under, ino, FILE_MODE, len(data), mtime),
                 data=data,
             )
         index = result.position(name)
@@ -562,6 +563,6 @@ class SearchDirectories:
             SYMLINK,
             path,
             ino,
-            results_attrs(tree, sp.scope, ino, SYMLINK_MODE, size, mtime),
+            results_attrs(tree, sp.under, ino, SYMLINK_MODE, size, mtime),
             target=target,
         )

@@ -80,43 +80,43 @@ class SimilarDirectories:
         here = "/".join(parts[: i + 1])
         if tree.lookup(here) is not None:
             return None  # a real entry of that name: the source's
-        scope = "/".join(parts[:i])
-        scope_node = tree.lookup(scope)
-        if scope_node is None or scope_node.kind != DIR:
+        under = "/".join(parts[:i])
+        under_node = tree.lookup(under)
+        if under_node is None or under_node.kind != DIR:
             return None
         rest = parts[i + 1 :]
         doc: Node | None = None
         taken = 0
         for taken in range(1, len(rest) + 1):
-            node = tree.lookup("/".join(p for p in (scope, *rest[:taken]) if p))
+            node = tree.lookup("/".join(p for p in (under, *rest[:taken]) if p))
             if node is None:
                 return None
             if node.kind == FILE:
                 doc = node
                 break
         if doc is None:  # the folder, or a folder on the way to a document: lists nothing
-            return self._dir(tree, scope, rel, _EMPTY)
+            return self._dir(tree, under, rel, _EMPTY)
         if doc.doc is None or doc.doc.blob:
             return None  # an original's neighbours are its text view's: ask for that one
         entry = rest[taken:]
         if not entry:
             return self._dir(
                 tree,
-                scope,
+                under,
                 rel,
-                _LazyChildren(lambda: self._entries(tree, scope, rel, doc)),
+                _LazyChildren(lambda: self._entries(tree, under, rel, doc)),
             )
         if len(entry) == 1:
             query_dir = "/".join(parts[: i + 1 + taken])
-            return self._entries(tree, scope, query_dir, doc).get(entry[0])
+            return self._entries(tree, under, query_dir, doc).get(entry[0])
         return None
 
-    def _result(self, tree: Tree, scope: str, doc: Node) -> QueryResult:
+    def _result(self, tree: Tree, under: str, doc: Node) -> QueryResult:
         rec = doc.doc
         assert rec is not None
 
         # The documents like this one: its vectors, as a meaning-only search.
-        request = SearchRequest(rec.path, k=self.k, mode="semantic", under=scope or None)
+        request = SearchRequest(rec.path, k=self.k, mode="semantic", under=under or None)
 
         def run() -> QueryResult:
             # The renderer's package loads the Qdrant engine: not at a mount's start.
@@ -134,17 +134,17 @@ class SimilarDirectories:
                 _positions=MappingProxyType({n: i for i, n in enumerate(names)}),
             )
 
-        return self.cache.get(tree, (scope, rec.path, rec.gen), run)
+        return self.cache.get(tree, (under, rec.path, rec.gen), run)
 
-    def _entries(self, tree: Tree, scope: str, rel: str, doc: Node) -> Mapping[str, Node]:
-        result = self._result(tree, scope, doc)
+    def _entries(self, tree: Tree, under: str, rel: str, doc: Node) -> Mapping[str, Node]:
+        result = self._result(tree, under, doc)
         mtime = round(result.created * 1e9)
         out: dict[str, Node] = {}
         path = f"{rel}/{RESULTS_NAME}"
         ino = virtual_ino(FILE, path)
         data = result.results_file
         out[RESULTS_NAME] = Node(
-            FILE, path, ino, results_attrs(tree, scope, ino, FILE_MODE, len(data), mtime), data=data
+            FILE, path, ino, results_attrs(tree, under, ino, FILE_MODE, len(data), mtime), data=data
         )
         depth = rel.count("/") + 1
         for name, hit in zip(result.names, result.hits, strict=True):
@@ -152,12 +152,12 @@ class SimilarDirectories:
             target = "../" * depth + tree.shown(hit.path)
             ino = virtual_ino(SYMLINK, path)
             size = len(target.encode("utf-8", "surrogateescape"))
-            attrs = results_attrs(tree, scope, ino, SYMLINK_MODE, size, mtime)
+            attrs = results_attrs(tree, under, ino, SYMLINK_MODE, size, mtime)
             out[name] = Node(SYMLINK, path, ino, attrs, target=target)
         return out
 
-    def _dir(self, tree: Tree, scope: str, rel: str, children: Mapping[str, Node]) -> Node:
+    def _dir(self, tree: Tree, under: str, rel: str, children: Mapping[str, Node]) -> Node:
         ino = virtual_ino(DIR, rel)
         return Node(
-            DIR, rel, ino, results_attrs(tree, scope, ino, DIR_MODE, 0, nlink=2), children=children
+            DIR, rel, ino, results_attrs(tree, under, ino, DIR_MODE, 0, nlink=2), children=children
         )

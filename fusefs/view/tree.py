@@ -170,8 +170,9 @@ def valid_path(path: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Ownership:
-    """Who the files belong to (the mounting user) and the fallback time for empty dirs."""
+class FileIds:
+    """The uid and gid a file is shown with (the mounting user's, where none is recorded), and
+    the fallback time for empty dirs. ("Owner" in semfs is the process that owns a store.)"""
 
     uid: int
     gid: int
@@ -193,7 +194,7 @@ class Tree:
         docs: Mapping[str, DocumentRecord],
         dirs: Mapping[str, list[str]],
         inodes: InodeMap,
-        owner: Ownership,
+        ids: FileIds,
         newest: Mapping[str, float],
         recorded: Mapping[str, DirectoryRecord],
         guarded: frozenset[str] | Callable[[], frozenset[str]] = frozenset(),
@@ -211,7 +212,7 @@ class Tree:
         if total_bytes is None:
             total_bytes = sum(r.size for r in docs.values())
         self.total_bytes = total_bytes
-        self.owner = owner
+        self.ids = ids
         # Directories with something below them that other users may not read (or what
         # finds them, run on first use).
         self._guarded_of = guarded
@@ -268,7 +269,7 @@ class Tree:
             rec = docs.get(path)
             ino = 0 if rec is None else self._inodes.get(FILE, path)
         if rec is not None:
-            node = Node(FILE, path, ino, _file_attrs(ino, rec, self.owner), doc=rec)
+            node = Node(FILE, path, ino, _file_attrs(ino, rec, self.ids), doc=rec)
         elif path in self._dirs:
             node = self._folder(path)
         else:
@@ -290,11 +291,11 @@ class Tree:
                 2 + subdirs,
                 0,
                 folder.mtime_ns,
-                Ownership(folder.uid, folder.gid),
+                FileIds(folder.uid, folder.gid),
             )
         else:
-            mtime = self._newest.get(path, self.owner.mounted_at)
-            attrs = _dir_attrs(ino, subdirs, mtime, self.owner)
+            mtime = self._newest.get(path, self.ids.mounted_at)
+            attrs = _dir_attrs(ino, subdirs, mtime, self.ids)
         return Node(DIR, path, ino, attrs, children=_Children(self, path))
 
     def __len__(self) -> int:
@@ -336,14 +337,14 @@ class Tree:
         cls,
         records: Iterable[DocumentRecord],
         inodes: InodeMap,
-        owner: Ownership,
+        ids: FileIds,
         folders: Iterable[DirectoryRecord] = (),
         views: bool = True,
     ) -> Tree:
         """The tree of ``records``, plus the recorded ``folders`` (empty ones included).
 
         A file or folder with a recorded mode is served with that mode minus write (and
-        minus set-id bits) and its recorded owner; without one, 0444/0555 and ``owner``.
+        minus set-id bits) and its recorded uid and gid; without one, 0444/0555 and ``ids``.
         A text view's original is shown beside it; ``views=False`` hides the views.
         """
         hidden: dict[str, str] = {}
@@ -385,11 +386,11 @@ class Tree:
         inodes.assign([(FILE, p) for p in docs] + [(DIR, p) for p in folder_order])
         guarded = _guarded(docs, recorded)
         blobs_shown = frozenset(blobs)
-        return cls(docs, dirs, inodes, owner, newest, recorded, guarded, hidden, None, blobs_shown)
+        return cls(docs, dirs, inodes, ids, newest, recorded, guarded, hidden, None, blobs_shown)
 
     @classmethod
     def from_manifest(
-        cls, manifest: Manifest, inodes: InodeMap, owner: Ownership, views: bool = True
+        cls, manifest: Manifest, inodes: InodeMap, ids: FileIds, views: bool = True
     ) -> Tree:
         """The tree :meth:`build` makes of the manifest's records and folders, the same node
         for node, but indexed on the manifest's sorted path column: no record, dict entry or
@@ -400,13 +401,13 @@ class Tree:
         columns = manifest.columns
         folders = None if columns is None else _plain_folders(columns)
         if columns is None or folders is None:
-            return cls.build(manifest.documents, inodes, owner, manifest.directories, views)
+            return cls.build(manifest.documents, inodes, ids, manifest.directories, views)
         paths = columns.paths
         recorded: dict[str, DirectoryRecord] = {}
         for rec_dir in manifest.directories:
             path = rec_dir.path
             if path and (not valid_path(path) or _position(paths, path) is not None):
-                return cls.build(manifest.documents, inodes, owner, manifest.directories, views)
+                return cls.build(manifest.documents, inodes, ids, manifest.directories, views)
             recorded[path] = rec_dir
             _add_with_ancestors(folders, path)
         in_order = sorted(folders)
@@ -421,7 +422,7 @@ class Tree:
             _SortedDocs(paths, columns.record, columns.records, first),
             _SortedFolders(paths, in_order, folders),
             inodes,
-            owner,
+            ids,
             _NewestBelow(paths, lambda: columns.column("mtime")),
             recorded,
             guarded,
@@ -539,28 +540,28 @@ def _usable(records: Iterable[DocumentRecord]) -> dict[str, DocumentRecord]:
 
 
 @functools.lru_cache(maxsize=64)
-def _file_owner(uid: int, gid: int) -> Ownership:
-    # One per owner, not one per file: a tree of 10k files builds this 10k times.
-    return Ownership(uid, gid)
+def _file_ids(uid: int, gid: int) -> FileIds:
+    # One per uid and gid, not one per file: a tree of 10k files builds this 10k times.
+    return FileIds(uid, gid)
 
 
-def _file_attrs(ino: int, rec: DocumentRecord, owner: Ownership) -> Mapping[str, int]:
+def _file_attrs(ino: int, rec: DocumentRecord, ids: FileIds) -> Mapping[str, int]:
     if rec.mode is None:
-        return node_attrs(ino, FILE_MODE, 1, rec.size, rec.st_mtime_ns, owner)
-    who = _file_owner(
-        owner.uid if rec.uid is None else rec.uid, owner.gid if rec.gid is None else rec.gid
+        return node_attrs(ino, FILE_MODE, 1, rec.size, rec.st_mtime_ns, ids)
+    who = _file_ids(
+        ids.uid if rec.uid is None else rec.uid, ids.gid if rec.gid is None else rec.gid
     )
     mode = stat.S_IFREG | (rec.mode & SERVED_BITS)
     return node_attrs(ino, mode, 1, rec.size, rec.st_mtime_ns, who)
 
 
-def document_attrs(ino: int, rec: DocumentRecord, owner: Ownership) -> Mapping[str, int]:
+def document_attrs(ino: int, rec: DocumentRecord, ids: FileIds) -> Mapping[str, int]:
     """The stat a file node of ``rec`` (any version of a document) shows."""
-    return _file_attrs(ino, rec, owner)
+    return _file_attrs(ino, rec, ids)
 
 
-def _dir_attrs(ino: int, subdirs: int, mtime_s: float, owner: Ownership) -> Mapping[str, int]:
-    return node_attrs(ino, DIR_MODE, 2 + subdirs, 0, _ns(mtime_s), owner)
+def _dir_attrs(ino: int, subdirs: int, mtime_s: float, ids: FileIds) -> Mapping[str, int]:
+    return node_attrs(ino, DIR_MODE, 2 + subdirs, 0, _ns(mtime_s), ids)
 
 
 def name_too_long(name: str) -> bool:
@@ -569,7 +570,7 @@ def name_too_long(name: str) -> bool:
 
 
 def node_attrs(
-    ino: int, mode: int, nlink: int, size: int, mtime_ns: int, owner: Ownership
+    ino: int, mode: int, nlink: int, size: int, mtime_ns: int, ids: FileIds
 ) -> Mapping[str, int]:
     """The stat fields of any node, real or virtual (search results): one shape for all."""
     attrs: dict[str, Any] = {
@@ -578,8 +579,8 @@ def node_attrs(
         "st_nlink": nlink,
         "st_size": size,
         "st_blocks": (size + 511) // 512,
-        "st_uid": owner.uid,
-        "st_gid": owner.gid,
+        "st_uid": ids.uid,
+        "st_gid": ids.gid,
         "st_mtime": mtime_ns,
         "st_ctime": mtime_ns,
         "st_atime": mtime_ns,

@@ -63,7 +63,7 @@ EXCERPT_FLOOR = 0.35
 # 10 of the two doc-question sets' 80 questions (right = the expected page or an alternate),
 # all-MiniLM-L6-v2 + BM25; scripts/strength_fit.py measures and prints it. Area under the ROC
 # curve 0.88-0.93 per set and mode (0.66-0.69 on Cranfield, not fitted: many relevant per query).
-# DBSF needs candidates to measure against: with only a few dozen chunks in scope no score
+# DBSF needs candidates to measure against: with only a few dozen chunks searched no score
 # reaches "strong" (the README says so), while the rank stays right.
 STRENGTH_FIT = {"hybrid": (-10.42, 4.77), "semantic": (-11.58, 9.99), "keyword": (-10.09, 7.69)}
 # Cut points on that chance. Measured (hybrid): 78-87% of "strong" hits were the right page,
@@ -301,11 +301,11 @@ class Searcher:
         meta = meta or self.store.read_meta()
         if meta is None or not meta.dense_pending:
             return None  # every chunk has its vector: nothing is counted
-        scope = normalize_under(under)
-        embedded, total = self._embedding_counts(scope)
+        under = normalize_under(under)
+        embedded, total = self._embedding_counts(under)
         if not total or embedded >= total:
             return None
-        where = f"{scope}/" if scope else "the collection"
+        where = f"{under}/" if under else "the collection"
         share = f"meaning: {100 * embedded // total} % of {where} embedded"
         return f"{share}; {row.partial}"
 
@@ -386,16 +386,16 @@ class Searcher:
                 rescored[_key(sc)] = replace(sc, score=doubled[_key(sc)])
         return sorted(rescored.values(), key=lambda sc: -sc.score)[:limit]
 
-    def _embedding_counts(self, scope: str | None) -> tuple[int, int]:
-        """Chunks with a dense vector and all chunks, in ``scope``, counted at most every
+    def _embedding_counts(self, under: str | None) -> tuple[int, int]:
+        """Chunks with a dense vector and all chunks, in ``under``, counted at most every
         :data:`MEANING_TTL` seconds (two counts in the engine)."""
         now = time.monotonic()
-        known = self._meaning.get(scope)
+        known = self._meaning.get(under)
         if known is None or now - known[0] > MEANING_TTL:
-            embedded, total = self.store.embedding_counts(scope)
+            embedded, total = self.store.embedding_counts(under)
             if len(self._meaning) > 256:
                 self._meaning.clear()
-            self._meaning[scope] = known = (now, embedded, total)
+            self._meaning[under] = known = (now, embedded, total)
         return known[1], known[2]
 
     def similar(

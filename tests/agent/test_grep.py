@@ -22,7 +22,7 @@ from semfs.fusefs.agent.grep import (
 )
 from semfs.fusefs.agent.patterns import line_matcher, re2_source
 from semfs.fusefs.view.reader import DocumentReader
-from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
+from semfs.fusefs.view.tree import FileIds, InodeMap, Tree
 from semfs.ingest.errors import PathError, PatternError, SlowPatternError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store import Store
@@ -71,7 +71,7 @@ def corpus_store(
 
 
 def engine(store: Store, **kwargs: int) -> tuple[Grep, Tree]:
-    tree = Tree.build(store.list_documents(), InodeMap(), Ownership(os.getuid(), os.getgid()))
+    tree = Tree.build(store.list_documents(), InodeMap(), FileIds(os.getuid(), os.getgid()))
     return Grep(store, DocumentReader(store), **kwargs), tree
 
 
@@ -273,7 +273,7 @@ def test_a_backtracking_regex_stops_at_its_deadline(tmp_path: Path) -> None:
     (src / page).write_bytes((SAMPLE_CORPUS / page).read_bytes())
     with open_store(CollectionAddress(store=tmp_path / "store")) as s:
         ingest(src, s, model="hash")
-        tree = Tree.build(s.list_documents(), InodeMap(), Ownership(0, 0))
+        tree = Tree.build(s.list_documents(), InodeMap(), FileIds(0, 0))
         engine = Grep(s, DocumentReader(s), regex_seconds=0.5)
         # Linear on RE2: the pattern that hung the server answers.
         found = engine.run(tree, "(-+)+$", page, regex=True)
@@ -343,7 +343,7 @@ def test_a_scoped_grep_filters_only_its_folders_in_the_engine(
     scoped = Tree.build(
         [n.doc for n in walk(tree.root) if n.doc and n.doc.path.startswith("deploy/")],
         InodeMap(),
-        tree.owner,
+        tree.ids,
     )
     word = "the"  # in nearly every page, in and out of deploy/
     outside = gnu_grep(src, word, False, False)

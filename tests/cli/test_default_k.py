@@ -13,7 +13,7 @@ from pathlib import Path
 from semfs.fusefs.cli.fastmount import parse
 from semfs.fusefs.mount.daemon import MountConfig
 from semfs.fusefs.view.searchdir import SearchDirectories
-from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
+from semfs.fusefs.view.tree import FileIds, InodeMap, Tree
 from semfs.ingest.collection import open_collection
 from semfs.ingest.search import Searcher
 from semfs.ingest.store import DEFAULT_K
@@ -35,7 +35,7 @@ def test_every_door_gives_the_default_k(sample_copy: Path, store_dir: Path) -> N
         mount = parse(["/mnt/docs"])
         assert mount is not None
         assert MountConfig(Path("/mnt/docs")).search.k == mount["k"]
-        tree = Tree.build(docs.documents(), InodeMap(), Ownership(0, 0))
+        tree = Tree.build(docs.documents(), InodeMap(), FileIds(0, 0))
         folder = SearchDirectories(Searcher(docs.store).search).resolve(tree, f".search/{QUESTION}")
         assert folder is not None and folder.children is not None
         found[".search/ folder"] = sum(1 for name in folder.children if name[:2] != "00")

@@ -1,16 +1,16 @@
-"""What the tests of the tree, the reader and the FUSE callbacks share: an owner, records,
-node lookups, a chunk-counting store (a spy, not a mock)."""
+"""What the tests of the tree, the reader and the FUSE callbacks share: the files' uid and
+gid, records, node lookups, a chunk-counting store (a spy, not a mock)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
-from semfs.fusefs.view.tree import Node, Ownership, Tree
+from semfs.fusefs.view.tree import FileIds, Node, Tree
 from semfs.ingest.store import DelegatingStore, Store
 from semfs.ingest.store.schema import ChunkRecord, DocumentRecord
 
-OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
+IDS = FileIds(uid=1234, gid=5678, mounted_at=1_000_000.0)
 
 
 def source_files(root: Path) -> dict[str, bytes]:

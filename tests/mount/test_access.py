@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from semfs.fusefs.mount.access import caller_groups, may_read
-from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
+from semfs.fusefs.view.tree import FileIds, InodeMap, Tree
 from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord
 
 OWNER, GROUP, OTHER, ROOT = (1000, 100, 1), (2000, 100, 1), (3000, 300, 1), (0, 0, 1)
@@ -20,7 +20,7 @@ def _doc(path: str, mode: int | None, uid: int = 1000, gid: int = 100) -> Docume
 
 
 def _tree(*docs: DocumentRecord, folders: tuple[DirectoryRecord, ...] = ()) -> Tree:
-    return Tree.build(docs, InodeMap(), Ownership(1000, 100), folders)
+    return Tree.build(docs, InodeMap(), FileIds(1000, 100), folders)
 
 
 def test_owner_group_other_bits_decide_in_that_order() -> None:

@@ -32,7 +32,7 @@ from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import ChunkPoint
 from tests.helpers.mounting import ingest_hash
-from tests.helpers.trees import OWNER, at, record
+from tests.helpers.trees import IDS, at, record
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def store(sample_copy: Path, store_dir: Path) -> Iterator[Store]:
 
 @pytest.fixture
 def ops(ro_store: Store) -> SemfsOperations:
-    tree = Tree.build(ro_store.list_documents(), InodeMap(), OWNER)
+    tree = Tree.build(ro_store.list_documents(), InodeMap(), IDS)
     return SemfsOperations(tree, DocumentReader(ro_store))
 
 
@@ -157,7 +157,7 @@ def test_open_read_and_page_cache_versions(
     clock = SkewedClock()
     monkeypatch.setattr(kernelcache, "time", clock)
     inodes = InodeMap()
-    tree = Tree.build(store.list_documents(), inodes, OWNER)
+    tree = Tree.build(store.list_documents(), inodes, IDS)
     ops = SemfsOperations(tree, DocumentReader(store), kernel=KernelCache(invalidate=False))
     ops.kernel.timeout = 60.0  # how long the kernel may keep a changed file's old size
     data, first = read_all(ops, "/index.mdx")
@@ -167,7 +167,7 @@ def test_open_read_and_page_cache_versions(
     assert (again.keep_cache, again.direct_io) == (1, 0)  # same version: pages kept
     (sample_copy / "index.mdx").write_bytes(b"new text\n")
     ingest(sample_copy, store, model="hash")
-    ops.set_tree(Tree.build(store.list_documents(), inodes, OWNER))
+    ops.set_tree(Tree.build(store.list_documents(), inodes, IDS))
     data, changed = read_all(ops, "/index.mdx")
     assert data == b"new text\n"
     assert changed.direct_io == 1  # the kernel may still clamp to the old size: bypass it
@@ -182,7 +182,7 @@ def test_open_read_and_page_cache_versions(
 
 def test_store_failure_is_eio_and_logged(store: Store, caplog: pytest.LogCaptureFixture) -> None:
     ops = SemfsOperations(
-        Tree.build(store.list_documents(), InodeMap(), OWNER), DocumentReader(store)
+        Tree.build(store.list_documents(), InodeMap(), IDS), DocumentReader(store)
     )
     info = fi()
     ops.open("/index.mdx", info)
@@ -197,8 +197,8 @@ def test_a_swap_invalidates_folders_whose_entries_changed_now_and_once_more_late
     """A folder whose attributes stay the same is still invalidated when an entry of it
     comes or goes (its cached listing changes), and once more after LISTING_SETTLE."""
     inodes = InodeMap()
-    old = Tree.build([record("a/x.md"), record("a/y.md"), record("b/z.md")], inodes, OWNER)
-    new = Tree.build([record("a/x.md"), record("a/w.md"), record("b/z.md")], inodes, OWNER)
+    old = Tree.build([record("a/x.md"), record("a/y.md"), record("b/z.md")], inodes, IDS)
+    new = Tree.build([record("a/x.md"), record("a/w.md"), record("b/z.md")], inodes, IDS)
     assert at(old, "a").attrs == at(new, "a").attrs
     assert sorted(n.path for n in changed_nodes(old, new)) == ["a", "a/w.md", "a/y.md"]
     kernel = KernelCache(invalidate=True)  # never attached: the queue is only filled
@@ -225,7 +225,7 @@ def test_a_handle_checks_the_bytes_it_served_in_order(
     doc = store.get_document("index.mdx")
     assert doc is not None
     ops = SemfsOperations(
-        Tree.build(store.list_documents(), InodeMap(), OWNER), DocumentReader(store)
+        Tree.build(store.list_documents(), InodeMap(), IDS), DocumentReader(store)
     )
 
     def read(block: int, reverse: bool = False) -> None:
@@ -247,7 +247,7 @@ def test_a_handle_checks_the_bytes_it_served_in_order(
             [ChunkPoint(dataclasses.replace(chunk, text=bad), [0.1] * dim, [1], [1.0])]
         )
         ops = SemfsOperations(
-            Tree.build(store.list_documents(), InodeMap(), OWNER), DocumentReader(store)
+            Tree.build(store.list_documents(), InodeMap(), IDS), DocumentReader(store)
         )
         read(1000, reverse=True)
         assert not caplog.records  # out of order: not checked
@@ -272,7 +272,7 @@ def test_a_handle_keeps_its_version_across_a_reingest(store: Store, sample_copy:
     pins = GenerationPins(store)
     reader = DocumentReader(store, cache_bytes=0)  # every read goes to the store
     ops = SemfsOperations(
-        Tree.build(store.list_documents(), inodes, OWNER),
+        Tree.build(store.list_documents(), inodes, IDS),
         reader,
         kernel=KernelCache(invalidate=False),
         pins=pins,
@@ -288,7 +288,7 @@ def test_a_handle_keeps_its_version_across_a_reingest(store: Store, sample_copy:
     gone = fi()
     ops.open("/quickstart.mdx", gone)
     ingest(sample_copy, pins.guard(), model="hash")  # as the daemon's ipc server does
-    ops.set_tree(Tree.build(store.list_documents(), inodes, OWNER))
+    ops.set_tree(Tree.build(store.list_documents(), inodes, IDS))
     assert ops.getattr("/index.mdx")["st_size"] == len(old)  # the size the handle reads
     fresh = fi()
     ops.open("/index.mdx", fresh)

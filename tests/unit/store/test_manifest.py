@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from semfs.fusefs.view.tree import InodeMap, Ownership, Tree
+from semfs.fusefs.view.tree import FileIds, InodeMap, Tree
 from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
@@ -201,12 +201,12 @@ def test_a_manifest_tree_equals_a_listed_tree_field_for_field(ingested: Store) -
         manifest = store.read_manifest()
         assert manifest is not None, "ingest writes the manifest last"
         assert manifest.meta == store.read_meta()
-        owner = Ownership(os.getuid(), os.getgid())
-        from_manifest = Tree.build(manifest.documents, InodeMap(), owner, manifest.directories)
+        ids = FileIds(os.getuid(), os.getgid())
+        from_manifest = Tree.build(manifest.documents, InodeMap(), ids, manifest.directories)
         # Sorted as the refresher sorts them: inode numbers follow the order.
         docs = sorted(store.list_documents(), key=lambda d: d.path)
         dirs = sorted(store.list_directories(), key=lambda d: d.path)
-        listed = Tree.build(docs, InodeMap(), owner, dirs)
+        listed = Tree.build(docs, InodeMap(), ids, dirs)
         assert from_manifest.lookup("empty/deeper") is not None
         assert _nodes(from_manifest) == _nodes(listed)
         # Each record whole, offsets included, as the store returns it one by one.

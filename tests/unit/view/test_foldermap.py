@@ -14,7 +14,7 @@ import pytest
 
 from semfs.fusefs.agent.toolbox import Toolbox
 from semfs.fusefs.view.foldermap import MAP_BYTES, FolderMaps, page_name, parse_page
-from semfs.fusefs.view.tree import DIR, FILE, InodeMap, Ownership, Tree
+from semfs.fusefs.view.tree import DIR, FILE, FileIds, InodeMap, Tree
 from semfs.ingest.errors import ToolInputError
 from semfs.ingest.opened import Opened
 from semfs.ingest.pipeline import ingest
@@ -24,7 +24,7 @@ from semfs.ingest.store.backends import open_store
 from tests.helpers import SAMPLE_CORPUS
 from tests.helpers.docfixtures import make_pdf
 
-OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
+IDS = FileIds(uid=1234, gid=5678, mounted_at=1_000_000.0)
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
 
 
 def tree_of(store: Store) -> Tree:
-    return Tree.build(store.list_documents(), InodeMap(), OWNER)
+    return Tree.build(store.list_documents(), InodeMap(), IDS)
 
 
 def entries(text: str) -> list[str]:

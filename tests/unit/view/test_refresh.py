@@ -15,7 +15,7 @@ from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import StoreMeta
 from tests.helpers import SAMPLE_CORPUS
-from tests.helpers.trees import OWNER, at
+from tests.helpers.trees import IDS, at
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def test_refresher_follows_the_store(small_copy: Path, tmp_path: Path, backend: 
     try:
         ingest(sample_copy, store, model="hash")
         trees: list[Tree] = []
-        refresher = TreeRefresher(store, InodeMap(), OWNER, publish=trees.append)
+        refresher = TreeRefresher(store, InodeMap(), IDS, publish=trees.append)
         first = refresher.load()
         assert trees == [first]
         assert refresher.check() is False  # nothing changed: no listing, no new tree

@@ -37,7 +37,7 @@ from semfs.fusefs.view.searchdir import (
     query_text,
     results_name,
 )
-from semfs.fusefs.view.tree import DIR, FILE, SYMLINK, InodeMap, Node, Ownership, Tree
+from semfs.fusefs.view.tree import DIR, FILE, SYMLINK, FileIds, InodeMap, Node, Tree
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.request import SearchRequest
@@ -48,7 +48,7 @@ from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from tests.helpers import SAMPLE_CORPUS
 
-OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
+IDS = FileIds(uid=1234, gid=5678, mounted_at=1_000_000.0)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
 
 @pytest.fixture(scope="module")
 def tree(store: Store) -> Tree:
-    return Tree.build(store.list_documents(), InodeMap(), OWNER)
+    return Tree.build(store.list_documents(), InodeMap(), IDS)
 
 
 class CountingSearch:
@@ -122,7 +122,7 @@ def test_search_folder_answers_in_every_directory_and_nowhere_else(
 def test_parse_parameters_and_query(dirs: SearchDirectories, tree: Tree) -> None:
     sp = dirs.parse(tree, "deploy/.search/@keyword/@k=3/@min=0.5/serve docs/01-x.mdx")
     assert sp is not None
-    assert sp.scope == "deploy"
+    assert sp.under == "deploy"
     assert sp.params == ("@keyword", "@k=3", "@min=0.5")
     assert sp.options == SearchRequest(mode="keyword", k=3, min_score=0.5)
     assert (sp.query, sp.entry) == ("serve docs", "01-x.mdx")
@@ -173,11 +173,11 @@ def test_a_real_entry_of_the_folder_name_shadows_the_search_folder(spy: Counting
         _record("a/.search/b/notes.md"),
         _record("a/other.md"),
     ]
-    tree = Tree.build(records, InodeMap(), OWNER)
+    tree = Tree.build(records, InodeMap(), IDS)
     dirs = SearchDirectories(spy)
     assert dirs.parse(tree, "a/.search/x") is None  # a/.search is the source's folder
     sp = dirs.parse(tree, "a/.search/b/.search/x")
-    assert sp is not None and sp.scope == "a/.search/b"
+    assert sp is not None and sp.under == "a/.search/b"
 
 
 def _record(path: str) -> Any:
@@ -372,7 +372,7 @@ def test_full_parameter_shows_whole_passages(dirs: SearchDirectories, tree: Tree
 def test_results_file_fences_passages_that_hold_fences() -> None:
     hit = Hit(1, "a/b.md", 0.5, 3, 9, "```python\nprint(1)\n```\n", "Intro > Code")
     sp = SearchDirectories(lambda *a, **k: []).parse(  # type: ignore[arg-type]
-        Tree.build([_record("a/b.md")], InodeMap(), OWNER), ".search/@full/q"
+        Tree.build([_record("a/b.md")], InodeMap(), IDS), ".search/@full/q"
     )
     assert sp is not None
     text = results_file(sp.request(), (hit,), ("01-b.md",)).decode()
@@ -477,7 +477,7 @@ def test_a_new_tree_drops_the_cached_results(
     listing(resolve(dirs, tree, ".search/themes"))
     listing(resolve(dirs, tree, ".search/themes"))
     assert len(spy.calls) == 1
-    newer = Tree.build(store.list_documents(), InodeMap(), OWNER)
+    newer = Tree.build(store.list_documents(), InodeMap(), IDS)
     listing(resolve(dirs, newer, ".search/themes"))
     assert len(spy.calls) == 2
     assert len(dirs.cache) == 1
@@ -485,7 +485,7 @@ def test_a_new_tree_drops_the_cached_results(
 
 def test_results_name_only_documents_the_tree_shows(store: Store, spy: CountingSearch) -> None:
     docs = [d for d in store.list_documents() if d.path != "customize/fonts.mdx"]
-    smaller = Tree.build(docs, InodeMap(), OWNER)
+    smaller = Tree.build(docs, InodeMap(), IDS)
     dirs = SearchDirectories(spy)
     node = resolve(dirs, smaller, ".search/fonts typeface")
     targets = [c.target for c in node.children.values() if c.kind == SYMLINK]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from semfs.fusefs.view.similardir import SimilarDirectories
-from semfs.fusefs.view.tree import DIR, FILE, SYMLINK, InodeMap, Ownership, Tree
+from semfs.fusefs.view.tree import DIR, FILE, SYMLINK, FileIds, InodeMap, Tree
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Searcher
@@ -20,7 +20,7 @@ from semfs.ingest.store import DEFAULT_K, Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 
-OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
+IDS = FileIds(uid=1234, gid=5678, mounted_at=1_000_000.0)
 KEYS = "Rotate the api key: revoke the old api key, then create a new api key for the team."
 BREAD = "Bake the bread: knead the dough, let the dough rise, then bake the loaf in the oven."
 
@@ -41,7 +41,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
 
 @pytest.fixture(scope="module")
 def tree(store: Store) -> Tree:
-    return Tree.build(store.list_documents(), InodeMap(), OWNER)
+    return Tree.build(store.list_documents(), InodeMap(), IDS)
 
 
 def listing(node: object) -> list[str]:

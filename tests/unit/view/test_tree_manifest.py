@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from semfs.fusefs.view.tree import DIR, InodeMap, Ownership, Tree
+from semfs.fusefs.view.tree import DIR, FileIds, InodeMap, Tree
 from semfs.ingest.store.manifest import Manifest
 from semfs.ingest.store.schema import DirectoryRecord, DocumentRecord, StoreMeta
 
-OWNER = Ownership(uid=1234, gid=5678, mounted_at=1_000_000.0)
+IDS = FileIds(uid=1234, gid=5678, mounted_at=1_000_000.0)
 META = StoreMeta("hash", 8, generation=3)
 
 
@@ -64,8 +64,8 @@ def shape(tree: Tree, order: list[str]) -> dict[str, tuple[Any, ...]]:
 def same_trees(docs: list[DocumentRecord], folders: list[DirectoryRecord]) -> Tree:
     """The manifest's tree, checked against build()'s node for node (numbers included)."""
     manifest = decoded(docs, folders)
-    built = Tree.build(manifest.documents, InodeMap(), OWNER, manifest.directories)
-    lazy = Tree.from_manifest(decoded(docs, folders), InodeMap(), OWNER)
+    built = Tree.build(manifest.documents, InodeMap(), IDS, manifest.directories)
+    lazy = Tree.from_manifest(decoded(docs, folders), InodeMap(), IDS)
     order = [n.path for n in built.nodes()]
     random.Random(5).shuffle(order)  # before their folders, often
     got, want = shape(lazy, order), shape(built, order)
@@ -116,20 +116,20 @@ def test_a_recorded_folder_named_like_a_document_is_built() -> None:
 
 def test_numbers_do_not_depend_on_the_order_of_lookups_and_survive_a_refresh() -> None:
     manifest = decoded(PLAIN, FOLDERS)
-    paths = [n.path for n in Tree.build(manifest.documents, InodeMap(), OWNER, FOLDERS).nodes()]
+    paths = [n.path for n in Tree.build(manifest.documents, InodeMap(), IDS, FOLDERS).nodes()]
     numbers = []
     for seed in (1, 2):
         inodes = InodeMap()
-        tree = Tree.from_manifest(decoded(PLAIN, FOLDERS), inodes, OWNER)
+        tree = Tree.from_manifest(decoded(PLAIN, FOLDERS), inodes, IDS)
         order = list(paths)
         random.Random(seed).shuffle(order)
         numbers.append({p: tree.lookup(p).ino for p in order})  # type: ignore[union-attr]
     assert numbers[0] == numbers[1]
     # A refresh builds from the records: a path keeps its number, looked up before or not.
     inodes = InodeMap()
-    first = Tree.from_manifest(manifest, inodes, OWNER)
+    first = Tree.from_manifest(manifest, inodes, IDS)
     assert first.lookup("e.md") is not None
-    later = Tree.build([*PLAIN[1:], doc("new.md")], inodes, OWNER, FOLDERS)
+    later = Tree.build([*PLAIN[1:], doc("new.md")], inodes, IDS, FOLDERS)
     for path in ("e.md", "a/d.md", "many/007.md", "a", "empty/deeper"):
         assert later.lookup(path).ino == numbers[0][path]  # type: ignore[union-attr]
     assert later.lookup("new.md").ino not in numbers[0].values()  # type: ignore[union-attr]
@@ -139,6 +139,6 @@ def test_a_manifest_made_of_records_builds_the_same_tree() -> None:
     # Not decoded (no columns): what a test or a server store's writer holds.
     manifest = Manifest.of(META, PLAIN, FOLDERS)
     assert manifest.columns is None
-    tree = Tree.from_manifest(manifest, InodeMap(), OWNER)
-    built = Tree.build(manifest.documents, InodeMap(), OWNER, FOLDERS)
+    tree = Tree.from_manifest(manifest, InodeMap(), IDS)
+    built = Tree.build(manifest.documents, InodeMap(), IDS, FOLDERS)
     assert shape(tree, ["", "a/b/c.md"]) == shape(built, ["", "a/b/c.md"])
