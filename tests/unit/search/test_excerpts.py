@@ -324,3 +324,12 @@ def test_labels_carry_no_links_anchors_or_repeated_segments() -> None:
     # A store written before the cleaning: the label is cleaned when it is shown.
     old = "Cookies > [Set Cookie](#set-cookie) > Set Cookie"
     assert short_heading(old, "Cookies") == "Set Cookie"
+
+
+def test_a_long_question_is_named_in_the_title_by_its_first_words() -> None:
+    from semfs.ingest.search.results import render
+
+    question = "we are moving onto a kubernetes cluster and each pod runs an old gunicorn image"
+    title = render(question, [], "hybrid · k 3").split("\n")[0]
+    # The agent wrote the question: the file names it to be recognised, in few bytes.
+    assert title == "# Search: we are moving onto a kubernetes cluster…"
