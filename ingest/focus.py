@@ -170,12 +170,12 @@ class UseLog:
         self._failed = False  # logged once
 
     def searched(self, folder: str | None, found: Sequence[str]) -> None:
-        """A search scoped to ``folder`` (None: everywhere) found the documents ``found``:
+        """A search below ``folder`` (None: everywhere) found the documents ``found``:
         the folder first, then its best hit (the most recent, so embedded first)."""
         now = time.time()
-        scope = normalize_under(folder) if folder is not None else None
+        under = normalize_under(folder) if folder is not None else None
         top = [Use(DOCUMENT, p, now) for p in found]
-        self.note([Use(FOLDER, scope, now), *top] if scope else top)
+        self.note([Use(FOLDER, under, now), *top] if under else top)
 
     def documents(self, paths: Iterable[str]) -> None:
         """Documents read, found by a search, or a ``.similar`` folder's source."""

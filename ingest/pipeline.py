@@ -96,13 +96,13 @@ def resolve_model(store: Store, requested: str | None) -> str:
     return meta.model
 
 
-def in_scope(path: str, scope: AbstractSet[str]) -> bool:
-    """Whether ``path`` is one of the ``scope`` paths or inside one of them (O(depth))."""
-    if path in scope:
+def in_paths(path: str, only: AbstractSet[str]) -> bool:
+    """Whether ``path`` is one of ``only`` or inside one of them (O(depth))."""
+    if path in only:
         return True
     cut = path.find("/")
     while cut != -1:
-        if path[:cut] in scope:
+        if path[:cut] in only:
             return True
         cut = path.find("/", cut + 1)
     return False
@@ -197,7 +197,7 @@ def ingest(
         logger.info("%s", claim.note)
         report.notes.append(claim.note)
     dirs: list[DirectoryRecord] = []
-    scope: set[str] | None = None
+    only: set[str] | None = None
     if paths is not None:
         # A changed .gitignore or .ignore may take or leave any file of its folder.
         folders = {rules_folder(p.strip("/")) for p in paths} - {None}
@@ -205,8 +205,8 @@ def ingest(
     if paths is None:
         files, report.skipped = scan(source, include, exclude, dirs, report.ignored)
     else:
-        scope = {p.strip("/") for p in paths}
-        files, report.skipped = scan_paths(source, scope, include, exclude, dirs, report.ignored)
+        only = {p.strip("/") for p in paths}
+        files, report.skipped = scan_paths(source, only, include, exclude, dirs, report.ignored)
     reader = _Reader(
         store,
         report,
@@ -220,10 +220,10 @@ def ingest(
         jobs=jobs,
     )
     if dry_run:
-        reader.load(scope)
+        reader.load(only)
         for _change in reader.changes(files, None):
             pass
-        reader.finish(scope, save_memo=False)
+        reader.finish(only, save_memo=False)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -233,7 +233,7 @@ def ingest(
     lock.acquire(lock_timeout, on_wait)
     writer: Writer | None = None
     try:
-        reader.load(scope)
+        reader.load(only)
         stored_dirs = {d.path: d for d in store.list_directories()}
         writer = Writer(store, report, model_name, embedder, claim, batch_size, started)
         reader.chunker = writer.chunker = _chunk_workers(store, writer, len(files), jobs)
@@ -242,7 +242,7 @@ def ingest(
         writer.folders = _folders_to_write(stored_dirs, dirs)
         meta = store.read_meta()
         if meta is not None and meta.dirty:
-            writer.begin(full=scope is None, existing=reader.existing)  # clean up first
+            writer.begin(full=only is None, existing=reader.existing)  # clean up first
         if meta is None and files and embedder is not None:
             # A first ingest chunks, so it needs the model (its tokenizer, and its window for
             # the chunks' size): a broken install is one line now, not after the reading bar
@@ -253,15 +253,15 @@ def ingest(
             on_phase("reading", len(files))
         for doc, touched, chunked in reader.changes(files, on_progress):
             if touched:
-                writer.touch(doc, reader.existing, scope is None)  # mtime or mode only
+                writer.touch(doc, reader.existing, only is None)  # mtime or mode only
             else:
-                writer.add(doc, reader.existing, scope is None, chunked)
-        reader.finish(scope, save_memo=True)
-        gone_dirs = _folders_gone(stored_dirs, dirs, report.skipped, scope)
+                writer.add(doc, reader.existing, only is None, chunked)
+        reader.finish(only, save_memo=True)
+        gone_dirs = _folders_gone(stored_dirs, dirs, report.skipped, only)
         if not writer.begun and (report.deleted or writer.folders or gone_dirs):
-            writer.begin(full=scope is None, existing=reader.existing)
+            writer.begin(full=only is None, existing=reader.existing)
         if writer.begun:
-            writer.end(reader.existing, gone_dirs, full=scope is None)
+            writer.end(reader.existing, gone_dirs, full=only is None)
         else:
             _unchanged_run(store, claim)
         embedder = writer.embedder
@@ -428,15 +428,15 @@ class _Reader:
         self.held_back: list[str] = []  # files being written: left as they are
         self.chunker: ChunkWorkers | None = None  # chunks new documents where they are read
 
-    def load(self, scope: set[str] | None) -> None:
+    def load(self, only: set[str] | None) -> None:
         """The stored records this run compares with (read under the write lock)."""
-        if scope is None:
+        if only is None:
             self.existing = {d.path: d for d in self.store.list_documents()}
         else:
-            # A converted file's record is its view's: report.pdf in scope covers report.pdf.md.
-            stored = scope | {v for v in map(formats.view_path, scope) if v is not None}
+            # A converted file's record is its view's: report.pdf among them covers report.pdf.md.
+            stored = only | {v for v in map(formats.view_path, only) if v is not None}
             self.existing = {
-                d.path: d for d in self.store.list_documents() if in_scope(d.path, stored)
+                d.path: d for d in self.store.list_documents() if in_paths(d.path, stored)
             }
 
     def _wanted(self, files: Sequence[SourceFile]) -> Iterator[SourceFile]:
@@ -526,11 +526,11 @@ class _Reader:
                     report.unsearched.append(Skipped(doc.path, doc.unsearched))
                 yield doc, False, chunked
 
-    def finish(self, scope: set[str] | None, save_memo: bool) -> None:
+    def finish(self, only: set[str] | None, save_memo: bool) -> None:
         """After the last file: the skips' kept versions, and what is deleted."""
         report = self.report
         if save_memo:
-            self.memo.update(scope, report.skipped)
+            self.memo.update(only, report.skipped)
             self.memo.save()
         before = set(self.seen)
         report.skipped = [
@@ -569,16 +569,16 @@ def _folders_gone(
     stored: dict[str, DirectoryRecord],
     walked: list[DirectoryRecord],
     skipped: Sequence[Skipped],
-    scope: AbstractSet[str] | None = None,
+    only: AbstractSet[str] | None = None,
 ) -> list[str]:
-    """Folder records to forget (only at or below ``scope``, when given: a watcher's batch);
+    """Folder records to forget (given ``only``, a watcher's batch: those at or below it alone);
     a folder that could not be read keeps the records below it."""
     new = {d.path for d in walked}
     unreadable = [s.path for s in skipped if s.transient]
     return [
         p
         for p in sorted(stored)
-        if (scope is None or in_scope(p, scope))
+        if (only is None or in_paths(p, only))
         and p not in new
         and not any(p == u or p.startswith(u + "/") for u in unreadable)
     ]

@@ -74,13 +74,13 @@ class SkipMemo:
         found = self.entries.get(rel)
         return found[1] if found is not None and found[0] == fingerprint else None
 
-    def update(self, scope: Collection[str] | None, skipped: Iterable[Skipped]) -> None:
-        """After a run over ``scope`` (None: the whole source): its fingerprinted skips
-        replace what was remembered there; entries outside the scope stay."""
-        if scope is None:
+    def update(self, only: Collection[str] | None, skipped: Iterable[Skipped]) -> None:
+        """After a run over ``only`` (None: the whole source): its fingerprinted skips
+        replace what was remembered there; entries outside them stay."""
+        if only is None:
             self.entries = {}
         else:
-            for rel in [r for r in self.entries if _in(r, scope)]:
+            for rel in [r for r in self.entries if _in(r, only)]:
                 del self.entries[rel]
         for s in skipped:
             if s.fingerprint is not None and len(self.entries) < MAX_ENTRIES:
@@ -106,5 +106,5 @@ class SkipMemo:
             logger.warning("cannot remember the skipped files in %s: %s", self.path, exc)
 
 
-def _in(rel: str, scope: Collection[str]) -> bool:
-    return any(rel == p or rel.startswith(p + "/") for p in scope)
+def _in(rel: str, only: Collection[str]) -> bool:
+    return any(rel == p or rel.startswith(p + "/") for p in only)

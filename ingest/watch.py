@@ -605,7 +605,7 @@ class SourceWatcher:
         return True
 
     def _committed(self, report: IngestReport, paths: set[str] | None) -> None:
-        from semfs.ingest.pipeline import in_scope
+        from semfs.ingest.pipeline import in_paths
 
         state = self.state
         failed = {s.path: s.reason for s in report.skipped}
@@ -613,9 +613,9 @@ class SourceWatcher:
             new_failures = {p: r for p, r in failed.items() if state.failed.get(p) != r}
             state.failed = failed
         else:
-            scope = {p.strip("/") for p in paths}
+            only = {p.strip("/") for p in paths}
             new_failures = {p: r for p, r in failed.items() if state.failed.get(p) != r}
-            state.failed = {p: r for p, r in state.failed.items() if not in_scope(p, scope)}
+            state.failed = {p: r for p, r in state.failed.items() if not in_paths(p, only)}
             state.failed.update(failed)
         for path, reason in sorted(new_failures.items()):
             logger.warning("cannot ingest %s: %s", path, reason)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from semfs.ingest.pipeline import in_scope, ingest
+from semfs.ingest.pipeline import in_paths, ingest
 from semfs.ingest.sources import scan, scan_paths
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
@@ -55,10 +55,10 @@ def test_scan_paths_finds_what_scan_finds(
     assert found == []
 
 
-def test_in_scope() -> None:
-    scope = {"docs", "a.md"}
-    assert in_scope("a.md", scope) and in_scope("docs/x/y.md", scope)
-    assert not in_scope("docsx/y.md", scope) and not in_scope("b/a.md", scope)
+def test_in_paths() -> None:
+    only = {"docs", "a.md"}
+    assert in_paths("a.md", only) and in_paths("docs/x/y.md", only)
+    assert not in_paths("docsx/y.md", only) and not in_paths("b/a.md", only)
 
 
 def test_a_restricted_run_touches_only_its_paths(tmp_path: Path) -> None:
