@@ -20,10 +20,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from semfs.fusefs.cli.options import MOUNT
+from semfs.fusefs.cli.options import MOUNT, collection_names
 
 if TYPE_CHECKING:
     from semfs.ingest.sources import SourceOptions
+    from semfs.ingest.store.address import CollectionAddress
 
 # Every parameter of the click `mount` command, at its default (what a parse starts from).
 DEFAULTS: Mapping[str, Any] = {param.name: param.initial for param in MOUNT}
@@ -121,6 +122,13 @@ def run_mount(params: Mapping[str, Any], verbose: int) -> None:
     address = CollectionAddress(
         p["collection"], p["store_path"], p["url"], p["api_key"], p["connect_timeout"]
     )
+    several = tuple(
+        address.named(name)
+        for name in collection_names(
+            p["collections"], p["all_collections"], lambda: _catalog_names(address)
+        )
+    )
+    address = several[0] if several else address
     if p["log_file"] is None and not p["foreground"]:
         # A background mount has no terminal: keep its log where `semfs status` says.
         p["log_file"] = default_log_file(address, creating=p["watch"] is not None)
@@ -138,10 +146,19 @@ def run_mount(params: Mapping[str, Any], verbose: int) -> None:
             views=not p["no_views"],
             writable=p["writable"],
             source=_source_options(p),
+            collections=several,
         )
     )
     if not p["foreground"]:
         _leave_to_the_daemon()
+
+
+def _catalog_names(address: CollectionAddress) -> list[str]:
+    """The collections of ``address``'s store or server (``--all``), sorted."""
+    from semfs.ingest.store.backends import open_catalog
+
+    with open_catalog(address) as catalog:
+        return catalog.names()
 
 
 def _source_options(p: Mapping[str, Any]) -> SourceOptions | None:

@@ -73,6 +73,10 @@ def mount_cmd(ctx: click.Context, **parameters: Any) -> None:
     it if need be): each change shows within about a second; `semfs status` says how fresh.
     With --watch DIR --writable the mount also takes writes: they go to DIR as the writer
     (their permissions, their files), and each file is searchable soon after it is closed.
+    With --collections docs,code (or --all) each collection is a folder of the mount
+    (MOUNTPOINT/docs/, MOUNTPOINT/code/), searched with its own model: MOUNTPOINT/.search/Q/
+    searches them all, best first whichever holds it, MOUNTPOINT/docs/.search/Q/ docs only,
+    and MOUNTPOINT/.map.md names each with its size, kind and model.
 
     \b
     Example:
@@ -83,6 +87,7 @@ def mount_cmd(ctx: click.Context, **parameters: Any) -> None:
         semfs mount ~/mnt/docs --k 5 --mode keyword --search-dir .find
         semfs mount ~/mnt/docs --watch ./docs --exclude drafts/
         semfs mount ~/mnt/docs --no-views; diff -r ./docs ~/mnt/docs
+        semfs mount ~/mnt/all --collections docs,code; ls ~/mnt/all/.search/"parse a config"/
         semfs mount ~/mnt/work -c work --watch ./work --writable; make test > ~/mnt/work/t.log
         semfs umount ~/mnt/docs
     """

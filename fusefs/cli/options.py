@@ -11,14 +11,23 @@ the click type is derived from ``path``, ``number`` and ``choices``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from semfs.fusefs.view.searchdir import DEFAULT_NAME
 from semfs.ingest.embedding.embedder import DEFAULT_BATCH_SIZE
+from semfs.ingest.errors import SemfsError
 from semfs.ingest.limits import DEFAULT_MAX_BYTES
 from semfs.ingest.request import DEFAULT_MODE
-from semfs.ingest.store import DEFAULT_COLLECTION, DEFAULT_K, MAX_K, MODES, default_store_path
+from semfs.ingest.store import (
+    DEFAULT_COLLECTION,
+    DEFAULT_K,
+    MAX_K,
+    MODES,
+    check_collection_name,
+    default_store_path,
+)
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,47 @@ STORE = (
 )
 # Where the collections are (`semfs collections`): the store options but --collection.
 CATALOG = STORE[:3]
+# --collections / --all: several collections at once (`semfs mount`, `semfs mcp`), each a
+# top-level folder named after it; with neither, -c names the one.
+COLLECTIONS = (
+    Param(
+        "collections",
+        ("--collections",),
+        metavar="NAME[,NAME...]",
+        help="Several collections at once, comma-separated, each a top-level folder "
+        "named after it (instead of -c).",
+        complete="collections",
+    ),
+    Param(
+        "all_collections",
+        ("--all",),
+        is_flag=True,
+        help="Every collection of the store, each a top-level folder (instead of -c).",
+    ),
+)
+
+
+def collection_names(
+    collections: str | None, every: bool, catalog: Callable[[], Sequence[str]]
+) -> tuple[str, ...]:
+    """The collections ``--collections A,B`` or ``--all`` name, in the order given (``--all``:
+    ``catalog()``, the store's, sorted); empty when neither is given (-c names the one).
+    SemfsError for both, for none named, or for a bad name."""
+    if collections is not None and every:
+        raise SemfsError("give --collections NAME[,NAME...] or --all, not both")
+    if every:
+        names = tuple(catalog())
+        if not names:
+            raise SemfsError("--all: the store has no collection yet: `semfs ingest DIR` first")
+        return names
+    if collections is None:
+        return ()
+    names = tuple(dict.fromkeys(n.strip() for n in collections.split(",") if n.strip()))
+    if not names:
+        raise SemfsError("--collections: name one or more, e.g. --collections docs,code")
+    return tuple(check_collection_name(name) for name in names)
+
+
 # `semfs search`'s: -c repeats, each a collection searched.
 STORES = (
     *CATALOG,
@@ -181,6 +231,7 @@ SOURCE = (
 MOUNT = (
     Param("mountpoint", path=(True, True)),
     *STORE,
+    *COLLECTIONS,
     Param(
         "foreground",
         ("-f", "--foreground"),

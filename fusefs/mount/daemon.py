@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -31,16 +32,18 @@ from semfs.fusefs.mount.bindings import (
     request_caller,
 )
 from semfs.fusefs.mount.kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT, KernelCache
-from semfs.fusefs.mount.ops import SemfsOperations
+from semfs.fusefs.mount.ops import SemfsOperations, Serving
 from semfs.fusefs.view.foldermap import FolderMaps
+from semfs.fusefs.view.forest import Forest, ForestSearch, Member
 from semfs.fusefs.view.pins import GenerationPins
 from semfs.fusefs.view.reader import DocumentReader
 from semfs.fusefs.view.refresh import DEFAULT_INTERVAL, TreeRefresher
 from semfs.fusefs.view.searchdir import DEFAULT_NAME, SearchDirectories
 from semfs.fusefs.view.similardir import SimilarDirectories
+from semfs.fusefs.view.tree import FileIds, Node, Tree
 from semfs.ingest import portable
 from semfs.ingest.errors import MountError, StoreOwnedError
-from semfs.ingest.focus import uses_of
+from semfs.ingest.focus import UseLog, uses_of
 from semfs.ingest.opened import Opened, open_resident
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.resident import LazySearcher, ResidentStore
@@ -84,6 +87,22 @@ class MountConfig:
     # so its start imports no reading machinery (sources, the formats, zipfile).
     source: SourceOptions | None = None
     writable: bool = False  # writes pass through to ``watch`` (--writable)
+    # A mount of collections as folders (--collections, --all): each a top-level folder, in
+    # this order; ``address`` is the first. Empty: ``address`` alone, at the root.
+    collections: tuple[CollectionAddress, ...] = ()
+
+    @property
+    def addresses(self) -> tuple[CollectionAddress, ...]:
+        """The collections mounted: ``collections``, else ``address``."""
+        return self.collections or (self.address,)
+
+    @property
+    def mount_source(self) -> str:
+        """The mount's name in the system's list of mounts: its collection's
+        (:attr:`CollectionAddress.mount_source`), or for several, their names joined by
+        ``+`` (``semfs:docs+code``; a comma would end the FUSE option), which ``semfs
+        collections rm`` reads."""
+        return self.address.named("+".join(a.collection for a in self.addresses)).mount_source
 
 
 def parse_options(values: Iterable[str]) -> dict[str, str | bool]:
@@ -104,6 +123,10 @@ def fuse_options(cfg: MountConfig) -> dict[str, Any]:
     :mod:`semfs.fusefs.mount.kernelcache`.
     """
     user = dict(cfg.options)
+    if cfg.collections and cfg.watch is not None:
+        raise MountError(
+            "--watch follows one collection's folder: mount that collection alone (-c NAME)"
+        )
     if cfg.writable and cfg.watch is None:
         raise MountError("--writable needs --watch SOURCE: writes go to that folder")
     if "rw" in user and not cfg.writable:
@@ -116,7 +139,7 @@ def fuse_options(cfg: MountConfig) -> dict[str, Any]:
         "ro": not cfg.writable,
         "use_ino": True,
         "default_permissions": True,
-        "fsname": cfg.address.mount_source,  # `collections rm` looks for it
+        "fsname": cfg.mount_source,  # `collections rm` looks for it
         "entry_timeout": timeout,
         "attr_timeout": timeout,
     }
@@ -161,8 +184,37 @@ def open_mount_store(cfg: MountConfig) -> Opened:
         ) from None
 
 
+@dataclass
+class _Shown:
+    """One collection as the mount shows it: its Opened (store owned here, its one
+    searcher), its tree's refresher, reader and pins (a mount of several has one each)."""
+
+    opened: Opened
+    refresher: TreeRefresher
+    pins: GenerationPins
+    reader: DocumentReader
+
+    @property
+    def address(self) -> CollectionAddress:
+        return self.opened.address
+
+    @property
+    def store(self) -> Store:
+        return self.opened.store
+
+    @property
+    def searcher(self) -> LazySearcher:
+        return self.opened.searcher
+
+    @property
+    def resident(self) -> ResidentStore:
+        assert self.opened.resident is not None  # open_resident's
+        return self.opened.resident
+
+
 class MountDaemon:
-    """One mount: its store, tree refresher, ipc server and FUSE loop, in this process."""
+    """One mount: its store, tree refresher, ipc server and FUSE loop, in this process (a
+    mount of several collections: a store, refresher and ipc server for each)."""
 
     def __init__(self, cfg: MountConfig, ready: Ready | None = None) -> None:
         self.cfg = cfg
@@ -174,6 +226,7 @@ class MountDaemon:
         self._watcher: SourceWatcher | None = None
         # Drops cached search results when a dense pass stored vectors (set in run()).
         self._vectors_changed: Callable[[], None] | None = None
+        self._publishing = threading.Lock()  # a mount of several: one forest swap at a time
 
     def _follow(
         self, store: Store, embedder: Embedder, refresher: TreeRefresher, resident: ResidentStore
@@ -218,20 +271,59 @@ class MountDaemon:
         self._services.append(source.close)  # after the loop: closed last but the store
         return WritableOperations(*args, source=source, search_dir=self.cfg.search_dir, **kwargs)
 
+    def _show(
+        self,
+        address: CollectionAddress,
+        embedder: Embedder | None = None,
+        opened: Opened | None = None,
+    ) -> tuple[_Shown, Tree]:
+        """One collection for the mount (its store, first tree, searcher and pins), its
+        closing added to the services: opened now unless ``opened`` is it; ``embedder``:
+        --watch's model of a new collection."""
+        if opened is None:
+            opened = open_mount_store(replace(self.cfg, address=address))
+            self._services.append(opened.close)
+        store = opened.store
+        refresher = TreeRefresher.as_mounted(
+            store, interval=self.cfg.poll_interval, views=self.cfg.views
+        )
+        # Not around the store's open: a server client's own threads run meanwhile (the
+        # manifest's decode pauses the collector itself).
+        with collector_paused():
+            tree = refresher.load()
+        # Never a silently empty mount of a damaged store. A manifest is only kept while
+        # the shard is as its last clean close left it (else it has been dropped), so its
+        # own count stands in for the shard's, which would wait for the shard to load.
+        manifest = refresher.manifest
+        chunks = None if manifest is None else manifest.chunk_count  # no records made
+        require_counts(store, tree.files, chunks)
+        # The store's model (or --watch's, for a new collection); loads nothing yet.
+        opened.searcher.reset(embedder)
+        compactor = _Compactor(store)
+        self._services.append(compactor.close)
+        pins = GenerationPins(
+            store,
+            on_change=lambda: refresher.wake(force=True),
+            on_settled=compactor.request,
+        )
+        refresher.hidden = pins.deleted
+        self._services.append(pins.close)
+        return _Shown(opened, refresher, pins, DocumentReader(store)), tree
+
     def run(self) -> None:
         """Mount and serve until unmounted; raises MountError when the mount never came up."""
         self._began = time.monotonic()
-        opened = open_mount_store(self.cfg)
-        self._services.append(opened.close)
-        store, searcher, resident = opened.store, opened.searcher, opened.resident
-        assert resident is not None
+        shown: list[_Shown] = []
         try:
-            embedder = documents = None
-            if self.cfg.watch is not None:
+            embedder = documents = opened = None
+            if self.cfg.watch is not None:  # one collection (MountConfig refuses several)
                 from semfs.ingest.embedding.embedder import load_embedder
                 from semfs.ingest.origin import claim_source
                 from semfs.ingest.pipeline import resolve_model
 
+                opened = open_mount_store(self.cfg)
+                self._services.append(opened.close)
+                store = opened.store
                 model = resolve_model(store, self._source().model)  # another model: fail now
                 # Another folder than the collection's: fail now, not once per batch.
                 claim_source(store.read_meta(), self.cfg.watch, self.cfg.address.collection)
@@ -240,50 +332,15 @@ class MountDaemon:
                     # The first pass creates the collection: mount (empty) at once, without
                     # waiting for the model to say its dimension.
                     embedder = documents
-            refresher = TreeRefresher.as_mounted(
-                store, interval=self.cfg.poll_interval, views=self.cfg.views
-            )
-            # Not around the store's open: a server client's own threads run meanwhile (the
-            # manifest's decode pauses the collector itself).
-            with collector_paused():
-                tree = refresher.load()
-            # Never a silently empty mount of a damaged store. A manifest is only kept while
-            # the shard is as its last clean close left it (else it has been dropped), so its
-            # own count stands in for the shard's, which would wait for the shard to load.
-            manifest = refresher.manifest
-            chunks = None if manifest is None else manifest.chunk_count  # no records made
-            require_counts(store, tree.files, chunks)
-            # The store's model (or --watch's, for a new collection); loads nothing yet.
-            searcher.reset(embedder)
-            compactor = _Compactor(store)
-            self._services.append(compactor.close)
-            pins = GenerationPins(
-                store,
-                on_change=lambda: refresher.wake(force=True),
-                on_settled=compactor.request,
-            )
-            refresher.hidden = pins.deleted
-            self._services.append(pins.close)
-            ops = self._operations(
-                tree,
-                DocumentReader(store),
-                on_init=lambda: self._started(resident, refresher, searcher, pins, documents),
-                kernel=KernelCache(),
-                pins=pins,
-            )
-            searches = SearchDirectories(searcher.search, self.cfg.search_dir, self.cfg.search)
+            trees: dict[str, Tree] = {}
+            for address in self.cfg.addresses:
+                one, trees[address.collection] = self._show(address, embedder, opened)
+                shown.append(one)
+            if self.cfg.collections:
+                ops, searches, similars = self._several(shown, trees)
+            else:
+                ops, searches, similars = self._one(shown[0], trees[shown[0].address.collection])
             searches.caller = _caller_uid
-            # ops.tree is read per call: a search always runs against the tree shown now.
-            ops.resolvers.append(lambda rel: searches.resolve(ops.tree, rel))
-            # DIR/.map.md: the folder's map, from the tree shown now and the chunks' titles.
-            maps = FolderMaps(store.get_chunks)
-            ops.resolvers.append(lambda rel: maps.resolve(ops.tree, rel))
-            # DIR/.similar/PATH/: the documents nearest to DIR/PATH, as a question folder.
-            similars = SimilarDirectories(searcher.similar, self.cfg.search)
-            ops.resolvers.append(lambda rel: similars.resolve(ops.tree, rel))
-            # While an ingest's dense pass is under way, results say how much is embedded,
-            # and are searched again as its vectors come in.
-            searches.meaning = opened.meaning_note
 
             def vectors_changed() -> None:
                 searches.cache.clear()
@@ -291,24 +348,33 @@ class MountDaemon:
                 ops.kernel.forget_searches()
 
             self._vectors_changed = vectors_changed
-            # A document read is embedded first (semfs.ingest.focus).
-            uses = uses_of(store)
-            ops.opened.append(lambda path: uses.documents([path]))
+            # A document read is embedded first (semfs.ingest.focus), in its own collection
+            # (a mount of several: the first part of its path names it).
+            uses = {one.address.collection: uses_of(one.store) for one in shown}
+            ops.opened.append(
+                functools.partial(_note_read, uses, several=bool(self.cfg.collections))
+            )
             # `semfs guide MOUNTPOINT` names the search folder this mount answers.
             ops.root_xattrs.append(lambda: {"search_dir": searches.folder})
-            refresher.publish = ops.set_tree
             if self.cfg.watch is not None:
+                one = shown[0]
                 # Its deletions wait for open files too.
                 assert documents is not None
-                self._watcher = self._follow(pins.guard(), documents, refresher, resident)
+                self._watcher = self._follow(
+                    one.pins.guard(), documents, one.refresher, one.resident
+                )
                 ops.root_xattrs.append(self._watcher.state.xattrs)
                 if self.cfg.writable:
                     cast(
                         "WritableOperations", ops
                     ).holds = self._watcher  # a file open for writing waits for its close
                 searches.status_line = self._watcher.state.freshness_line
+            ops.on_init = lambda: self._started(shown, documents)
             logger.debug(
-                "mounting %s (%d documents) at %s", store.location, tree.files, self.cfg.mountpoint
+                "mounting %s (%d documents) at %s",
+                ", ".join(one.store.location for one in shown),
+                ops.tree.files,
+                self.cfg.mountpoint,
             )
             try:
                 FUSE(
@@ -327,58 +393,126 @@ class MountDaemon:
             raise MountError(self.error or f"cannot mount {self.cfg.mountpoint}")
         logger.info("unmounted %s", self.cfg.mountpoint)
 
-    def _started(
-        self,
-        resident: ResidentStore,
-        refresher: TreeRefresher,
-        searcher: LazySearcher,
-        pins: GenerationPins,
-        documents: Embedder | None,
-    ) -> None:
+    def _one(
+        self, one: _Shown, tree: Tree
+    ) -> tuple[SemfsOperations, SearchDirectories, SimilarDirectories]:
+        """The callbacks and folders of a mount of one collection: its tree at the root."""
+        ops = self._operations(tree, one.reader, kernel=KernelCache(), pins=one.pins)
+        searches = SearchDirectories(one.searcher.search, self.cfg.search_dir, self.cfg.search)
+        # ops.tree is read per call: a search always runs against the tree shown now.
+        ops.resolvers.append(lambda rel: searches.resolve(ops.tree, rel))
+        # DIR/.map.md: the folder's map, from the tree shown now and the chunks' titles.
+        maps = FolderMaps(one.store.get_chunks)
+        ops.resolvers.append(lambda rel: maps.resolve(ops.tree, rel))
+        # DIR/.similar/PATH/: the documents nearest to DIR/PATH, as a question folder.
+        similars = SimilarDirectories(one.searcher.similar, self.cfg.search)
+        ops.resolvers.append(lambda rel: similars.resolve(ops.tree, rel))
+        # While an ingest's dense pass is under way, results say how much is embedded,
+        # and are searched again as its vectors come in.
+        searches.meaning = one.opened.meaning_note
+        one.refresher.publish = ops.set_tree
+        return ops, searches, similars
+
+    def _several(
+        self, shown: list[_Shown], trees: dict[str, Tree]
+    ) -> tuple[SemfsOperations, SearchDirectories, SimilarDirectories]:
+        """The callbacks and folders of a mount of several collections: each a top-level
+        folder (:mod:`semfs.fusefs.view.forest`), each file read from its own store."""
+        forest = Forest(trees, FileIds(os.getuid(), os.getgid()))
+        by_name = {one.address.collection: one for one in shown}
+
+        def serving(node: Node) -> Serving:
+            now = cast("Forest", ops.tree)
+            name = node.path.partition("/")[0]
+            one = by_name[name]
+            return now.trees[name], one.reader, one.pins
+
+        ops = SemfsOperations(forest, shown[0].reader, kernel=KernelCache(), serving=serving)
+        several = ForestSearch(
+            [
+                Member(
+                    one.address.collection,
+                    one.searcher.search,
+                    one.searcher.similar,
+                    one.store.get_chunks,
+                    meaning=one.opened.meaning_note,
+                    model=_model(one.store),
+                )
+                for one in shown
+            ]
+        )
+        searches = SearchDirectories(several.search, self.cfg.search_dir, self.cfg.search)
+        searches.meaning = several.meaning
+        maps = FolderMaps(several.chunks, about=several.about)  # type: ignore[arg-type]
+        similars = SimilarDirectories(several.similar, self.cfg.search)
+        for resolver in (searches, maps, similars):
+            ops.resolvers.append(functools.partial(_resolve_now, resolver, ops))
+
+        def publisher(name: str) -> Callable[[Tree], None]:
+            def publish(tree: Tree) -> None:
+                with self._publishing:  # refreshers run in threads of their own
+                    ops.set_tree(cast("Forest", ops.tree).replaced(name, tree))
+
+            return publish
+
+        for one in shown:
+            one.refresher.publish = publisher(one.address.collection)
+        return ops, searches, similars
+
+    def _started(self, shown: list[_Shown], documents: Embedder | None) -> None:
         """FUSE init(): the kernel is connected. Start the threads, then report."""
-        store = resident.store
-        try:
-            refresher.start()
-            self._services.append(refresher.stop)
-            # The dense vectors an ingest left to do (and the watcher's batches add), in a
-            # thread of their own; the model loads only if there is anything to embed.
-            resident.embed(
-                (lambda: documents) if documents is not None else None,
-                pins.guard(),
-                on_vectors=self._vectors_changed,
-            )
-            # The ingest's deletions wait for the handles still reading what they delete.
-            # A `semfs search` beside the mount runs on our searcher and warm model.
-            # A plain `semfs ingest` beside a writable mount leaves the files it holds open
-            # for writing as they are, as the watcher does (it indexes them once closed).
-            held = self._watcher.held_paths if self._watcher is not None else None
-            resident.serve(
-                on_change=refresher.wake, served=pins.guard(), searcher=searcher, held=held
-            )
-            self._services.append(resident.stop_serving)
-        except Exception as exc:
-            self.error = f"cannot serve {store.location} to `semfs ingest`: {exc}"
-            self.report(self.error)
-            fuse_exit()
-            return
+        for one in shown:
+            try:
+                one.refresher.start()
+                self._services.append(one.refresher.stop)
+                # The dense vectors an ingest left to do (and the watcher's batches add), in
+                # a thread of their own; the model loads only if there is anything to embed.
+                one.resident.embed(
+                    (lambda: documents) if documents is not None else None,
+                    one.pins.guard(),
+                    on_vectors=self._vectors_changed,
+                )
+                # The ingest's deletions wait for the handles still reading what they delete.
+                # A `semfs search` beside the mount runs on our searcher and warm model.
+                # A plain `semfs ingest` beside a writable mount leaves the files it holds
+                # open for writing as they are, as the watcher does (it indexes them once
+                # closed).
+                held = self._watcher.held_paths if self._watcher is not None else None
+                one.resident.serve(
+                    on_change=one.refresher.wake,
+                    served=one.pins.guard(),
+                    searcher=one.searcher,
+                    held=held,
+                )
+                self._services.append(one.resident.stop_serving)
+            except Exception as exc:
+                self.error = f"cannot serve {one.store.location} to `semfs ingest`: {exc}"
+                self.report(self.error)
+                fuse_exit()
+                return
         if self._watcher is not None:
             self._watcher.start()
             self._services.append(self._watcher.stop)
         self.started = True
         logger.info(
             "mounted %s at %s in %.0f ms",
-            store.location,
+            ", ".join(one.store.location for one in shown),
             self.cfg.mountpoint,
             (time.monotonic() - self._began) * 1000,
         )
         self.report(None)
-        # After the report, and each a moment later: both hold the GIL for long stretches
-        # (imports, the model, listing records), which would slow the report and the first
-        # listings. A search before then loads the model itself. An embedded shard opened
-        # from its manifest loads on first need only (a read or a search): the engine holds
-        # the GIL while it loads (0.2 s at 2k chunks, longer at 100k), which stalled every
-        # callback when it loaded on a timer, and listings, stat, find and du never need it.
-        resident.warm(searcher, delay=WARM_UP_DELAY)
+        for one in shown:
+            self._later(one)
+
+    def _later(self, one: _Shown) -> None:
+        """After the report, and each a moment later: both hold the GIL for long stretches
+        (imports, the model, listing records), which would slow the report and the first
+        listings. A search before then loads the model itself. An embedded shard opened
+        from its manifest loads on first need only (a read or a search): the engine holds
+        the GIL while it loads (0.2 s at 2k chunks, longer at 100k), which stalled every
+        callback when it loaded on a timer, and listings, stat, find and du never need it."""
+        store = one.store
+        one.resident.warm(one.searcher, delay=WARM_UP_DELAY)
         # Stopped before the store closes: a write racing the close failed with the engine's
         # "Shard is not initialized" when a mount ended within MANIFEST_DELAY.
         stopping = threading.Event()
@@ -409,6 +543,31 @@ class MountDaemon:
                 stop()
             except Exception as exc:
                 logger.error("shutting down: %s", exc, exc_info=logger.isEnabledFor(logging.DEBUG))
+
+
+def _resolve_now(resolver: Any, ops: SemfsOperations, rel: str) -> Node | None:
+    """``resolver``'s node at ``rel`` in the tree shown now (ops.tree is read per call)."""
+    node: Node | None = resolver.resolve(ops.tree, rel)
+    return node
+
+
+def _note_read(uses: dict[str, UseLog], path: str, several: bool) -> None:
+    """Note the document at mount path ``path`` as read, in its collection's use log."""
+    if not several:
+        next(iter(uses.values())).documents([path])
+        return
+    name, _, inner = path.partition("/")
+    log = uses.get(name)
+    if log is not None:
+        log.documents([inner])
+
+
+def _model(store: Store) -> Callable[[], str | None]:
+    def model() -> str | None:
+        meta = store.read_meta()
+        return None if meta is None else meta.model
+
+    return model
 
 
 class _Compactor:

@@ -50,6 +50,10 @@ XATTR_PREFIX = "user.semfs."
 BLOCK_SIZE = 4096
 
 Resolver = Callable[[str], "Node | None"]
+# What serves a file node's document: the tree its path is checked against, its reader and
+# its pins. A mount's own, or in a mount of several collections the node's collection's
+# (semfs.fusefs.view.forest).
+Serving = tuple[Tree, DocumentReader, GenerationPins]
 
 
 class Handle(Protocol):
@@ -65,7 +69,7 @@ _first_read = threading.Lock()
 class DocumentHandle:
     """One committed version of a document, pinned at open so reads never mix versions."""
 
-    __slots__ = ("attrs", "doc", "mode", "reader", "served")
+    __slots__ = ("attrs", "doc", "mode", "pins", "reader", "served")
 
     def __init__(
         self,
@@ -73,8 +77,10 @@ class DocumentHandle:
         doc: DocumentRecord,
         mode: OpenMode,
         attrs: Mapping[str, int],
+        pins: GenerationPins,
     ) -> None:
         self.reader = reader
+        self.pins = pins  # released on close
         self.doc = doc
         self.mode = mode
         # This version's stat, for a getattr on the handle once the tree no longer shows
@@ -162,7 +168,9 @@ class SemfsOperations(Operations):
     threads (never before daemonizing) and to tell a waiting parent the mount is up.
     ``kernel`` decides how each handle reads and invalidates what a new tree changes
     (:mod:`semfs.fusefs.mount.kernelcache`); ``pins`` keeps each open handle's version readable
-    (:mod:`semfs.fusefs.view.pins`).
+    (:mod:`semfs.fusefs.view.pins`). ``serving`` says which tree, reader and pins serve a
+    file node (default: ``tree``'s, ``reader`` and ``pins``; a mount of several collections:
+    the node's collection's).
     """
 
     use_ns = True
@@ -174,9 +182,11 @@ class SemfsOperations(Operations):
         on_init: Callable[[], None] | None = None,
         kernel: KernelCache | None = None,
         pins: GenerationPins | None = None,
+        serving: Callable[[Node], Serving] | None = None,
     ) -> None:
         self.tree = tree
         self.reader = reader
+        self.serving = serving or self._own
         self.resolvers: list[Resolver] = []
         # More extended attributes of the root, asked per call (``user.semfs.`` + name).
         self.root_xattrs: list[Callable[[], Mapping[str, str]]] = []
@@ -216,6 +226,9 @@ class SemfsOperations(Operations):
         if node is None:
             raise FuseOSError(errno.ENOENT)
         return node
+
+    def _own(self, node: Node) -> Serving:
+        return self.tree, self.reader, self.pins
 
     def _store_errors(self, what: str, path: str) -> _StoreErrors:
         """Store failures become EIO (logged); an outdated version becomes ESTALE."""
@@ -322,8 +335,9 @@ class SemfsOperations(Operations):
             return 0
         if node.kind != FILE or node.doc is None:
             raise FuseOSError(errno.EOPNOTSUPP)
+        tree, reader, pins = self.serving(node)
         try:  # not `with self._store_errors(...)`: this runs per file of a grep
-            doc = self.pins.hold(self.reader, node.doc)
+            doc = pins.hold(reader, node.doc)
         except BaseException as exc:
             failure = _store_failure("open", path, exc)
             if failure is None:
@@ -333,15 +347,15 @@ class SemfsOperations(Operations):
             raise FuseOSError(errno.ENOENT)
         # The kernel checked the attributes it holds, which may be an older version's (see
         # semfs.fusefs.mount.access): check the caller against the version served, now.
-        if not may_read(self.tree, doc, request_caller()):
-            self.pins.release(doc.path, doc.gen)
+        if not may_read(tree, doc, request_caller()):
+            pins.release(doc.path, doc.gen)
             raise FuseOSError(errno.EACCES)
         mode = self.kernel.opened(node, (doc.gen, doc.sha256), swaps)
         fi.fh = next(self._fh)
-        attrs = node.attrs if doc is node.doc else document_attrs(node.ino, doc, self.tree.ids)
-        self._handles[fi.fh] = DocumentHandle(self.reader, doc, mode, attrs)
+        attrs = node.attrs if doc is node.doc else document_attrs(node.ino, doc, tree.ids)
+        self._handles[fi.fh] = DocumentHandle(reader, doc, mode, attrs, pins)
         for opened in self.opened:
-            opened(doc.path)
+            opened(node.path)
         fi.keep_cache = int(mode.keep_cache)
         fi.direct_io = int(mode.direct_io)
         return 0
@@ -361,7 +375,7 @@ class SemfsOperations(Operations):
             self.kernel.released(handle.mode)
             doc = handle.doc
             try:  # as in open: no context manager on the per-file path
-                self.pins.release(doc.path, doc.gen)
+                handle.pins.release(doc.path, doc.gen)
             except BaseException as exc:
                 failure = _store_failure("release", path, exc)
                 if failure is None:

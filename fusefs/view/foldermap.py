@@ -28,7 +28,7 @@ import re
 import stat
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Protocol
 
 from semfs.fusefs.view.tree import DIR, FILE, FILE_MODE, Node, Tree, node_attrs
@@ -93,13 +93,22 @@ def _documents_below(tree: Tree) -> Mapping[str, int]:
 
 
 class FolderMaps:
-    """Renders and caches folder maps; thread-safe. ``chunks`` reads a document's chunks
-    (the title and description are on each; the first is read). ``tools``: the map the MCP
-    ``list`` tool returns, whose pointers name its calls instead of files."""
+    """Renders and caches folder maps; thread-safe. ``chunks`` reads a document's chunks by
+    its path in the tree (the title and description are on each; the first is read).
+    ``tools``: the map the MCP ``list`` tool returns, whose pointers name its calls instead
+    of files. ``about``: a line on a folder of the root (tree, folder -> text or None); a
+    mount of several collections says there what each collection is (its root then lists
+    them under "Collections")."""
 
-    def __init__(self, chunks: ChunkReader, tools: bool = False) -> None:
+    def __init__(
+        self,
+        chunks: ChunkReader,
+        tools: bool = False,
+        about: Callable[[Tree, str], str | None] | None = None,
+    ) -> None:
         self._chunks = chunks
         self.tools = tools  # for the MCP list tool: name its calls, not files
+        self.about = about
         self._lock = threading.Lock()
         self._tree: Tree | None = None
         self._pages: OrderedDict[tuple[str, int], bytes] = OrderedDict()
@@ -167,9 +176,13 @@ class FolderMaps:
         counts = _documents_below(tree)
         shown = f"{folder}/" if folder else "/"
         subdirs = [c for c in node.children.values() if c.kind == DIR]
+        about = self.about if not folder else None
+        folders = "collections" if about is not None else "folders"
         head = f"# {shown} — {counts.get(folder, 0):,} documents"
-        head += f", {len(subdirs)} folders\n" if subdirs else "\n"
-        folder_lines = [_folder_line(sub, counts) for sub in subdirs]
+        head += f", {len(subdirs)} {folders}\n" if subdirs else "\n"
+        notes = [about(tree, sub.path) if about is not None else None for sub in subdirs]
+        folder_lines = [_folder_line(s, counts, n) for s, n in zip(subdirs, notes, strict=True)]
+        sections = {**_SECTIONS, DIR: f"\n## {folders.capitalize()}\n"}
         docs = self._documents(tree, node)
         # Shorter lines when that fits every document on the first page (a name and a title
         # say most): the room left beside the folders, shared by the documents.
@@ -186,7 +199,7 @@ class FolderMaps:
             section = ""
             while line is not None:
                 kind, text = line
-                add = "" if kind == section else _SECTIONS[kind]
+                add = "" if kind == section else sections[kind]
                 cost = len((add + text).encode("utf-8", "surrogateescape")) + 1
                 if size + cost + reserve > MAP_BYTES and len(body) > 1:
                     break
@@ -209,9 +222,9 @@ class FolderMaps:
             if child.kind != FILE or child.doc is None:
                 continue
             rec = child.doc
-            if rec.blob and tree.lookup(rec.path + _VIEW_SUFFIX) is not None:
+            if rec.blob and tree.lookup(child.path + _VIEW_SUFFIX) is not None:
                 continue  # its text view is listed (the same document, and what to read)
-            docs.append((child.name, rec))
+            docs.append((child.path, rec))
         return docs
 
     def _lines(
@@ -220,11 +233,12 @@ class FolderMaps:
         """The entries in order, made as the pages ask (a document's costs a chunk read)."""
         for text in folder_lines:
             yield DIR, text
-        for name, rec in docs:
-            yield FILE, self._document_line(name, rec, width)
+        for path, rec in docs:
+            yield FILE, self._document_line(path, rec, width)
 
-    def _document_line(self, name: str, rec: DocumentRecord, width: int) -> str:
-        title, description = self._describe(rec)
+    def _document_line(self, path: str, rec: DocumentRecord, width: int) -> str:
+        name = path.rpartition("/")[2]
+        title, description = self._describe(path, rec)
         text = f"- {name}"
         if title and title != name:
             text += f" — {title}"
@@ -232,9 +246,10 @@ class FolderMaps:
             text += f": {description}"
         return _cut(text, width)
 
-    def _describe(self, rec: DocumentRecord) -> tuple[str, str]:
-        """The title and description recorded with the document's chunks ("" when none)."""
-        path = rec.path + _VIEW_SUFFIX if rec.blob else rec.path
+    def _describe(self, shown: str, rec: DocumentRecord) -> tuple[str, str]:
+        """The title and description recorded with the chunks of ``rec``, shown at ``shown``
+        in the tree ("" when none)."""
+        path = shown + _VIEW_SUFFIX if rec.blob else shown
         key = (path, rec.gen)
         with self._lock:
             got = self._titles.get(key)
@@ -246,7 +261,7 @@ class FolderMaps:
             try:
                 found = self._chunks(path, rec.gen, [0])
             except Exception as exc:  # a map is an aid: a store failure shows names only
-                logger.warning("map: cannot read the title of %r: %s", rec.path, exc)
+                logger.warning("map: cannot read the title of %r: %s", shown, exc)
                 return got
             if found:
                 got = (_one_line(found[0].title), _one_line(found[0].description))
@@ -279,8 +294,10 @@ def _footer(folder: str, tools: bool, subfolders: bool) -> str:
     return text + "\n"
 
 
-def _folder_line(sub: Node, counts: Mapping[str, int]) -> str:
+def _folder_line(sub: Node, counts: Mapping[str, int], about: str | None = None) -> str:
     text = f"- {sub.name}/ ({counts.get(sub.path, 0):,})"
+    if about:
+        text += f" — {about}"
     inner = [c for c in sub.children.values() if c.kind == DIR]
     if inner:
         parts = [f"{c.name}/ {counts.get(c.path, 0):,}" for c in inner]

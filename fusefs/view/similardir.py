@@ -115,17 +115,18 @@ class SimilarDirectories:
         rec = doc.doc
         assert rec is not None
 
-        # The documents like this one: its vectors, as a meaning-only search.
-        request = SearchRequest(rec.path, k=self.k, mode="semantic", under=under or None)
+        # The documents like this one: its vectors, as a meaning-only search. Named by its
+        # path in the mount (a mount of several collections: its collection's name first).
+        request = SearchRequest(doc.path, k=self.k, mode="semantic", under=under or None)
 
         def run() -> QueryResult:
             # The renderer's package loads the Qdrant engine: not at a mount's start.
             from semfs.ingest.search.results import link_names, similar_file
 
-            hits = tuple(self.similar(rec.path, rec.gen, request, committed=tree.shows))
+            hits = tuple(self.similar(doc.path, rec.gen, request, committed=tree.shows))
             names = link_names(hits, self.k, tree.shown)
             return QueryResult(
-                text=rec.path,
+                text=doc.path,
                 hits=hits,
                 names=names,
                 results_name=RESULTS_NAME,
@@ -134,7 +135,7 @@ class SimilarDirectories:
                 _positions=MappingProxyType({n: i for i, n in enumerate(names)}),
             )
 
-        return self.cache.get(tree, (under, rec.path, rec.gen), run)
+        return self.cache.get(tree, (under, doc.path, rec.gen), run)
 
     def _entries(self, tree: Tree, under: str, rel: str, doc: Node) -> Mapping[str, Node]:
         result = self._result(tree, under, doc)

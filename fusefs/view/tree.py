@@ -323,6 +323,10 @@ class Tree:
                 up = up.rpartition("/")[0]
         return MappingProxyType(below)
 
+    def paths(self) -> Iterable[str]:
+        """Every document's path (a converted file's original and text view both), in order."""
+        return iter(self._docs)
+
     def nodes(self) -> Iterable[Node]:
         """Every node, the root included (for comparing two snapshots)."""
         return [self._existing(p) for p in (*self._docs, *self._dirs)]

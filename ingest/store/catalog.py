@@ -34,7 +34,16 @@ def mounted_at(source: str, table: Path | None = None) -> list[str]:
     (:attr:`~semfs.ingest.store.address.CollectionAddress.mount_source`) here; empty
     where the system's list of mounts cannot be read."""
     found = portable.mounts(table) or []
-    return [m.mountpoint for m in found if (m.fstype, m.source) == (portable.FSTYPE, source)]
+    ours = [m for m in found if m.fstype == portable.FSTYPE]
+    return [m.mountpoint for m in ours if source in _each(m.source)]
+
+
+def _each(source: str) -> list[str]:
+    """The collections' sources in a mount's: a mount of several is ``semfs:docs+code`` (a
+    collection's name has no ``+``), each collection's own is ``semfs:docs``, ``semfs:code``."""
+    names, at, where = source.partition("@")
+    prefix, colon, listed = names.partition(":")
+    return [f"{prefix}{colon}{name}{at}{where}" for name in listed.split("+")]
 
 
 def missing(name: str, where: str, names: list[str]) -> StoreNotFoundError:

@@ -221,8 +221,11 @@ def test_mountinfo_lists_semfs_mounts_of_a_collection(tmp_path: Path) -> None:
         "36 35 0:40 / /home/me/mnt\\040docs rw - fuse.semfs semfs:docs ro,user_id=1000\n"
         "37 35 0:41 / /mnt/x rw - fuse.sshfs semfs:docs rw\n"
         "38 35 0:42 / /mnt/y rw shared:1 - fuse.semfs semfs:docs@qdrant.example:6333 ro\n"
+        "39 35 0:43 / /mnt/both rw - fuse.semfs semfs:code+docs ro\n"  # --collections code,docs
     )
-    assert mounted_at("semfs:docs", info) == ["/home/me/mnt docs"]
+    assert mounted_at("semfs:docs", info) == ["/home/me/mnt docs", "/mnt/both"]
+    assert mounted_at("semfs:code", info) == ["/mnt/both"]
+    assert mounted_at("semfs:cod", info) == []
     server = CollectionAddress("docs", url="https://me:secret@qdrant.example:6333/x").mount_source
     assert server == "semfs:docs@qdrant.example:6333"
     assert mounted_at(server, info) == ["/mnt/y"]

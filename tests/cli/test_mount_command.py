@@ -16,6 +16,8 @@ from click.testing import CliRunner
 from semfs.fusefs.cli import fastmount
 from semfs.fusefs.cli.group import cli
 from semfs.fusefs.cli.mounthelper import translate
+from semfs.fusefs.cli.options import collection_names
+from semfs.ingest.errors import SemfsError
 from tests.helpers import SEMFS
 
 
@@ -100,6 +102,8 @@ def _click_params(args: list[str]) -> dict[str, Any]:
         ["MNT", "--url", "http://q:6333", "--api-key=secret", "--no-views"],
         ["MNT", "-w", "src", "--include", "*.md", "--include=*.txt", "-m", "hash"],
         ["MNT", "--watch=src", "--exclude", "drafts/", "--follow-symlinks"],
+        ["MNT", "--collections", "docs,code", "--store", "STORE"],
+        ["MNT", "--all"],
     ],
 )
 def test_plain_mount_arguments_parse_without_click_as_click_does(
@@ -197,3 +201,17 @@ def test_the_console_script_leaves_help_and_usage_errors_to_click(tmp_path: Path
     assert bad.returncode == 2 and "No such option '--bogus'" in bad.stderr
     missing = mount()
     assert missing.returncode == 2 and "Missing argument 'MOUNTPOINT'" in missing.stderr
+
+
+def test_collections_and_all_name_the_collections_mounted_as_folders() -> None:
+    """--collections A,B names them in order (a repeat once); --all the store's; neither: -c.
+    Both, none named, or a bad name: one line."""
+    store = lambda: ["code", "docs", "notes"]  # noqa: E731 - the store's, sorted
+    assert collection_names("docs, code,docs", False, store) == ("docs", "code")
+    assert collection_names(None, True, store) == ("code", "docs", "notes")
+    assert collection_names(None, False, store) == ()
+    for bad in (("a", True, store), (",", False, store), ("../x", False, store)):
+        with pytest.raises(SemfsError):
+            collection_names(*bad)
+    with pytest.raises(SemfsError, match="no collection yet"):
+        collection_names(None, True, list)
