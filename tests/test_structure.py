@@ -758,3 +758,39 @@ def test_the_probe_rule_fails_on_a_planted_violation(tmp_path: Path) -> None:
     found = set(_probes(root)) - set(_probes())
     assert len(found) == len(_PLANTED_PROBES), found
     assert all(f.startswith("ingest/search/excerpts.py:") for f in found), found
+
+
+# Names with one meaning (issue 49, ARCHITECTURE.md): a `scope` is the folders an MCP token
+# sees, so only the agent tools name anything so; an ingest's paths are `only`, a search's
+# folder `under`.
+SCOPE_FOLDER = "fusefs/agent/"
+_SCOPE_NAME = re.compile(r"^(in_)?scope(_\w+)?$")
+
+
+def _scope_names_in(rel: str, text: str) -> list[str]:
+    if rel.startswith(SCOPE_FOLDER):
+        return []
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        name = (
+            getattr(node, "id", None)
+            or (node.arg if isinstance(node, ast.arg | ast.keyword) else None)
+            or (node.attr if isinstance(node, ast.Attribute) else None)
+            or (node.name if isinstance(node, ast.FunctionDef | ast.ClassDef) else None)
+        )
+        if name and _SCOPE_NAME.match(name):
+            found.append(f"{rel}:{getattr(node, 'lineno', 0)} {name}")
+    return found
+
+
+def test_only_the_agent_tools_name_a_scope() -> None:
+    found = [
+        hit for p in _files() for hit in _scope_names_in(str(p.relative_to(REPO)), p.read_text())
+    ]
+    assert found == []
+
+
+def test_the_scope_rule_fails_on_a_planted_violation() -> None:
+    planted = "def in_scope(path, scope):\n    return f(scope=scope).scope\n"
+    assert len(_scope_names_in("ingest/pipeline.py", planted)) == 5
+    assert _scope_names_in("fusefs/agent/toolbox.py", planted) == []
