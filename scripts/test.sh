@@ -19,8 +19,10 @@ ln -sfn ../../../ingest/front/__init__.py build/typecheck/semfs/__init__.py
 # ARCHITECTURE.md): fail when they drift. `.venv/bin/cog -r README.md docs/cli.md docs/searching.md
 # docs/agents.md` regenerates them.
 .venv/bin/cog --check README.md docs/cli.md docs/searching.md docs/agents.md
-# pytest exits 5 when it collects no test; set -e makes that a failure too.
-.venv/bin/pytest "$@"
+# pytest exits 5 when it collects no test; set -e makes that a failure too. One worker per core
+# (pytest-xdist), each a module at a time so that a module's shared store or mount is made
+# once: the tests wait on mounts, daemons and subprocesses more than they compute.
+.venv/bin/pytest -n auto --dist loadscope "$@"
 # The suite above ran as the default install does, without torch (its tests marked `torch`
 # skipped). Those tests compare the default model's torch-free graph with sentence-transformers
 # on torch: they run in a second venv with the [torch] extra (SEMFS_TORCH_CHECK=0 skips this).

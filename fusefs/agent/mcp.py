@@ -93,6 +93,13 @@ def _sdk() -> tuple[Any, type[Exception], bool]:
 
 
 _Server, ToolError, MCP2 = _sdk()
+# The SDK's settings also read a `.env` file in the working directory: the server would take
+# FASTMCP_* options from whatever folder an agent starts it in (a repository it does not
+# trust), and fail to start where that folder is not readable (run as another user). Its
+# options come from our flags (and the SDK's environment variables) only.
+_sdk_settings = getattr(importlib.import_module(_Server.__module__), "Settings", None)
+if _sdk_settings is not None:
+    _sdk_settings.model_config["env_file"] = None
 
 GUIDE = """\
 This server is a document collection (semfs): files you can search by meaning, grep, list

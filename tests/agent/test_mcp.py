@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from mcp.client.stdio import stdio_client
 
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
-from tests.helpers import SEMFS
+from tests.helpers import NOBODY, SEMFS
 from tests.helpers.grepcorpus import LONG_PATH, PATTERNS, boundary_pattern, build, gnu_grep
 from tests.helpers.mcpclient import (
     attr,
@@ -343,3 +345,22 @@ def test_the_server_is_semfs_and_its_search_text_has_no_mount_hints(
     for mount_only in ("NN-name", "sed -n", "@full", "Name the folder"):
         assert mount_only not in found and mount_only not in empty
     assert "Give a question as query." in empty
+
+
+def test_the_server_starts_in_a_folder_its_user_cannot_read(tmp_path: Path) -> None:
+    """Started in a folder its user may not enter (another user's cwd kept across setpriv),
+    the server still starts: nothing of its working folder is read (the SDK's `.env`)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to act as another user")
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    start = "from semfs.fusefs.agent.mcp import _Server; print(_Server('semfs').name)"
+    done = subprocess.run(
+        [*AS_NOBODY, sys.executable, "-c", start],
+        cwd=closed,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (done.returncode, done.stdout) == (0, "semfs\n"), done.stderr[-2000:]

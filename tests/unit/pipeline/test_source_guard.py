@@ -115,9 +115,13 @@ def test_a_symlink_to_the_source_is_the_same_source(tmp_path: Path, store_dir: P
     assert meta is not None and meta.source == str(real)  # still the path first named
 
 
-def test_the_first_ingest_records_the_folder_and_when(tmp_path: Path, store_dir: Path) -> None:
+def test_the_first_ingest_records_the_folder_and_when(
+    tmp_path: Path, store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     src = _tree(tmp_path / "src", {"one.md": "one\n"})
-    os.chdir(tmp_path)  # a relative path is recorded absolute
+    # A relative path is recorded absolute. Back where it was after (a later test of this
+    # worker would otherwise run, and start its servers, in this owner-only folder).
+    monkeypatch.chdir(tmp_path)
     with open_store(CollectionAddress(store=store_dir)) as store:
         before, began = time.time(), time.perf_counter()
         ingest(Path("src"), store, model="hash")
