@@ -264,6 +264,8 @@ def uses_of(store: StoreReader) -> UseLog:
             if len(_logs) >= 64:  # a process with many collections: forget the oldest
                 _logs.pop(next(iter(_logs)))
             log = _logs[path] = UseLog(store, path)
+        elif log.store is not store:  # the collection opened again: ask the open one
+            log.store, log._pending = store, None
         return log
 
 

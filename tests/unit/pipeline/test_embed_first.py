@@ -193,3 +193,21 @@ def test_the_note_is_bounded_and_a_reader_that_cannot_write_goes_on(
         later.documents(["alpha/doc02.md"])
         assert not note.exists()
         assert uses_of(store) is uses_of(store)
+
+
+def test_a_collection_opened_again_in_the_process_is_noted(
+    address: CollectionAddress, keywords_only: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process's note of a collection asks the store open now whether it embeds, not
+    one closed since (whose last answer was: all embedded, so nothing was noted)."""
+    monkeypatch.setattr(focus, "PENDING_TTL", 0.0)  # asked at each note
+    with open_store(address) as store:
+        embed_missing(store, HashEmbedder())
+        uses_of(store).documents(["alpha/doc01.md"])
+        note = store.lock_path(FOCUS_FILE)
+    assert note is not None and not note.exists()
+    shutil.rmtree(address.store)  # the collection written again, keywords first
+    shutil.copytree(keywords_only, address.store, symlinks=True)
+    with open_store(address) as store:
+        uses_of(store).documents(["alpha/doc02.md"])
+    assert [u.path for u in read_uses(note)] == ["alpha/doc02.md"]
