@@ -103,10 +103,16 @@ def vectors_for(
     return found
 
 
-def order(chunks: list[ChunkRecord], seed: int, by_folder: bool) -> list[ChunkRecord]:
-    """The order in which the chunks get their vectors."""
+def order(
+    chunks: list[ChunkRecord], seed: int, by_folder: bool, first: str | None = None
+) -> list[ChunkRecord]:
+    """The order in which the chunks get their vectors (``first``: that folder's chunks
+    before the rest, as the dense pass gives them after searches scoped there)."""
     rng = random.Random(seed)
     out = sorted(chunks, key=lambda c: (c.path, c.index))
+    if first is not None:
+        rest = order([c for c in out if not c.path.startswith(first + "/")], seed, by_folder)
+        return order([c for c in out if c.path.startswith(first + "/")], seed, False) + rest
     if not by_folder:
         rng.shuffle(out)
         return out
@@ -130,19 +136,19 @@ def figures(ranks: Sequence[int | None]) -> dict[str, float]:
 
 
 def ask(
-    searcher: Searcher, questions: Sequence[Question]
+    searcher: Searcher, questions: Sequence[Question], under: str | None = None
 ) -> tuple[dict[str, list[int | None]], dict[str, list[float]]]:
     """Each question by each scheme: the rank of the first relevant document, and each
     hybrid's seconds."""
     ranks: dict[str, list[int | None]] = {s: [] for s in SCHEMES}
     seconds: dict[str, list[float]] = {s: [] for s in SCHEMES[1:]}
     for q in questions:
-        hits = searcher.search(SearchRequest(q.text, k=K, mode="keyword"))
+        hits = searcher.search(SearchRequest(q.text, k=K, mode="keyword", under=under))
         ranks["keyword"].append(first_relevant([h.path for h in hits], q))
         for scheme, partial in (("hybrid before", False), ("hybrid now", True)):
             searcher.partial_fusion = partial
             started = time.perf_counter()
-            hits = searcher.search(SearchRequest(q.text, k=K, mode="hybrid"))
+            hits = searcher.search(SearchRequest(q.text, k=K, mode="hybrid", under=under))
             seconds[scheme].append(time.perf_counter() - started)
             ranks[scheme].append(first_relevant([h.path for h in hits], q))
     searcher.partial_fusion = True
@@ -158,9 +164,13 @@ def run_set(
     seed: int,
     by_folder: bool,
     log: Callable[[str], None],
+    under: str | None = None,
+    first: str | None = None,
 ) -> dict[str, Any]:
     corpus = data / "corpora" / name
     questions = read_questions(data / "datasets" / "doc-questions" / f"{name}.tsv")
+    if under is not None:  # someone working in one folder: its questions, asked there
+        questions = [q for q in questions if q.expected.startswith(under + "/")]
     work.mkdir(parents=True, exist_ok=True)
     model = canonical_model_name(DEFAULT_MODEL)
     embedder = load_embedder(model)
@@ -170,7 +180,7 @@ def run_set(
         ingest(corpus, store, model=model, embedder=embedder, dense=False)
         chunks = all_chunks(store)
         vectors = vectors_for(chunks, corpus, work, source, model)
-        todo = order(chunks, seed, by_folder)
+        todo = order(chunks, seed, by_folder, first)
         searcher = Searcher(store, embedder=embedder)
         searcher.warm_up()
         done = 0
@@ -186,7 +196,7 @@ def run_set(
             if share == 100:
                 mark_embedded(store)  # as a finished dense pass leaves it
             load = os.getloadavg()[0]
-            ranks, seconds = ask(searcher, questions)
+            ranks, seconds = ask(searcher, questions, under)
             row: dict[str, Any] = {"share": share, "load": load}
             row["embedded"] = store.embedding_counts()
             for scheme in SCHEMES:
@@ -238,6 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--shares", default=",".join(map(str, SHARES)), help="Percent, ascending.")
     p.add_argument("--seed", type=int, default=45)
     p.add_argument("--by-folder", action="store_true", help="Embed a folder at a time.")
+    p.add_argument("--under", help="Only the questions of this folder, asked scoped to it.")
+    p.add_argument("--first", help="Embed this folder's chunks first (issue 45.2's order).")
     p.add_argument("--markdown", type=Path)
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
@@ -255,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.seed,
                 args.by_folder,
                 lambda line: print(line, flush=True),
+                args.under,
+                args.first,
             )
         )
     table = markdown(results, args.by_folder)
