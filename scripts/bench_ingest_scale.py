@@ -345,11 +345,36 @@ def shared_folder(work: Path) -> Path:
     return dest
 
 
+def shared_copies(work: Path, copies: int) -> Path:
+    """``copies`` copies of the three shared corpora in one folder (``copyNN/<corpus>/``), each
+    copy after the first with its first 50 paragraph breaks of each page marked ``variantN``,
+    so that no two copies' chunks have the same text (a chunk's stored vector is not reused):
+    a real documentation collection of 10k to 100k+ chunks (issue 45.4's scale curve)."""
+    dest = work / f"shared-x{copies}"
+    if dest.is_dir():
+        return dest
+    for k in range(copies):
+        for name in SHARED_CORPORA:
+            for f in sorted((SHARED / name).rglob("*")):
+                if not f.is_file() or f.suffix not in (".md", ".mdx"):
+                    continue
+                out = dest / f"copy{k:02d}" / name / f.relative_to(SHARED / name)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                text = f.read_text(errors="replace")
+                out.write_text(text.replace("\n\n", f"\n\nvariant{k} ", 50) if k else text)
+    return dest
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", action="append", default=[], metavar="NAME=PATH")
     p.add_argument("--shared", action="store_true", help="Also the three shared corpora, together.")
     p.add_argument("--growth", help="Synthetic corpora of these many chunks, comma-separated.")
+    p.add_argument(
+        "--shared-copies",
+        help="Corpora of this many copies of the shared corpora, comma-separated (1: ~10k "
+        "chunks with the default model, 6: ~53k, 12: ~105k).",
+    )
     p.add_argument("-m", "--model", help="The store's model [default: semfs's].")
     p.add_argument("--jobs", type=int, help="semfs ingest --jobs [default: its own].")
     p.add_argument("--poll", type=float, default=1.0, help="Seconds between polls [1].")
@@ -369,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
         sources = {name: Path(path) for name, path in corpora.items()}
         if args.shared:
             sources["shared corpora"] = shared_folder(work)
+        for n in [int(s) for s in args.shared_copies.split(",")] if args.shared_copies else []:
+            sources[f"shared x{n}"] = shared_copies(work, n)
         for size in [int(s) for s in args.growth.split(",")] if args.growth else []:
             folder = work / f"synthetic-{size}"
             if not folder.is_dir():
