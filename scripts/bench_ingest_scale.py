@@ -289,6 +289,12 @@ def first_pass(source: Path, store: Path, model: str | None, env: dict[str, str]
         while proc.poll() is None:
             for key, kb in _memory(proc.pid).items():
                 peak[key] = max(peak.get(key, 0), kb)
+            # Its children (chunking, extraction) together, and the largest one's own peak.
+            kids = [_memory(c) for c in _children(proc.pid)]
+            together = sum(k.get("VmRSS", 0) for k in kids)
+            peak["children"] = max(peak.get("children", 0), together)
+            hwm = max((k.get("VmHWM", 0) for k in kids), default=0)
+            peak["child_hwm"] = max(peak.get("child_hwm", 0), hwm)
             time.sleep(0.2)
         out.seek(0)
         err.seek(0)
@@ -311,6 +317,8 @@ def first_pass(source: Path, store: Path, model: str | None, env: dict[str, str]
         "peak_vmhwm_mb": round(peak.get("VmHWM", 0) / 1024),
         "peak_rss_anon_mb": round(peak.get("RssAnon", 0) / 1024),
         "peak_rss_file_mb": round(peak.get("RssFile", 0) / 1024),
+        "peak_children_rss_mb": round(peak.get("children", 0) / 1024),
+        "peak_child_vmhwm_mb": round(peak.get("child_hwm", 0) / 1024),
         "load_start": [round(x, 1) for x in load],
         "load_end": [round(x, 1) for x in os.getloadavg()],
     }
