@@ -434,3 +434,6 @@ class LazySearcher:
         committed: Callable[[str, int], bool] | None = None,
     ) -> list[Hit]:
         return self().similar(path, gen, request, committed)
+
+    def nearness(self, request: SearchRequest) -> float | None:
+        return self().nearness(request)

@@ -437,6 +437,7 @@ class MountDaemon:
                     one.store.get_chunks,
                     meaning=one.opened.meaning_note,
                     model=_model(one.store),
+                    nearness=one.searcher.nearness,
                 )
                 for one in shown
             ]

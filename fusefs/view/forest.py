@@ -12,8 +12,10 @@ file from that collection's store.
 
 The folders of the view run on the forest as on one tree: ``MNT/.search/Q/`` searches every
 collection, ``MNT/docs/.search/Q/`` (and below) only ``docs``, through :class:`ForestSearch`,
-which runs each collection's own searcher and merges their hits on match strength as
-``semfs search -c docs -c code`` does (:func:`semfs.ingest.search.several.merge_hits`).
+which runs each collection's own searcher and merges their hits as
+:func:`semfs.ingest.search.several.merge_hits` does: the first hit is the first of the
+collection whose nearest chunk is nearest the question (a cosine, by its own model), the
+others follow on match strength.
 ``.similar`` stays inside the document's own collection (its vectors are its model's), and the
 root ``.map.md`` names each collection with its size and kind (:meth:`ForestSearch.about`).
 
@@ -231,6 +233,8 @@ class Member:
     chunks: Callable[[str, int, list[int]], list[ChunkRecord]]
     meaning: Callable[[str, str | None], str | None] | None = None
     model: Callable[[], str | None] | None = None
+    # How near its nearest chunk is to a question (Searcher.nearness): who comes first.
+    nearness: Callable[[SearchRequest], float | None] | None = None
 
 
 class ForestSearch:
@@ -251,16 +255,20 @@ class ForestSearch:
         return [] if member is None else [(member, rest or None)]
 
     def search(self, request: SearchRequest, committed: Committed | None = None) -> list[Hit]:
-        """``request`` over the collections of its folder: the ``k`` best of all, merged on
-        match strength, each named by its mount path."""
+        """``request`` over the collections of its folder: the ``k`` best of all, merged as
+        :func:`~semfs.ingest.search.several.merge_hits` merges (the nearest collection's
+        first hit first), each named by its mount path."""
         from semfs.ingest.search.several import merge_hits
 
         each: dict[str, list[Hit]] = {}
-        for member, inside in self._scopes(request.under):
-            each[member.name] = member.search(
-                replace(request, under=inside), committed=_inside(member.name, committed)
-            )
-        return [_prefixed(name, hit) for name, hit in merge_hits(each, request.k)]
+        near: dict[str, float | None] = {}
+        scopes = self._scopes(request.under)
+        for member, inside in scopes:
+            asked = replace(request, under=inside)
+            each[member.name] = member.search(asked, committed=_inside(member.name, committed))
+            if len(scopes) > 1 and member.nearness is not None and each[member.name]:
+                near[member.name] = member.nearness(asked)
+        return [_prefixed(name, hit) for name, hit in merge_hits(each, request.k, near)]
 
     def similar(
         self, path: str, gen: int, request: SearchRequest, committed: Committed | None = None

@@ -309,6 +309,20 @@ class Searcher:
         share = f"meaning: {100 * embedded // total} % of {where} embedded"
         return f"{share}; {row.partial}"
 
+    def nearness(self, request: SearchRequest) -> float | None:
+        """How near the collection's nearest chunk (below ``request.under``) is to the query:
+        the cosine of their dense vectors, by this collection's own model; None when the mode
+        reads no vectors or no chunk has one. A mount of several collections puts first the
+        first hit of the nearest (:func:`semfs.ingest.search.several.merge_hits`): a match
+        strength comes from DBSF, which measures a chunk against its own collection's
+        candidates, so every collection's best looks strong, while a cosine is an absolute."""
+        text, row = request.query.strip(), MODES[request.mode]
+        if not text or row.definitions or not row.needs_model:
+            return None
+        dense = self.embedder.encode([text])[0]
+        found = self.store.query(dense, SparseQuery([], []), "semantic", 1, request.under)
+        return found[0].similarity if found else None
+
     def warm_up(self) -> None:
         """Load the model now, so that the first query does not wait for it."""
         self.embedder.encode(["warm up"])

@@ -1,12 +1,15 @@
 """Search several collections as one: ``semfs search -c docs -c code``.
 
 Each collection keeps its own store and model: each is searched by its own
-:class:`~semfs.ingest.search.Searcher` with the same request, and the hits are merged on one
-scale, their match strength (:func:`~semfs.ingest.search.match_strength`: the measured chance
-that a hit answers the query, comparable across queries, modes and so across collections; a raw
-fused score is not, DBSF measures it against its own collection's candidates). Ties keep each
-collection's own order (its rank), then the order the collections were named in, so the first
-hit of a collection is never put behind its own second one.
+:class:`~semfs.ingest.search.Searcher` with the same request, and the hits are merged on match
+strength (:func:`~semfs.ingest.search.match_strength`), ties keeping each collection's own
+order (its rank), then the order the collections were named in, so the first hit of a
+collection is never put behind its own second one. Strength alone is not fair across
+collections: it comes from a DBSF score, which measures a chunk against its own collection's
+candidates, so a collection that holds nothing on the question still has a strong-looking best
+(BENCHMARKS.md, "Several collections in one mount": hit@1 0.15-0.28 below each searched alone
+on three corpora). Given each collection's nearness (the cosine of its nearest chunk, an
+absolute), the first place goes to the nearest collection's first hit.
 """
 
 from __future__ import annotations
@@ -18,13 +21,24 @@ from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Hit, Searcher
 
 
-def merge_hits(each: Mapping[str, Sequence[Hit]], k: int) -> list[tuple[str, Hit]]:
+def merge_hits(
+    each: Mapping[str, Sequence[Hit]],
+    k: int,
+    nearness: Mapping[str, float | None] | None = None,
+) -> list[tuple[str, Hit]]:
     """The ``k`` best of each collection's hits (collection name -> its hits, best first),
-    best first, each with the name of its collection, ranked anew from 1."""
+    best first, each with the name of its collection, ranked anew from 1. ``nearness``
+    (collection name -> :meth:`~semfs.ingest.search.Searcher.nearness`): the first place goes
+    to the first hit of the nearest collection with hits; the others follow on strength."""
     found: list[tuple[float, int, int, str, Hit]] = []
     for order, (name, hits) in enumerate(each.items()):
         found += [(-hit.strength, hit.rank, order, name, hit) for hit in hits]
     found.sort(key=lambda row: row[:3])
+    near = {n: v for n, v in (nearness or {}).items() if v is not None and each.get(n)}
+    if near:
+        nearest = max(near, key=lambda n: near[n])
+        at = next(i for i, row in enumerate(found) if row[3] == nearest)
+        found.insert(0, found.pop(at))
     return [(name, replace(hit, rank=rank)) for rank, (*_, name, hit) in enumerate(found[:k], 1)]
 
 

@@ -27,3 +27,16 @@ def test_ties_keep_each_collections_order_then_the_order_named() -> None:
     code = [_hit(1, "x.py", 0.5)]
     merged = merge_hits({"docs": docs, "code": code}, 10)
     assert [h.path for _, h in merged] == ["a.md", "x.py", "b.md"]
+
+
+def test_the_nearest_collections_first_hit_comes_first_the_rest_on_strength() -> None:
+    # A collection holding nothing on the question still has a strong-looking best (DBSF
+    # measures it against its own candidates): its nearest chunk is farther, so it is second.
+    docs = [_hit(1, "a.md", 0.6), _hit(2, "b.md", 0.5)]
+    code = [_hit(1, "x.py", 0.9), _hit(2, "y.py", 0.2)]
+    merged = merge_hits({"docs": docs, "code": code}, 4, {"docs": 0.71, "code": 0.42})
+    assert [h.path for _, h in merged] == ["a.md", "x.py", "b.md", "y.py"]
+    assert [h.rank for _, h in merged] == [1, 2, 3, 4]
+    # Unknown nearness (keyword mode) or a nearest collection without hits: strength alone.
+    assert merge_hits({"docs": docs, "code": code}, 1, {"docs": None, "code": None})[0][0] == "code"
+    assert merge_hits({"docs": [], "code": code}, 1, {"docs": 0.9, "code": 0.1})[0][0] == "code"

@@ -54,22 +54,23 @@ def _hit(path: str, strength: float) -> Hit:
 def test_the_root_searches_every_collection_and_a_folder_its_own() -> None:
     asked: list[tuple[str, str | None]] = []
 
-    def member(name: str, hits: list[Hit]) -> Member:
+    def member(name: str, hits: list[Hit], near: float | None = None) -> Member:
         def search(request: SearchRequest, committed: object = None) -> list[Hit]:
             asked.append((name, request.under))
             return hits
 
-        return Member(name, search, search, lambda path, gen, indexes: [])  # type: ignore[arg-type]
+        chunks = lambda path, gen, indexes: []  # noqa: E731
+        return Member(name, search, search, chunks, nearness=lambda request: near)  # type: ignore[arg-type]
 
-    several = ForestSearch(
-        [
-            member("docs", [_hit("a.md", 0.4)]),
-            member("code", [_hit("x.py", 0.9), _hit("y.py", 0.1)]),
-        ]
-    )
+    code = member("code", [_hit("x.py", 0.9), _hit("y.py", 0.1)], 0.3)
+    several = ForestSearch([member("docs", [_hit("a.md", 0.4)]), code])
     found = several.search(SearchRequest("q", k=2))
     assert [(h.path, h.rank) for h in found] == [("code/x.py", 1), ("docs/a.md", 2)]
     assert sorted(asked) == [("code", None), ("docs", None)]
+    # The nearest collection's first hit first, whatever the strengths.
+    several = ForestSearch([member("docs", [_hit("a.md", 0.4)], 0.6), code])
+    found = several.search(SearchRequest("q", k=2))
+    assert [(h.path, h.rank) for h in found] == [("docs/a.md", 1), ("code/x.py", 2)]
     asked.clear()
     found = several.search(SearchRequest("q", k=5, under="docs/guide"))
     assert [h.path for h in found] == ["docs/a.md"] and asked == [("docs", "guide")]
