@@ -362,12 +362,24 @@ def ask_dir(query_dir: Path) -> tuple[list[str], str, float, float]:
 
 
 @contextlib.contextmanager
-def mounted(store: Path, mnt: Path, log: Callable[[str], None]) -> Iterator[Path]:
-    """``semfs mount`` in the background; always unmounted."""
+def mounted(
+    store: Path, mnt: Path, log: Callable[[str], None], args: Sequence[str] = ()
+) -> Iterator[Path]:
+    """``semfs mount`` (with ``args``: ``-c NAME``, ``--collections A,B``) in the background;
+    always unmounted."""
     mnt.mkdir(parents=True, exist_ok=True)
     logfile = mnt.with_name(mnt.name + ".log")
     try:
-        semfs("mount", str(mnt), "--store", str(store), "--log-file", str(logfile), timeout=120)
+        semfs(
+            "mount",
+            str(mnt),
+            "--store",
+            str(store),
+            "--log-file",
+            str(logfile),
+            *args,
+            timeout=300,
+        )
         yield mnt
     finally:
         subprocess.run([SEMFS or "semfs", "umount", str(mnt)], capture_output=True, check=False)

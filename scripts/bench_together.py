@@ -23,11 +23,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,28 +34,17 @@ sys.path.insert(0, str(REPO / "scripts"))
 from answers import (  # noqa: E402
     DEFAULT_SETS,
     HELD_OUT_SETS,
-    SEMFS,
     SHARED,
     Question,
     ask_dir,
+    mounted,
     read_questions,
     semfs,
 )
 
 
-@contextlib.contextmanager
-def mounted(store: Path, mnt: Path, *args: str) -> Iterator[Path]:
-    """``semfs mount MNT --store STORE ARGS`` in the background; always unmounted."""
-    mnt.mkdir(parents=True, exist_ok=True)
-    log = mnt.with_name(mnt.name + ".log")
-    try:
-        semfs("mount", str(mnt), "--store", str(store), "--log-file", str(log), *args, timeout=300)
-        yield mnt
-    finally:
-        subprocess.run([SEMFS or "semfs", "umount", str(mnt)], capture_output=True, check=False)
-        for tool in ("fusermount3", "fusermount"):
-            if os.path.ismount(mnt) and shutil.which(tool):
-                subprocess.run([tool, "-uz", str(mnt)], capture_output=True, check=False)
+def _log(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def first(folder: Path) -> str | None:
@@ -81,11 +68,11 @@ def measure(
         questions[name] = read_questions(data / "datasets" / "doc-questions" / f"{name}.tsv")
     alone: dict[str, list[str | None]] = {}
     for name in sets:
-        with mounted(store, work / "mnt", "-c", name) as mnt:
+        with mounted(store, work / "mnt", _log, ["-c", name]) as mnt:
             os.listdir(mnt / ".search" / "warm up the model")
             alone[name] = [first(mnt / ".search" / q.dir_name) for q in questions[name]]
     rows = []
-    with mounted(store, work / "mnt", "--collections", ",".join(sets)) as mnt:
+    with mounted(store, work / "mnt", _log, ["--collections", ",".join(sets)]) as mnt:
         for name in sets:
             os.listdir(mnt / name / ".search" / "warm up the model")
         for name in sets:
