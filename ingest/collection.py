@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +72,13 @@ def open_collection(address: CollectionAddress | str = DEFAULT_COLLECTION) -> Co
     """The collection at ``address`` (a :class:`CollectionAddress`, or a collection name on the
     default embedded store), opened; close it, or use it in a ``with`` block."""
     return Collection(_address(address))
+
+
+def open_collections(addresses: Iterable[CollectionAddress | str]) -> Collections:
+    """Several collections opened as one (:class:`Collections`), each with its own store, model
+    and owner: ``open_collections(["docs", "code"])``, or every one of a store with
+    ``open_collections(collections())``. Close it, or use it in a ``with`` block."""
+    return Collections([_address(a) for a in addresses])
 
 
 def collections(where: CollectionAddress | None = None) -> list[str]:
@@ -190,8 +199,6 @@ class Collection:
         as ``request`` says (an :class:`~semfs.ingest.sources.IngestRequest`), or its fields
         by name (``model``, ``include``, ``exclude``, ``dry_run``, ...). Returns what
         changed."""
-        from dataclasses import replace
-
         from semfs.ingest.pipeline import ingest
         from semfs.ingest.skipmemo import memo_file
         from semfs.ingest.sources import IngestRequest
@@ -272,6 +279,121 @@ class Collection:
                 f"no document {path!r} in collection {self.address.collection!r}"
             )
         return record
+
+
+class Collections:
+    """Several open collections as one, as one mount of them shows them: each is a top-level
+    folder, so a path's first part names its collection (``docs/guide/keys.md``). The methods
+    are :class:`Collection`'s, over all of them: :meth:`search` searches each with its own
+    searcher and model and merges the hits on match strength (as `semfs search -c docs -c
+    code`); ``under="docs/guide"`` searches one. Ingesting and watching name one collection:
+    ``collections["docs"].ingest(DIR)``."""
+
+    def __init__(self, addresses: Iterable[CollectionAddress]) -> None:
+        self.members: dict[str, Collection] = {}
+        try:
+            for address in addresses:
+                if address.collection not in self.members:
+                    self.members[address.collection] = Collection(address)
+        except BaseException:
+            self.close()
+            raise
+        if not self.members:
+            raise SemfsError("open_collections: name one collection or more")
+
+    def __getitem__(self, name: str) -> Collection:
+        return self.members[name]
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.members)
+
+    def search(self, query: str | SearchRequest, **options: Any) -> list[Hit]:
+        """The documents of all the collections (or of the one ``under`` names first) that
+        best answer ``query``, best first; each path begins with its collection."""
+        from semfs.ingest.search.several import prefixed
+
+        return list(prefixed(self._found(_request(query, options))[0]))
+
+    def results_text(self, query: str | SearchRequest, **options: Any) -> str:
+        """The results file of ``query``: byte for byte what `semfs search -c A -c B` prints."""
+        from semfs.ingest.search.several import several_results
+
+        request = _request(query, options)
+        found, inner, names = self._found(request)
+        notes = []
+        for name in names:
+            note = self.members[name].opened.meaning_note(inner.mode, inner.under)
+            if note:
+                notes.append(f"{name}: {note}")
+        return several_results(inner, found, names, notes).decode("utf-8", "surrogateescape")
+
+    def similar(self, path: str, k: int = DEFAULT_K, under: str | None = None) -> list[Hit]:
+        """The ``k`` documents nearest to ``path`` (``docs/guide/keys.md``) in its own
+        collection (a model's vectors are comparable only with its own), ``under`` a folder of
+        it."""
+        name, rel = self._split(path)
+        return [
+            replace(h, path=f"{name}/{h.path}") for h in self.members[name].similar(rel, k, under)
+        ]
+
+    def status(self) -> dict[str, dict[str, Any]]:
+        """Each collection's :meth:`Collection.status`, by name."""
+        return {name: c.status() for name, c in self.members.items()}
+
+    def documents(self) -> list[DocumentRecord]:
+        """Every collection's documents, each path after its collection, in the order named."""
+        return [
+            replace(r, path=f"{name}/{r.path}")
+            for name, c in self.members.items()
+            for r in c.documents()
+        ]
+
+    def read(self, path: str) -> bytes:
+        """The bytes of the document ``path`` (``docs/guide/keys.md``)."""
+        name, rel = self._split(path)
+        return self.members[name].read(rel)
+
+    def close(self) -> None:
+        """Close every collection (safe to call twice)."""
+        for member in self.members.values():
+            member.close()
+
+    def __enter__(self) -> Collections:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Collections {', '.join(map(repr, self.members))}>"
+
+    def _split(self, path: str) -> tuple[str, str]:
+        name, _, rel = path.strip("/").partition("/")
+        if name not in self.members or not rel:
+            raise StoreNotFoundError(
+                f"no document {path!r}: a path begins with its collection "
+                f"({', '.join(self.members)})"
+            )
+        return name, rel
+
+    def _found(
+        self, request: SearchRequest
+    ) -> tuple[list[tuple[str, Hit]], SearchRequest, list[str]]:
+        """(the merged hits with their collections, the request each ran, the collections)."""
+        from semfs.ingest.search.several import merge_hits
+
+        names = self.names
+        if request.under:
+            name, _, rel = request.under.partition("/")
+            if name not in self.members:
+                raise SemfsError(
+                    f"under={request.under!r}: its first part names a collection "
+                    f"({', '.join(self.members)})"
+                )
+            names, request = [name], replace(request, under=rel or None)
+        each = {name: self.members[name].search(request) for name in names}
+        return merge_hits(each, request.k), request, names
 
 
 # The command line's ways out, as a Python caller takes them: an error raised through the API

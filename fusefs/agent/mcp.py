@@ -11,6 +11,10 @@ server or the token may write, ``write``. The work is
 turns library errors into tool errors (one line, the server keeps running) and picks a transport:
 stdio, or streamable HTTP at ``HOST:PORT`` (path ``/mcp``).
 
+With ``semfs mcp --collections docs,code`` (or ``--all``) it serves several collections, each a
+top-level folder (:class:`semfs.fusefs.agent.several.SeveralToolbox`): every tool then also
+takes ``collection``, and search searches them all unless told otherwise.
+
 Store access is the mount's: an embedded store that a mount (or another ``semfs mcp``)
 owns is reached through its daemon socket; otherwise this process opens it, and serves the
 same socket so that ``semfs ingest`` and further ``semfs mcp`` processes can use it. With
@@ -44,6 +48,7 @@ from pydantic import Field
 from semfs.fusefs.agent import SESSION_TIMEOUT
 from semfs.fusefs.agent.connections import ACCEPT_BURST, guarded_protocol, quiet_accept_errors
 from semfs.fusefs.agent.sessions import FairSessions, quiet_sdk_logs
+from semfs.fusefs.agent.several import SeveralToolbox
 from semfs.fusefs.agent.tokens import (
     OWNER,
     OWNER_TOKEN,
@@ -130,13 +135,27 @@ How to work:
 Every result is cut at a size budget and then says how to narrow the call."""
 
 
+# The guide's first lines on a server of several collections.
+SEVERAL = """\
+This server holds several collections, each a top-level folder: {names}. A path's first part
+names its collection (docs/guide/keys.md), and every tool also takes collection="NAME" (its
+path is then inside that collection). search(query) searches them all and each hit's path
+starts with its collection; list(map=true) shows each with its size; narrow with
+path="NAME" or collection="NAME".
+"""
+COLLECTION_DESCRIPTION = (
+    "A collection of this server: the path is then inside it. Default: a path's first part "
+    "names its collection (the root: all of them)."
+)
+Served = Toolbox | SeveralToolbox
+
 WRITE_REFUSED = (
     "write is refused: this server is read-only for you (start it with `semfs mcp --writable`, "
     "or use a token made with `semfs token create NAME --under DIR --write`)"
 )
 
 
-def may_write(box: Toolbox, grant: Grant | None) -> bool:
+def may_write(box: Served, grant: Grant | None) -> bool:
     """Whether a caller may use the write tool: stdio and the owner token when the server
     was started --writable; a scoped token when it was made --write (in its folders)."""
     if grant is None or grant.name == OWNER:
@@ -148,6 +167,7 @@ def _tool(
     fn: Callable[..., ToolOutput],
     authenticated: bool,
     allowed: Callable[[Grant | None], bool] | None = None,
+    several: bool = False,
 ) -> Callable[..., Any]:
     """A Toolbox call as a tool body: run off the event loop (so that one slow call does not
     hold up the others), within the caller's scope, returning text for the agent and data as
@@ -156,7 +176,8 @@ def _tool(
     ``fn`` takes the tool's parameters and then ``scope``; the tool's schema shows only the
     parameters. With ``authenticated`` (HTTP) the scope is the bearer token's, and a call
     without one is refused (the SDK's middleware lets none through: this is a second lock).
-    ``allowed(grant)`` False (None: stdio) refuses the call (the write tool).
+    ``allowed(grant)`` False (None: stdio) refuses the call (the write tool). ``collection``
+    is a parameter of the tool only on a server of ``several`` collections.
     """
     # Annotations evaluated here, where their names are (the SDK would evaluate the strings
     # in its own module): a description may then name a constant of this module.
@@ -204,7 +225,9 @@ def _tool(
             result["structuredContent"] = _wire_data(out.data)
         return CallToolResult.model_validate(result)
 
-    wrapper.__signature__ = signature.replace(parameters=params[:-1])  # type: ignore[attr-defined]
+    hidden = {"scope"} if several else {"scope", "collection"}
+    shown = [p for p in params if p.name not in hidden]
+    wrapper.__signature__ = signature.replace(parameters=shown)  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -230,7 +253,7 @@ def _wire_data(value: Any) -> Any:
 
 
 def build_server(
-    box: Toolbox,
+    box: Served,
     host: str = "127.0.0.1",
     port: int = 8765,
     verifier: TokenVerifier | None = None,
@@ -244,7 +267,15 @@ def build_server(
     middleware), and each call sees the token's folders only; ``allowed_hosts`` are the Host
     names (beside the loopback ones) the SDK's DNS-rebinding check lets through.
     """
-    options: dict[str, Any] = {"instructions": GUIDE, "log_level": "WARNING"}
+    several = box.several
+    guide = GUIDE
+    if several:
+        guide = SEVERAL.format(names=", ".join(box.names)) + GUIDE
+
+    def at(collection: str | None) -> dict[str, Any]:
+        return {"collection": collection} if several else {}
+
+    options: dict[str, Any] = {"instructions": guide, "log_level": "WARNING"}
     if MCP2:
         options["version"] = __version__
     else:
@@ -302,9 +333,10 @@ def build_server(
                 "passage and answering lines); default: the text alone."
             ),
         ] = False,
+        collection: Annotated[str | None, Field(description=COLLECTION_DESCRIPTION)] = None,
         scope: Scope = (),
     ) -> ToolOutput:
-        return box.search(query, path, k, mode, more, details, scope=scope)
+        return box.search(query, path, k, mode, more, details, scope=scope, **at(collection))
 
     def read(
         path: Annotated[str, Field(description="A file, as search, grep or list show it.")],
@@ -319,9 +351,10 @@ def build_server(
                 "view (report.pdf.md) to show instead of lines: N or N-M."
             ),
         ] = "",
+        collection: Annotated[str | None, Field(description=COLLECTION_DESCRIPTION)] = None,
         scope: Scope = (),
     ) -> ToolOutput:
-        return box.read(path, start_line, end_line, pages, scope=scope)
+        return box.read(path, start_line, end_line, pages, scope=scope, **at(collection))
 
     def grep(
         pattern: Annotated[str, Field(description="Text to find in lines.")],
@@ -331,9 +364,12 @@ def build_server(
         ] = False,
         ignore_case: Annotated[bool, Field(description="Ignore case (grep -i).")] = False,
         max_results: Annotated[int, Field(description="Stop after this many lines.")] = 100,
+        collection: Annotated[str | None, Field(description=COLLECTION_DESCRIPTION)] = None,
         scope: Scope = (),
     ) -> ToolOutput:
-        return box.grep(pattern, path, regex, ignore_case, max_results, scope=scope)
+        return box.grep(
+            pattern, path, regex, ignore_case, max_results, scope=scope, **at(collection)
+        )
 
     def list_(
         path: Annotated[str, Field(description="The directory to list; default: root.")] = "",
@@ -350,12 +386,16 @@ def build_server(
             ),
         ] = False,
         page: Annotated[int, Field(description="The map's page (map=true).")] = 1,
+        collection: Annotated[str | None, Field(description=COLLECTION_DESCRIPTION)] = None,
         scope: Scope = (),
     ) -> ToolOutput:
-        return box.list(path, recursive, pattern, map, page, scope=scope)
+        return box.list(path, recursive, pattern, map, page, scope=scope, **at(collection))
 
-    def status(scope: Scope = ()) -> ToolOutput:
-        return box.status(scope=scope)
+    def status(
+        collection: Annotated[str | None, Field(description=COLLECTION_DESCRIPTION)] = None,
+        scope: Scope = (),
+    ) -> ToolOutput:
+        return box.status(scope=scope, **at(collection))
 
     def write(
         path: Annotated[str, Field(description="The text file to write, e.g. notes/build.log.")],
@@ -363,9 +403,10 @@ def build_server(
         mode: Annotated[
             str, Field(description="append (default: add to the end) or replace (the whole file).")
         ] = "append",
+        collection: Annotated[str | None, Field(description=COLLECTION_DESCRIPTION)] = None,
         scope: Scope = (),
     ) -> ToolOutput:
-        return box.write(path, text, mode, scope=scope)
+        return box.write(path, text, mode, scope=scope, **at(collection))
 
     descriptions: dict[str, tuple[Callable[..., ToolOutput], str]] = {
         "search": (
@@ -376,7 +417,7 @@ def build_server(
             "and answering lines (text only; details=true adds the JSON of `semfs search "
             "--json` as structured content). "
             "Use it first for anything asked in words; follow with read on "
-            "the lines shown.\n\n" + GUIDE,
+            "the lines shown.\n\n" + guide,
         ),
         "read": (
             read,
@@ -410,7 +451,7 @@ def build_server(
     }
     for name, (fn, description) in descriptions.items():
         server.add_tool(
-            _tool(fn, authenticated=verifier is not None),
+            _tool(fn, authenticated=verifier is not None, several=several),
             name=name,
             description=description,
             annotations=read_only,
@@ -418,7 +459,7 @@ def build_server(
         )
     if verifier is not None or box.writable:  # else nobody could ever use it
         server.add_tool(
-            _tool(write, verifier is not None, functools.partial(may_write, box)),
+            _tool(write, verifier is not None, functools.partial(may_write, box), several),
             name="write",
             description="Write a text file into the collection (append, or replace it whole); "
             "it is searchable when this returns. Keep notes and long command outputs here, "
@@ -495,7 +536,7 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def serve(
-    box: Toolbox,
+    box: Served,
     http: str | None = None,
     token_file: Path | None = None,
     tokens_folder: Path | None = None,
@@ -535,7 +576,7 @@ def serve(
     )
     url = f"http://{_url_host(host)}:{port}/mcp"
     print(
-        f"semfs mcp: serving {box.store.collection!r} at {url}; "
+        f"semfs mcp: serving {', '.join(map(repr, box.names))} at {url}; "
         f"{'new token' if made else 'token'} in {path} "
         f"(clients send Authorization: Bearer <its text>)",
         file=sys.stderr,

@@ -18,7 +18,9 @@ Rules a caller may rely on:
 * :meth:`TokenVerifier.verify_token` is the MCP SDK's ``TokenVerifier`` protocol: it compares
   in constant time and reads ``mcp-tokens.json`` again when it changed, so ``semfs token
   revoke`` takes effect on the next request without a restart.
-* A grant's ``under`` is a tuple of collection-relative folders; ``()`` is everything.
+* A grant's ``under`` is a tuple of collection-relative folders; ``()`` is everything. On a
+  server of several collections (:func:`several_token_folder`'s tokens, ``semfs token create
+  --several``) each folder's first part names its collection: ``docs`` is all of it.
   ``write`` (``semfs token create --write``) lets it use the write tool in those folders.
 """
 
@@ -79,6 +81,13 @@ def token_folder(address: CollectionAddress) -> Path:
             _private_folder(folder.parent)
             os.rename(legacy, folder)
     return folder
+
+
+def several_token_folder(address: CollectionAddress) -> Path:
+    """Where the tokens of a server of several collections (``semfs mcp --collections``) live:
+    the folder that holds the collections' own folders (the embedded store's folder, or
+    ``STORE/servers/SERVER/``). Their grants' folders begin with a collection's name."""
+    return address.local_dir.parent
 
 
 def _private_folder(folder: Path) -> None:

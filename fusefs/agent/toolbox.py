@@ -87,6 +87,22 @@ class ToolOutput:
     data: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Found:
+    """A search tool's hits in one collection: the ``request`` as run (``under`` the folder
+    searched), its ``hits``, the scope's ``folders`` searched when the path holds several (else
+    empty: the request's folder), and whether the embedded share of it may be ``counted`` (not
+    for a token's several folders: it sees only its own)."""
+
+    request: SearchRequest
+    hits: tuple[Hit, ...]
+    folders: tuple[str, ...]
+    counted: bool
+
+
+SEARCH_HINT = "ask for fewer documents (k) or a narrower path"
+
+
 def _json_size(data: dict[str, Any]) -> int:
     return len(json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogateescape"))
 
@@ -145,6 +161,8 @@ def cap(text: str, budget: int, hint: str) -> tuple[str, bool]:
 class Toolbox:
     """The tools over one open store. Thread-safe; :meth:`close` stops the refresher."""
 
+    several = False  # one collection (semfs.fusefs.agent.several serves several)
+
     def __init__(
         self,
         opened: Opened,
@@ -166,6 +184,9 @@ class Toolbox:
         self._scoped_trees: dict[Scope, tuple[Tree, Tree]] = {}
         self._scoped_lock = threading.Lock()
         self.writer = SourceWriter(store)
+        # What the paths it names begin with: "" alone, "docs/" on a server of several
+        # collections (semfs.fusefs.agent.several), where a path's first part is its collection.
+        self.prefix = ""
         # Whether the server's own user may write (semfs mcp --writable); scoped tokens
         # carry their own right (semfs token create --write).
         self.writable = False
@@ -189,6 +210,11 @@ class Toolbox:
     @property
     def searcher(self) -> Searcher:
         return self.opened.searcher()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The collection's name (a server of several has several)."""
+        return (self.opened.name,)
 
     # -- scopes -------------------------------------------------------------------------------
 
@@ -227,6 +253,36 @@ class Toolbox:
         details: bool = False,
         scope: Scope = (),
     ) -> ToolOutput:
+        found = self.find(query, path, k, mode, more, scope)
+        folders = found.folders
+        where = ("in " + ", ".join(f"{f}/" for f in folders)) if folders else None
+        # While an ingest's dense pass is under way, how much of what was searched is
+        # embedded (not for a token's several folders at the root: it sees only its own).
+        rendered = self.opened.results_text(
+            found.request, found.hits, where=where, tools=True, meaning=found.counted
+        ).decode("utf-8", "surrogateescape")
+        # The text is the mount's results file; no structured content unless asked: clients
+        # that get both pass the model one (Claude Code and VS Code the structured content
+        # alone, so the answering lines never reached it) or both (the bytes twice).
+        return self._fit(
+            rendered,
+            # Each hit names its collection, as `semfs search --json` has it (one or several).
+            {"results": [{**h.to_json(), "collection": self.opened.name} for h in found.hits]}
+            if details
+            else {},
+            SEARCH_HINT,
+        )
+
+    def find(
+        self,
+        query: str,
+        path: str = "",
+        k: int = DEFAULT_K,
+        mode: str = DEFAULT_MODE,
+        more: bool = False,
+        scope: Scope = (),
+    ) -> Found:
+        """The search tool's hits, before they are rendered (see :class:`Found`)."""
         try:
             request = SearchRequest(query, k=k, mode=mode, more=more)
         except SemfsError as exc:
@@ -237,27 +293,11 @@ class Toolbox:
             raise ToolInputError(f"{node.path!r} is a file: search takes a directory as path")
         request = dataclasses.replace(request, under=node.path)
         hits = self._search(request, scope, tree) if request.text else ()
-        # The header says where it looked: for a scope at its root, the scope's folders.
-        where = None
+        # Where it looked: for a scope at its root, the scope's folders.
+        folders: tuple[str, ...] = ()
         if scope and not any(node.path == f or node.path.startswith(f + "/") for f in scope):
-            shown = [f for f in scope if not node.path or f.startswith(node.path + "/")]
-            where = ("in " + ", ".join(f"{f}/" for f in shown)) if shown else None
-        # While an ingest's dense pass is under way, how much of what was searched is
-        # embedded (not for a token's several folders at the root: it sees only its own).
-        rendered = self.opened.results_text(
-            request, hits, where=where, tools=True, meaning=bool(node.path or not scope)
-        ).decode("utf-8", "surrogateescape")
-        # The text is the mount's results file; no structured content unless asked: clients
-        # that get both pass the model one (Claude Code and VS Code the structured content
-        # alone, so the answering lines never reached it) or both (the bytes twice).
-        return self._fit(
-            rendered,
-            # Each hit names its collection, as `semfs search --json` has it (one or several).
-            {"results": [{**h.to_json(), "collection": self.store.collection} for h in hits]}
-            if details
-            else {},
-            "ask for fewer documents (k) or a narrower path",
-        )
+            folders = tuple(f for f in scope if not node.path or f.startswith(node.path + "/"))
+        return Found(request, hits, folders, bool(request.text and (node.path or not scope)))
 
     def _search(self, request: SearchRequest, scope: Scope, tree: Tree) -> tuple[Hit, ...]:
         """The ``request.k`` best hits under ``request.under`` within ``scope``, as ``tree``
@@ -304,6 +344,7 @@ class Toolbox:
             raise ToolInputError(f"end_line ({end_line}) is before start_line ({start_line})")
         lines = document_lines(self._whole(node.doc))
         total = len(lines)
+        shown = self.prefix + node.path
         if start_line > max(total, 1):
             raise ToolInputError(
                 f"{node.path!r} has {total} lines; start_line {start_line} is past its end"
@@ -335,7 +376,7 @@ class Toolbox:
                 f"[line {long_line} cut at {room:,} of {full:,} bytes: grep a pattern to see "
                 "the part of it you need"
                 + (
-                    f"; the next line: read(path={node.path!r}, start_line={long_line + 1})]\n"
+                    f"; the next line: read(path={shown!r}, start_line={long_line + 1})]\n"
                     if long_line < wanted_last
                     else "]\n"
                 )
@@ -343,10 +384,10 @@ class Toolbox:
         elif shown_last < wanted_last:
             out.append(
                 f"[lines {start_line}-{shown_last} of {total} shown: continue with "
-                f"read(path={node.path!r}, start_line={shown_last + 1})]\n"
+                f"read(path={shown!r}, start_line={shown_last + 1})]\n"
             )
         data = {
-            "path": node.path,
+            "path": shown,
             "start_line": start_line,
             "end_line": shown_last,
             "total_lines": total,
@@ -396,26 +437,7 @@ class Toolbox:
         res = self.grep_engine.run(
             self.scoped_tree(scope), pattern, path, regex, ignore_case, max_results, scope
         )
-        text = "".join(line + "\n" for line in res.lines)
-        hint = "use a narrower path or a more specific pattern"
-        data = {
-            "matches": len(res.lines),
-            "shown": 0,
-            "more": res.limited,
-            "pushed_down": res.pushed_down,
-            "documents_in_scope": res.documents_in_scope,
-            "documents_read": res.documents_read,
-            "scan_stopped_at": res.scan_stopped_at,
-        }
-        text, cut = cap(text, self.budget - _json_size(data) - 20, hint)
-        # The first `shown` lines of the text are grep's; notes in brackets follow.
-        data["shown"] = text.count("\n") - (1 if cut else 0)
-        notes = _grep_notes(res, max_results)
-        if not res.lines:
-            notes.insert(0, "no matches")
-        if notes and not cut:
-            text += "".join(f"[{n}]\n" for n in notes)
-        return self._fit(text, data, hint)
+        return grep_output(res, max_results, self.budget)
 
     def _whole(self, doc: DocumentRecord) -> bytes:
         """The text of ``doc``'s document as committed now (the newer version when it was
@@ -444,29 +466,7 @@ class Toolbox:
         node = resolve(tree, path)
         if map:
             return self._map(tree, node, page)
-        if pattern is not None and not pattern:
-            raise ToolInputError("pattern is empty: give a glob such as '*.md', or leave it out")
-        entries = list(_entries(node, recursive or pattern is not None))
-        if pattern is not None:
-            key = (lambda n: n.path) if "/" in pattern else (lambda n: n.name)
-            entries = [
-                n for n in entries if n.kind == FILE and fnmatch.fnmatchcase(key(n), pattern)
-            ]
-        rows = [
-            {"path": n.path, "type": "file" if n.kind == FILE else "directory", "size": _size(n)}
-            for n in entries
-        ]
-        lines = [
-            f"{row['size']:>10}  {row['path']}{'/' if row['type'] == 'directory' else ''}"
-            for row in rows
-        ]
-        if not lines:
-            lines = ["(no entries)" if pattern is None else f"(no files match {pattern!r})"]
-        return self._fit(
-            "\n".join(lines) + "\n",
-            {"entries": rows},
-            "list a subdirectory, drop recursive, or give a narrower pattern",
-        )
+        return list_output(list_rows(node, recursive, pattern), pattern, self.budget)
 
     def write(self, path: str, text: str, mode: str = "append", scope: Scope = ()) -> ToolOutput:
         """Write ``text`` to the file ``path`` of the source (``append`` or ``replace``),
@@ -479,10 +479,11 @@ class Toolbox:
         done = self.writer.write(rel, text, mode)
         self.refresher.check()
         verb = "appended" if mode == "append" else "wrote"
-        line = f"{verb} {done.bytes_written} bytes to {done.path} (now {done.size} bytes); "
+        where = self.prefix + done.path
+        line = f"{verb} {done.bytes_written} bytes to {where} (now {done.size} bytes); "
         line += "searchable now" if done.indexed else f"not indexed: {done.reason}"
         data = {
-            "path": done.path,
+            "path": where,
             "mode": done.mode,
             "bytes_written": done.bytes_written,
             "size": done.size,
@@ -503,7 +504,11 @@ class Toolbox:
             raise ToolInputError(f"the map of {node.path or '/'!r} has no page {page}")
         return self._fit(text, {"path": node.path, "page": page}, "")
 
-    def status(self, scope: Scope = ()) -> ToolOutput:
+    def status(self, scope: Scope = (), named: Scope | None = None) -> ToolOutput:
+        """The collection's figures as ``scope`` sees them; ``named``: the scope as its caller
+        names it (default ``scope``; on a server of several, a token may see all of this
+        collection and still be scoped)."""
+        named = scope if named is None else named
         tree = self.scoped_tree(scope)
         meta = self.store.read_meta()
         info: dict[str, Any] = {
@@ -528,8 +533,8 @@ class Toolbox:
         if meta is not None and meta.dense_pending and not scope:
             embedded, total = self.store.embedding_counts()
             info["embedded_chunks"] = f"{embedded} of {total}"
-        if scope:
-            info["scope"] = list(scope)
+        if named:
+            info["scope"] = list(named)
             del info["location"]  # where the store lives is the server's business
         text = "".join(f"{k}: {v}\n" for k, v in info.items() if v is not None)
         return self._fit(text, info, "")
@@ -588,6 +593,68 @@ def open_toolbox(address: CollectionAddress, budget: int = DEFAULT_BUDGET) -> It
                 stop()
             except Exception as exc:
                 logger.error("shutting down: %s", exc, exc_info=logger.isEnabledFor(logging.DEBUG))
+
+
+def grep_output(res: GrepResult, max_results: int, budget: int) -> ToolOutput:
+    """The grep tool's answer: grep's lines, then notes (the limit, a scan), within ``budget``."""
+    text = "".join(line + "\n" for line in res.lines)
+    hint = "use a narrower path or a more specific pattern"
+    data = {
+        "matches": len(res.lines),
+        "shown": 0,
+        "more": res.limited,
+        "pushed_down": res.pushed_down,
+        "documents_in_scope": res.documents_in_scope,
+        "documents_read": res.documents_read,
+        "scan_stopped_at": res.scan_stopped_at,
+    }
+    text, cut = cap(text, budget - _json_size(data) - 20, hint)
+    # The first `shown` lines of the text are grep's; notes in brackets follow.
+    data["shown"] = text.count("\n") - (1 if cut else 0)
+    notes = _grep_notes(res, max_results)
+    if not res.lines:
+        notes.insert(0, "no matches")
+    if notes and not cut:
+        text += "".join(f"[{n}]\n" for n in notes)
+    return fit(text, data, budget, hint)
+
+
+def list_rows(
+    node: Node, recursive: bool, pattern: str | None, prefix: str = ""
+) -> list[dict[str, Any]]:
+    """The list tool's rows below ``node`` (path, type, size), each path after ``prefix`` (a
+    collection's folder, on a server of several); ``pattern`` matches names, or with a "/"
+    whole paths (the prefix included)."""
+    if pattern is not None and not pattern:
+        raise ToolInputError("pattern is empty: give a glob such as '*.md', or leave it out")
+    entries = list(_entries(node, recursive or pattern is not None))
+    if pattern is not None:
+        key = (lambda n: prefix + n.path) if "/" in pattern else (lambda n: n.name)
+        entries = [n for n in entries if n.kind == FILE and fnmatch.fnmatchcase(key(n), pattern)]
+    return [
+        {
+            "path": prefix + n.path,
+            "type": "file" if n.kind == FILE else "directory",
+            "size": _size(n),
+        }
+        for n in entries
+    ]
+
+
+def list_output(rows: list[dict[str, Any]], pattern: str | None, budget: int) -> ToolOutput:
+    """The list tool's answer: one line per row (size, path; a directory ends in "/")."""
+    lines = [
+        f"{row['size']:>10}  {row['path']}{'/' if row['type'] == 'directory' else ''}"
+        for row in rows
+    ]
+    if not lines:
+        lines = ["(no entries)" if pattern is None else f"(no files match {pattern!r})"]
+    return fit(
+        "\n".join(lines) + "\n",
+        {"entries": rows},
+        budget,
+        "list a subdirectory, drop recursive, or give a narrower pattern",
+    )
 
 
 def _grep_notes(res: GrepResult, max_results: int) -> list[str]:

@@ -23,6 +23,18 @@ from semfs.ingest.store.address import CollectionAddress
 @click.command(cls=Command, name="mcp")
 @store_options
 @click.option(
+    "--collections",
+    metavar="NAME[,NAME...]",
+    help="Serve several collections, comma-separated, each a top-level folder (instead of -c); "
+    "search searches them all.",
+)
+@click.option(
+    "--all",
+    "all_collections",
+    is_flag=True,
+    help="Serve every collection of the store, each a top-level folder (instead of -c).",
+)
+@click.option(
     "--http",
     metavar="HOST:PORT",
     help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio; every request "
@@ -67,6 +79,8 @@ from semfs.ingest.store.address import CollectionAddress
 def mcp_cmd(
     ctx: click.Context,
     address: CollectionAddress,
+    collections: str | None,
+    all_collections: bool,
     http: str | None,
     token_file: Path | None,
     allow_hosts: tuple[str, ...],
@@ -84,6 +98,10 @@ def mcp_cmd(
     (`semfs token create`) only its folders. stdio needs none: it runs as you.
     The write tool (notes, long command outputs, searchable once written) is refused unless
     the server was started --writable or the token was made --write.
+    With --collections docs,code (or --all) one server holds several collections, each a
+    top-level folder (docs/..., code/...), each with its own model: search searches them
+    all, and every tool takes an optional collection. Its tokens are the store's
+    (`semfs token create NAME --several --under docs`), its owner token STORE/mcp.token.
 
     \b
     Example:
@@ -92,19 +110,27 @@ def mcp_cmd(
         semfs mcp --http 127.0.0.1:8765
         semfs mcp --http 0.0.0.0:8765 --allow-host docs.example.lan
         semfs mcp --writable
+        semfs mcp --collections docs,code
         claude mcp add docs -- semfs mcp -c docs
         claude mcp add --transport http docs http://127.0.0.1:8765/mcp \\
             --header "Authorization: Bearer $(cat ~/.local/share/semfs/docs/mcp.token)"
     """
     from semfs.fusefs.agent.mcp import parse_http_address
-    from semfs.fusefs.agent.tokens import token_folder
-    from semfs.fusefs.agent.toolbox import open_toolbox
+    from semfs.fusefs.agent.several import SeveralToolbox, open_toolboxes
+    from semfs.fusefs.agent.tokens import several_token_folder, token_folder
+    from semfs.fusefs.agent.toolbox import Toolbox, open_toolbox
 
     if http is not None:
         parse_http_address(http)  # a bad address fails before the store is opened
+    names = _collection_names(address, collections, all_collections)
     _stop_on_sigterm()
     try:
-        with open_toolbox(address, budget) as box:
+        opening: contextlib.AbstractContextManager[Toolbox | SeveralToolbox] = (
+            open_toolboxes([address.named(n) for n in names], budget)
+            if names
+            else open_toolbox(address, budget)
+        )
+        with opening as box:
             from semfs.fusefs.agent.mcp import serve
 
             box.writable = writable
@@ -112,7 +138,7 @@ def mcp_cmd(
                 box,
                 http,
                 token_file=token_file,
-                tokens_folder=token_folder(address),
+                tokens_folder=several_token_folder(address) if names else token_folder(address),
                 allowed_hosts=allow_hosts,
                 session_timeout=session_timeout,
             )
@@ -125,17 +151,43 @@ def mcp_cmd(
         os._exit(130)
 
 
+def _collection_names(
+    address: CollectionAddress, collections: str | None, every: bool
+) -> tuple[str, ...]:
+    """The collections ``--collections A,B`` or ``--all`` name (empty: neither, -c names one)."""
+    from semfs.ingest.errors import SemfsError
+    from semfs.ingest.store import check_collection_name
+    from semfs.ingest.store.backends import open_catalog
+
+    if collections is not None and every:
+        raise SemfsError("give --collections NAME[,NAME...] or --all, not both")
+    if every:
+        with open_catalog(address) as catalog:
+            names = tuple(sorted(catalog.names()))
+        if not names:
+            raise SemfsError("--all: the store has no collection yet: `semfs ingest DIR` first")
+        return names
+    if collections is None:
+        return ()
+    names = tuple(dict.fromkeys(n.strip() for n in collections.split(",") if n.strip()))
+    if not names:
+        raise SemfsError("--collections: name one or more, e.g. --collections docs,code")
+    return tuple(check_collection_name(n) for n in names)
+
+
 @click.group(cls=Group, name="token")
 def token_group() -> None:
     """Scoped tokens for `semfs mcp --http`: each sees only the folders it was made for.
 
     Tokens belong to one collection (--store/--url and -c pick it) and take effect without
     a restart. The owner token (mcp.token, made by the first `semfs mcp --http`) sees
-    everything and is not listed here.
+    everything and is not listed here. With --several they are the store's, for servers of
+    several collections (`semfs mcp --collections`): each --under names a collection first.
 
     \b
     Example:
         semfs token create ci --under deploy --under api-reference > ci.token
+        semfs token create team --several --under docs --under code/src > team.token
         semfs token list
         semfs token revoke ci
     """
@@ -154,17 +206,25 @@ def token_group() -> None:
 @click.option(
     "--write", is_flag=True, help="The token may also write files there (the MCP write tool)."
 )
+@click.option(
+    "--several",
+    is_flag=True,
+    help="The store's tokens, for `semfs mcp --collections`/--all (not one collection's).",
+)
 @store_options
 @handle_errors
 def token_create(
     name: str,
     under: tuple[str, ...],
     write: bool,
+    several: bool,
     address: CollectionAddress,
 ) -> None:
     """Make a token NAME that sees only the folders given with --under; print it once.
 
-    With --write it may also write text files there (the MCP write tool).
+    With --write it may also write text files there (the MCP write tool). With --several
+    it is for servers of several collections: each --under is COLLECTION or COLLECTION/DIR
+    (--under docs sees all of docs), and it sees no collection it does not name.
 
     Only its SHA-256 is kept: save what is printed, it cannot be shown again.
 
@@ -173,10 +233,15 @@ def token_create(
         semfs token create ci --under deploy > ci.token
         semfs token create support --under guides --under faq -c docs
         semfs token create agent --under notes --write > agent.token
+        semfs token create team --several --under docs --under code/src
     """
-    from semfs.fusefs.agent.tokens import ScopedTokens, token_folder
+    from semfs.fusefs.agent.tokens import ScopedTokens
+    from semfs.ingest.store import check_collection_name
 
-    token = ScopedTokens(token_folder(address)).create(name, under, write)
+    if several:
+        for folder in under:  # its first part names a collection
+            check_collection_name(folder.strip("/").partition("/")[0])
+    token = ScopedTokens(_tokens_folder(address, several)).create(name, under, write)
     click.echo(token)
     does = "sees and writes" if write else "sees"
     click.echo(f"token {name!r} {does} {', '.join(sorted(set(under)))} only", err=True)
@@ -185,20 +250,26 @@ def token_create(
 @token_group.command(name="list")
 @store_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list (no secrets in it).")
+@click.option(
+    "--several",
+    is_flag=True,
+    help="The store's tokens, for `semfs mcp --collections`/--all (not one collection's).",
+)
 @handle_errors
-def token_list(address: CollectionAddress, as_json: bool) -> None:
+def token_list(address: CollectionAddress, as_json: bool, several: bool) -> None:
     """List the scoped tokens: name, when made, read or write, and the folders each sees.
 
     \b
     Example:
         semfs token list -c docs
         semfs token list --json
+        semfs token list --several
     """
     import json
 
-    from semfs.fusefs.agent.tokens import ScopedTokens, token_folder
+    from semfs.fusefs.agent.tokens import ScopedTokens
 
-    tokens = ScopedTokens(token_folder(address)).list()
+    tokens = ScopedTokens(_tokens_folder(address, several)).list()
     if as_json:
         # Named fields only: whatever else a token's entry holds (its hash) stays in its file.
         shown = [
@@ -221,9 +292,14 @@ def token_list(address: CollectionAddress, as_json: bool) -> None:
 
 @token_group.command(name="revoke")
 @click.argument("name")
+@click.option(
+    "--several",
+    is_flag=True,
+    help="The store's tokens, for `semfs mcp --collections`/--all (not one collection's).",
+)
 @store_options
 @handle_errors
-def token_revoke(name: str, address: CollectionAddress) -> None:
+def token_revoke(name: str, several: bool, address: CollectionAddress) -> None:
     """Revoke the scoped token NAME: the next request with it is refused (401).
 
     To change the owner token, delete mcp.token and restart `semfs mcp --http`.
@@ -232,12 +308,19 @@ def token_revoke(name: str, address: CollectionAddress) -> None:
     Example:
         semfs token revoke ci
     """
-    from semfs.fusefs.agent.tokens import ScopedTokens, token_folder
+    from semfs.fusefs.agent.tokens import ScopedTokens
     from semfs.ingest.errors import TokenError
 
-    if not ScopedTokens(token_folder(address)).revoke(name):
+    if not ScopedTokens(_tokens_folder(address, several)).revoke(name):
         raise TokenError(f"no token named {name!r}: `semfs token list` shows them")
     click.echo(f"revoked {name!r}", err=True)
+
+
+def _tokens_folder(address: CollectionAddress, several: bool) -> Path:
+    """The tokens file's folder: the collection's, or (``several``) the store's."""
+    from semfs.fusefs.agent.tokens import several_token_folder, token_folder
+
+    return several_token_folder(address) if several else token_folder(address)
 
 
 def _stop_on_sigterm() -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import click
@@ -80,7 +79,7 @@ def search(
         semfs search "webhook retries" --paths | xargs -d '\\n' grep -n retry
     """
     from semfs.ingest.search.results import link_names, results_file, with_status_line
-    from semfs.ingest.search.several import merge_hits
+    from semfs.ingest.search.several import merge_hits, several_results
 
     if not query.strip():
         raise click.BadParameter("give a question or words to search for", param_hint="QUERY")
@@ -112,14 +111,14 @@ def search(
         return
     # Several collections: a hit's path begins with its collection's name (as one mount of
     # them shows it: MNT/docs/..., MNT/code/...).
-    shown = tuple(replace(h, path=f"{name}/{h.path}") if several else h for name, h in found)
-    where = None
     if several:
-        inside = f"{request.under}/" if request.under else ""
-        where = ", ".join(f"{name}/{inside}" for name in each)
-    text = results_file(request, shown, link_names(shown, request.k), where=where)
-    note = "; ".join(notes) or None
-    click.echo(with_status_line(text, note).decode("utf-8", "surrogateescape"), nl=False)
+        text = several_results(request, found, list(each), notes)
+    else:
+        shown = tuple(h for _, h in found)
+        text = with_status_line(
+            results_file(request, shown, link_names(shown, request.k)), "; ".join(notes) or None
+        )
+    click.echo(text.decode("utf-8", "surrogateescape"), nl=False)
 
 
 def _search_one(

@@ -31,8 +31,10 @@ if TYPE_CHECKING:
     from semfs.ingest import __version__
     from semfs.ingest.collection import (
         Collection,
+        Collections,
         collections,
         open_collection,
+        open_collections,
         remove,
     )
     from semfs.ingest.errors import (
@@ -61,6 +63,8 @@ _HOMES = {
     "Collection": "semfs.ingest.collection",
     "collections": "semfs.ingest.collection",
     "open_collection": "semfs.ingest.collection",
+    "Collections": "semfs.ingest.collection",
+    "open_collections": "semfs.ingest.collection",
     "remove": "semfs.ingest.collection",
     "CollectionAddress": "semfs.ingest.store.address",
     "SearchRequest": "semfs.ingest.request",
@@ -95,6 +99,7 @@ __all__ = [
     "MODES",
     "Collection",
     "CollectionAddress",
+    "Collections",
     "DiskFullError",
     "Hit",
     "IngestReport",
@@ -114,6 +119,7 @@ __all__ = [
     "__version__",
     "collections",
     "open_collection",
+    "open_collections",
     "remove",
 ]
 

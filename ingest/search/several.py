@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Hit, Searcher
+from semfs.ingest.search.results import link_names, results_file, with_status_line
 
 
 def merge_hits(
@@ -48,3 +49,26 @@ def search_collections(
     """The ``request.k`` best documents of all ``searchers`` (collection name -> its searcher),
     as :func:`merge_hits` merges them."""
     return merge_hits({name: s.search(request) for name, s in searchers.items()}, request.k)
+
+
+def prefixed(found: Sequence[tuple[str, Hit]]) -> tuple[Hit, ...]:
+    """Each hit with its collection's name before its path, as one mount of several shows it
+    (``docs/guide/keys.md``)."""
+    return tuple(replace(hit, path=f"{name}/{hit.path}") for name, hit in found)
+
+
+def several_results(
+    request: SearchRequest,
+    found: Sequence[tuple[str, Hit]],
+    names: Sequence[str],
+    notes: Sequence[str] = (),
+) -> bytes:
+    """The results file of a search of the collections ``names`` (`semfs search -c docs -c
+    code`, ``Collections.results_text``): the merged hits ``found``, each path after its
+    collection, where it looked, and each collection's ``notes`` (its embedded share while a
+    dense pass is under way) under the title."""
+    shown = prefixed(found)
+    inside = f"{request.under}/" if request.under else ""
+    where = ", ".join(f"{name}/{inside}" for name in names)
+    text = results_file(request, shown, link_names(shown, request.k), where=where)
+    return with_status_line(text, "; ".join(notes) or None)
