@@ -39,6 +39,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -281,7 +282,7 @@ class Collection:
         return record
 
 
-class Collections:
+class Collections(AbstractContextManager["Collections"]):
     """Several open collections as one, as one mount of them shows them: each is a top-level
     folder, so a path's first part names its collection (``docs/guide/keys.md``). The methods
     are :class:`Collection`'s, over all of them: :meth:`search` searches each with its own
@@ -358,9 +359,6 @@ class Collections:
         """Close every collection (safe to call twice)."""
         for member in self.members.values():
             member.close()
-
-    def __enter__(self) -> Collections:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

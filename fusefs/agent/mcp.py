@@ -336,7 +336,9 @@ def build_server(
         collection: Annotated[str | None, Field(description=COLLECTION_DESCRIPTION)] = None,
         scope: Scope = (),
     ) -> ToolOutput:
-        return box.search(query, path, k, mode, more, details, scope=scope, **at(collection))
+        return box.search(
+            query, path, details=details, k=k, mode=mode, more=more, scope=scope, **at(collection)
+        )
 
     def read(
         path: Annotated[str, Field(description="A file, as search, grep or list show it.")],
@@ -354,7 +356,14 @@ def build_server(
         collection: Annotated[str | None, Field(description=COLLECTION_DESCRIPTION)] = None,
         scope: Scope = (),
     ) -> ToolOutput:
-        return box.read(path, start_line, end_line, pages, scope=scope, **at(collection))
+        return box.read(
+            path,
+            start_line=start_line,
+            end_line=end_line,
+            pages=pages,
+            scope=scope,
+            **at(collection),
+        )
 
     def grep(
         pattern: Annotated[str, Field(description="Text to find in lines.")],
@@ -368,7 +377,13 @@ def build_server(
         scope: Scope = (),
     ) -> ToolOutput:
         return box.grep(
-            pattern, path, regex, ignore_case, max_results, scope=scope, **at(collection)
+            pattern,
+            path,
+            max_results=max_results,
+            regex=regex,
+            ignore_case=ignore_case,
+            scope=scope,
+            **at(collection),
         )
 
     def list_(
@@ -389,7 +404,15 @@ def build_server(
         collection: Annotated[str | None, Field(description=COLLECTION_DESCRIPTION)] = None,
         scope: Scope = (),
     ) -> ToolOutput:
-        return box.list(path, recursive, pattern, map, page, scope=scope, **at(collection))
+        return box.list(
+            path,
+            map=map,
+            page=page,
+            recursive=recursive,
+            pattern=pattern,
+            scope=scope,
+            **at(collection),
+        )
 
     def status(
         collection: Annotated[str | None, Field(description=COLLECTION_DESCRIPTION)] = None,
@@ -406,7 +429,7 @@ def build_server(
         collection: Annotated[str | None, Field(description=COLLECTION_DESCRIPTION)] = None,
         scope: Scope = (),
     ) -> ToolOutput:
-        return box.write(path, text, mode, scope=scope, **at(collection))
+        return box.write(path, text, mode=mode, scope=scope, **at(collection))
 
     descriptions: dict[str, tuple[Callable[..., ToolOutput], str]] = {
         "search": (

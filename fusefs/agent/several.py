@@ -21,7 +21,6 @@ Rules a caller may rely on:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -39,11 +38,10 @@ from semfs.fusefs.agent.toolbox import (
     list_output,
     list_rows,
     open_toolbox,
+    tool_request,
 )
 from semfs.ingest.errors import PathError, SemfsError, ToolInputError
-from semfs.ingest.request import DEFAULT_MODE
-from semfs.ingest.search.several import merge_hits
-from semfs.ingest.store import DEFAULT_K
+from semfs.ingest.search.several import merge_hits, prefixed
 from semfs.ingest.store.address import CollectionAddress
 
 
@@ -94,11 +92,13 @@ class SeveralToolbox:
         return {name: inner for name, inner in seen.items() if inner is not None}
 
     def _target(
-        self, path: str, collection: str | None, scope: Scope
+        self, path: str, options: dict[str, Any]
     ) -> tuple[str | None, str, dict[str, Scope]]:
         """(the collection a call names or None for the root, the path inside it, the
-        collections the caller sees)."""
-        seen = self.visible(scope)
+        collections the caller sees), its ``collection`` and ``scope`` taken from ``options``
+        (what is left is the Toolbox's)."""
+        collection: str | None = options.pop("collection", None)
+        seen = self.visible(options.pop("scope", ()))
         if not seen:  # a token for collections this server does not serve
             raise ToolInputError("this token sees no collection of this server")
         rel = normalize_path(path)
@@ -130,27 +130,22 @@ class SeveralToolbox:
 
     # -- tools --------------------------------------------------------------------------------
 
+    # Each tool takes the Toolbox's parameters (``options``: those passed on as they are),
+    # ``collection`` (see the module's rules) and ``scope`` (folders of this tree).
+
     def search(
-        self,
-        query: str,
-        path: str = "",
-        k: int = DEFAULT_K,
-        mode: str = DEFAULT_MODE,
-        more: bool = False,
-        details: bool = False,
-        collection: str | None = None,
-        scope: Scope = (),
+        self, query: str, path: str = "", details: bool = False, **options: Any
     ) -> ToolOutput:
-        name, rel, seen = self._target(path, collection, scope)
+        """``options``: the request's (``k``, ``mode``, ``more``), ``collection``, ``scope``."""
+        name, rel, seen = self._target(path, options)
+        request = tool_request(query, **options)
         names = [name] if name is not None else list(seen)
         found: dict[str, Found] = {
-            n: self._named(
-                n, rel, lambda n=n: self.boxes[n].find(query, rel, k, mode, more, seen[n])
-            )
+            n: self._named(n, rel, lambda n=n: self.boxes[n].find(request, rel, seen[n]))
             for n in names
         }
-        merged = merge_hits({n: f.hits for n, f in found.items()}, k)
-        shown = tuple(dataclasses.replace(h, path=f"{n}/{h.path}") for n, h in merged)
+        merged = merge_hits({n: f.hits for n, f in found.items()}, request.k)
+        shown = prefixed(merged)
         # Where it looked, as this tree names it: each collection (or a token's folders in it).
         places: list[str] = []
         notes: list[str] = []
@@ -158,11 +153,13 @@ class SeveralToolbox:
             under = f.request.under
             places += [f"{n}/{d}/" for d in f.folders] or [f"{n}/{under}/" if under else f"{n}/"]
             # While its dense pass is under way: how much of it is embedded.
-            note = self.boxes[n].opened.meaning_note(mode, under or None) if f.counted else None
+            note = (
+                self.boxes[n].opened.meaning_note(request.mode, under or None)
+                if f.counted
+                else None
+            )
             if note:
                 notes.append(f"{n}: {note}" if len(found) > 1 else note)
-        first = found[names[0]]
-        request = dataclasses.replace(first.request, under=None)
         text = (
             self.boxes[names[0]]
             .opened.results_text(
@@ -178,34 +175,20 @@ class SeveralToolbox:
         data = {"results": [{**h.to_json(), "collection": n} for n, h in merged]} if details else {}
         return fit(text, data, self.budget, SEARCH_HINT)
 
-    def read(
-        self,
-        path: str,
-        start_line: int = 1,
-        end_line: int | None = None,
-        pages: str = "",
-        collection: str | None = None,
-        scope: Scope = (),
-    ) -> ToolOutput:
-        name, rel, seen = self._target(path, collection, scope)
+    def read(self, path: str, **options: Any) -> ToolOutput:
+        """``options``: Toolbox.read's (``start_line``, ``end_line``, ``pages``),
+        ``collection``, ``scope``."""
+        name, rel, seen = self._target(path, options)
         if name is None:
             raise ToolInputError("'/' is a directory (its folders are the collections): use list")
         box = self.boxes[name]
-        return self._named(
-            name, rel, lambda: box.read(rel, start_line, end_line, pages, scope=seen[name])
-        )
+        return self._named(name, rel, lambda: box.read(rel, scope=seen[name], **options))
 
     def grep(
-        self,
-        pattern: str,
-        path: str = "",
-        regex: bool = False,
-        ignore_case: bool = False,
-        max_results: int = DEFAULT_MAX_RESULTS,
-        collection: str | None = None,
-        scope: Scope = (),
+        self, pattern: str, path: str = "", max_results: int = DEFAULT_MAX_RESULTS, **options: Any
     ) -> ToolOutput:
-        name, rel, seen = self._target(path, collection, scope)
+        """``options``: Toolbox.grep's (``regex``, ``ignore_case``), ``collection``, ``scope``."""
+        name, rel, seen = self._target(path, options)
         names = [name] if name is not None else list(seen)
         total = GrepResult(lines=[], pushed_down=True)
         for n in names:
@@ -216,7 +199,12 @@ class SeveralToolbox:
                 n,
                 rel,
                 lambda box=box, inner=inner, left=left: box.grep_engine.run(
-                    box.scoped_tree(inner), pattern, rel, regex, ignore_case, max(left, 1), inner
+                    box.scoped_tree(inner),
+                    pattern,
+                    rel,
+                    max_results=max(left, 1),
+                    scope=inner,
+                    **options,
                 ),
             )
             if left <= 0:
@@ -231,17 +219,10 @@ class SeveralToolbox:
                 total.scan_stopped_at = f"{n}/{res.scan_stopped_at}"
         return grep_output(total, max_results, self.budget)
 
-    def list(
-        self,
-        path: str = "",
-        recursive: bool = False,
-        pattern: str | None = None,
-        map: bool = False,
-        page: int = 1,
-        collection: str | None = None,
-        scope: Scope = (),
-    ) -> ToolOutput:
-        name, rel, seen = self._target(path, collection, scope)
+    def list(self, path: str = "", map: bool = False, page: int = 1, **options: Any) -> ToolOutput:
+        """``options``: Toolbox.list's (``recursive``, ``pattern``), ``collection``, ``scope``."""
+        name, rel, seen = self._target(path, options)
+        recursive, pattern = options.pop("recursive", False), options.pop("pattern", None)
         if name is not None:
             box = self.boxes[name]
             if map:
@@ -283,28 +264,22 @@ class SeveralToolbox:
         return fit("\n".join(lines) + "\n", {"path": "", "collections": rows}, self.budget, "")
 
     def status(self, collection: str | None = None, scope: Scope = ()) -> ToolOutput:
-        name, _, seen = self._target("", collection, scope)
+        name, _, seen = self._target("", {"collection": collection, "scope": scope})
         if name is not None:
             return self.boxes[name].status(scope=seen[name], named=scope)
         each = [self.boxes[n].status(scope=inner, named=scope) for n, inner in seen.items()]
         text = "\n".join(out.text for out in each)
         return fit(text, {"collections": [out.data for out in each]}, self.budget, "")
 
-    def write(
-        self,
-        path: str,
-        text: str,
-        mode: str = "append",
-        collection: str | None = None,
-        scope: Scope = (),
-    ) -> ToolOutput:
-        name, rel, seen = self._target(path, collection, scope)
+    def write(self, path: str, text: str, **options: Any) -> ToolOutput:
+        """``options``: Toolbox.write's ``mode``, ``collection``, ``scope``."""
+        name, rel, seen = self._target(path, options)
         if name is None or not rel:
             raise PathError(
                 f"{path!r}: write a file inside a collection (COLLECTION/PATH): {', '.join(seen)}"
             )
         box = self.boxes[name]
-        return self._named(name, rel, lambda: box.write(rel, text, mode, scope=seen[name]))
+        return self._named(name, rel, lambda: box.write(rel, text, scope=seen[name], **options))
 
 
 @contextmanager

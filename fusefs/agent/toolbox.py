@@ -253,7 +253,7 @@ class Toolbox:
         details: bool = False,
         scope: Scope = (),
     ) -> ToolOutput:
-        found = self.find(query, path, k, mode, more, scope)
+        found = self.find(tool_request(query, k=k, mode=mode, more=more), path, scope)
         folders = found.folders
         where = ("in " + ", ".join(f"{f}/" for f in folders)) if folders else None
         # While an ingest's dense pass is under way, how much of what was searched is
@@ -273,20 +273,9 @@ class Toolbox:
             SEARCH_HINT,
         )
 
-    def find(
-        self,
-        query: str,
-        path: str = "",
-        k: int = DEFAULT_K,
-        mode: str = DEFAULT_MODE,
-        more: bool = False,
-        scope: Scope = (),
-    ) -> Found:
-        """The search tool's hits, before they are rendered (see :class:`Found`)."""
-        try:
-            request = SearchRequest(query, k=k, mode=mode, more=more)
-        except SemfsError as exc:
-            raise ToolInputError(str(exc)) from None
+    def find(self, request: SearchRequest, path: str = "", scope: Scope = ()) -> Found:
+        """The search tool's hits for ``request`` under ``path``, before they are rendered
+        (see :class:`Found`)."""
         tree = self.scoped_tree(scope)
         node = resolve(tree, path)
         if node.kind != DIR:
@@ -593,6 +582,14 @@ def open_toolbox(address: CollectionAddress, budget: int = DEFAULT_BUDGET) -> It
                 stop()
             except Exception as exc:
                 logger.error("shutting down: %s", exc, exc_info=logger.isEnabledFor(logging.DEBUG))
+
+
+def tool_request(query: str, **options: Any) -> SearchRequest:
+    """The search tool's request (``k``, ``mode``, ``more``); bad input in one line."""
+    try:
+        return SearchRequest(query, **options)
+    except SemfsError as exc:
+        raise ToolInputError(str(exc)) from None
 
 
 def grep_output(res: GrepResult, max_results: int, budget: int) -> ToolOutput:
