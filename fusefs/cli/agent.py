@@ -123,6 +123,8 @@ def mcp_cmd(
     if http is not None:
         parse_http_address(http)  # a bad address fails before the store is opened
     names = _collection_names(address, collections, all_collections)
+    if names and ctx.get_parameter_source("collection") == click.core.ParameterSource.COMMANDLINE:
+        raise click.UsageError("give -c NAME or --collections/--all, not both")
     _stop_on_sigterm()
     try:
         opening: contextlib.AbstractContextManager[Toolbox | SeveralToolbox] = (
