@@ -15,25 +15,15 @@ import click
 
 from semfs.fusefs.agent import DEFAULT_BUDGET, SESSION_TIMEOUT
 from semfs.fusefs.agent.guide import guide
-from semfs.fusefs.cli.common import Command, Group, handle_errors, store_options
+from semfs.fusefs.cli.common import Command, Group, handle_errors, params, store_options
+from semfs.fusefs.cli.options import COLLECTIONS, collection_names
 from semfs.fusefs.view.searchdir import DEFAULT_NAME
 from semfs.ingest.store.address import CollectionAddress
 
 
 @click.command(cls=Command, name="mcp")
 @store_options
-@click.option(
-    "--collections",
-    metavar="NAME[,NAME...]",
-    help="Serve several collections, comma-separated, each a top-level folder (instead of -c); "
-    "search searches them all.",
-)
-@click.option(
-    "--all",
-    "all_collections",
-    is_flag=True,
-    help="Serve every collection of the store, each a top-level folder (instead of -c).",
-)
+@params(COLLECTIONS)
 @click.option(
     "--http",
     metavar="HOST:PORT",
@@ -119,10 +109,11 @@ def mcp_cmd(
     from semfs.fusefs.agent.several import SeveralToolbox, open_toolboxes
     from semfs.fusefs.agent.tokens import several_token_folder, token_folder
     from semfs.fusefs.agent.toolbox import Toolbox, open_toolbox
+    from semfs.ingest.collection import collections as stored
 
     if http is not None:
         parse_http_address(http)  # a bad address fails before the store is opened
-    names = _collection_names(address, collections, all_collections)
+    names = collection_names(collections, all_collections, lambda: stored(address))
     if names and ctx.get_parameter_source("collection") == click.core.ParameterSource.COMMANDLINE:
         raise click.UsageError("give -c NAME or --collections/--all, not both")
     _stop_on_sigterm()
@@ -151,30 +142,6 @@ def mcp_cmd(
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(130)
-
-
-def _collection_names(
-    address: CollectionAddress, collections: str | None, every: bool
-) -> tuple[str, ...]:
-    """The collections ``--collections A,B`` or ``--all`` name (empty: neither, -c names one)."""
-    from semfs.ingest.errors import SemfsError
-    from semfs.ingest.store import check_collection_name
-    from semfs.ingest.store.backends import open_catalog
-
-    if collections is not None and every:
-        raise SemfsError("give --collections NAME[,NAME...] or --all, not both")
-    if every:
-        with open_catalog(address) as catalog:
-            names = tuple(sorted(catalog.names()))
-        if not names:
-            raise SemfsError("--all: the store has no collection yet: `semfs ingest DIR` first")
-        return names
-    if collections is None:
-        return ()
-    names = tuple(dict.fromkeys(n.strip() for n in collections.split(",") if n.strip()))
-    if not names:
-        raise SemfsError("--collections: name one or more, e.g. --collections docs,code")
-    return tuple(check_collection_name(n) for n in names)
 
 
 @click.group(cls=Group, name="token")
