@@ -101,6 +101,8 @@ def _absolute(cfg: MountConfig) -> MountConfig:
     cfg.mountpoint = cfg.mountpoint.absolute()
     if capabilities(cfg.address).in_store_folder:
         cfg.address = replace(cfg.address, store=cfg.address.store_dir.absolute())
+        # A mount of several collections: each at the same place.
+        cfg.collections = tuple(cfg.address.named(a.collection) for a in cfg.collections)
     if cfg.log_file is not None:
         cfg.log_file = cfg.log_file.absolute()
     if cfg.watch is not None:

@@ -11,9 +11,10 @@ import pytest
 from semfs.fusefs.mount.bindings import can_invalidate
 from semfs.fusefs.mount.daemon import MountConfig, fuse_options, parse_options
 from semfs.fusefs.mount.kernelcache import LONG_TIMEOUT, SHORT_TIMEOUT
-from semfs.fusefs.mount.start import check_mountpoint
+from semfs.fusefs.mount.start import _absolute, check_mountpoint
 from semfs.fusefs.mount.unmount import mount_fstype, unmount_commands
 from semfs.ingest.errors import MountError
+from semfs.ingest.store.address import CollectionAddress
 
 
 def test_parse_and_fuse_options(tmp_path: Path) -> None:
@@ -89,3 +90,14 @@ def test_long_kernel_timeouts_only_where_changes_are_invalidated(tmp_path: Path)
         ]
         == "2"
     )
+
+
+def test_a_mount_of_several_collections_finds_each_from_the_daemons_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon runs from /: `--store store --collections a,b` names each store absolutely."""
+    monkeypatch.chdir(tmp_path)
+    at = CollectionAddress("a", store=Path("store"))
+    cfg = _absolute(MountConfig(Path("mnt"), at, collections=(at, at.named("b"))))
+    assert [a.store for a in cfg.addresses] == [tmp_path / "store"] * 2
+    assert [a.collection for a in cfg.addresses] == ["a", "b"]
