@@ -9,6 +9,8 @@ Its option lines and their defaults come from the table of ``@`` folders
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from semfs.fusefs.view.foldermap import MAP_NAME
 from semfs.fusefs.view.parameters import RESULTS_NAME, parameter_lines
 from semfs.fusefs.view.searchdir import DEFAULT_NAME
@@ -62,8 +64,27 @@ find work). Search it first, then read (a map first if it is new to you):
 """
 
 
-def guide(mountpoint: str | None = None, search_dir: str = DEFAULT_NAME) -> str:
+# A mount of several collections (semfs mount --collections): said before the steps.
+SEVERAL = f"""\
+It holds several collections, each a folder: COLLECTIONS.
+DOCS/{DEFAULT_NAME}/QUERY/ searches them all (the first hit from the collection nearest the
+question); DOCS/NAME/{DEFAULT_NAME}/QUERY/ searches collection NAME only, and DOCS/{MAP_NAME}
+says what each holds. A hit's path starts with its collection's name.
+"""
+
+
+def guide(
+    mountpoint: str | None = None,
+    search_dir: str = DEFAULT_NAME,
+    collections: Sequence[str] = (),
+) -> str:
     """The guide, with ``mountpoint`` (default: a placeholder) where the mount is and
-    ``search_dir`` as the search folder's name (``semfs mount --search-dir``)."""
-    text = GUIDE.replace(DEFAULT_NAME, search_dir)
+    ``search_dir`` as the search folder's name (``semfs mount --search-dir``);
+    ``collections``: the top-level folders of a mount of several."""
+    text = GUIDE
+    if collections:
+        folders = ", ".join(f"{PLACEHOLDER}/{name}/" for name in collections)
+        several = SEVERAL.replace("COLLECTIONS", folders)
+        text = text.replace("\n0. ", f"\n{several}0. ", 1)
+    text = text.replace(DEFAULT_NAME, search_dir)
     return text.replace(PLACEHOLDER, mountpoint.rstrip("/") or "/") if mountpoint else text

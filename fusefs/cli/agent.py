@@ -324,9 +324,15 @@ def guide_cmd(mountpoint: Path | None, search_dir: str | None) -> None:
         semfs guide ~/mnt/docs >> AGENTS.md
         semfs guide --search-dir .find
     """
-    from semfs.fusefs.mount.unmount import FSTYPE, mount_fstype, mount_search_dir
+    from semfs.fusefs.mount.unmount import (
+        FSTYPE,
+        mount_collections,
+        mount_fstype,
+        mount_search_dir,
+    )
     from semfs.fusefs.view.searchdir import check_folder_name
 
+    collections: list[str] = []
     if mountpoint is not None:
         with contextlib.suppress(FileNotFoundError):  # no list of mounts here: not checked
             fstype = mount_fstype(mountpoint)
@@ -337,10 +343,11 @@ def guide_cmd(mountpoint: Path | None, search_dir: str | None) -> None:
                     f"(semfs mount {mountpoint}), or run `semfs guide` without a path"
                 )
         search_dir = search_dir or mount_search_dir(mountpoint)
+        collections = mount_collections(mountpoint)
     folder = check_folder_name(search_dir or DEFAULT_NAME)
     # Absolute: the text goes into an agent's prompt, read from wherever the agent runs.
     where = os.path.abspath(mountpoint) if mountpoint is not None else None
-    click.echo(guide(where, folder), nl=False)
+    click.echo(guide(where, folder, collections), nl=False)
 
 
 def register(group: click.Group) -> None:

@@ -356,6 +356,9 @@ class MountDaemon:
             )
             # `semfs guide MOUNTPOINT` names the search folder this mount answers.
             ops.root_xattrs.append(lambda: {"search_dir": searches.folder})
+            if self.cfg.collections:  # `semfs guide MOUNTPOINT` names them too
+                names = ",".join(a.collection for a in self.cfg.collections)
+                ops.root_xattrs.append(lambda: {"collections": names})
             if self.cfg.watch is not None:
                 one = shown[0]
                 # Its deletions wait for open files too.

@@ -71,7 +71,18 @@ def daemon_pid(mountpoint: Path) -> int | None:
 def mount_search_dir(mountpoint: Path) -> str | None:
     """The search folder the semfs mount at ``mountpoint`` answers, as its root xattr says
     (None from a mount that does not say: an older daemon, or no xattrs here)."""
-    value = portable.get_xattr(mountpoint, XATTR_PREFIX + "search_dir")
+    return _root_xattr(mountpoint, "search_dir")
+
+
+def mount_collections(mountpoint: Path) -> list[str]:
+    """The collections a mount of several shows as its top-level folders (``semfs mount
+    --collections``), as its root xattr says; empty for a mount of one."""
+    value = _root_xattr(mountpoint, "collections")
+    return value.split(",") if value else []
+
+
+def _root_xattr(mountpoint: Path, name: str) -> str | None:
+    value = portable.get_xattr(mountpoint, XATTR_PREFIX + name)
     try:
         return None if value is None else value.decode()
     except UnicodeDecodeError:

@@ -23,7 +23,7 @@ import pytest
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
-from tests.helpers import REPO, SAMPLE_CORPUS
+from tests.helpers import REPO, SAMPLE_CORPUS, SEMFS
 from tests.helpers.mounting import Mount, mounted
 
 pytestmark = pytest.mark.mount
@@ -115,3 +115,10 @@ def test_the_root_map_names_each_collection_with_its_size_kind_and_model(mnt: Mo
     assert "model hash" in lines["- docs"], text
     # A collection's own map is its tree's, with paths from the mount's root.
     assert (mnt.path / "docs/.map.md").read_text().startswith("# docs/ — 42 documents")
+
+
+def test_the_guide_names_the_collections(mnt: Mount) -> None:
+    out = subprocess.run(
+        [SEMFS, "guide", str(mnt.path)], capture_output=True, text=True, check=True
+    ).stdout
+    assert f"several collections, each a folder: {mnt.path}/docs/, {mnt.path}/code/." in out
