@@ -286,9 +286,9 @@ class Collections(AbstractContextManager["Collections"]):
     """Several open collections as one, as one mount of them shows them: each is a top-level
     folder, so a path's first part names its collection (``docs/guide/keys.md``). The methods
     are :class:`Collection`'s, over all of them: :meth:`search` searches each with its own
-    searcher and model and merges the hits on match strength (as `semfs search -c docs -c
-    code`); ``under="docs/guide"`` searches one. Ingesting and watching name one collection:
-    ``collections["docs"].ingest(DIR)``."""
+    searcher and model and merges the hits as `semfs search -c docs -c code` does
+    (:func:`~semfs.ingest.search.several.merge_hits`); ``under="docs/guide"`` searches one.
+    Ingesting and watching name one collection: ``collections["docs"].ingest(DIR)``."""
 
     def __init__(self, addresses: Iterable[CollectionAddress]) -> None:
         self.members: dict[str, Collection] = {}
@@ -391,7 +391,14 @@ class Collections(AbstractContextManager["Collections"]):
                 )
             names, request = [name], replace(request, under=rel or None)
         each = {name: self.members[name].search(request) for name in names}
-        return merge_hits(each, request.k), request, names
+        # Who comes first: the nearest collection's first hit, as `semfs search -c A -c B`.
+        near = {
+            name: self.members[name]._searcher.nearness(request)
+            if len(names) > 1 and each[name]
+            else None
+            for name in names
+        }
+        return merge_hits(each, request.k, near), request, names
 
 
 # The command line's ways out, as a Python caller takes them: an error raised through the API

@@ -11,8 +11,10 @@ Rules a caller may rely on:
   entries are the collections. Each tool also takes ``collection``: then its path is inside that
   collection (``collection="docs", path="guide"`` is ``path="docs/guide"``).
 * ``search`` at the root searches every collection, each with its own searcher, and merges the
-  hits on match strength (:func:`~semfs.ingest.search.several.merge_hits`, as ``semfs search -c
-  docs -c code`` does); each hit's path begins with its collection, and ``details`` names it.
+  hits as ``semfs search -c docs -c code`` does (:func:`~semfs.ingest.search.several.merge_hits`:
+  the nearest collection's first hit first, the rest on match strength; a collection a token
+  sees only in part takes no part in who is nearest); each hit's path begins with its
+  collection, and ``details`` names it.
   ``grep``, ``list`` and ``status`` at the root cover every collection, in the order given.
 * A scope (a token's ``under``) is folders of this tree: ``docs`` is the whole of ``docs``,
   ``code/src`` a folder of ``code``. A collection outside it does not exist for the caller: no
@@ -144,7 +146,15 @@ class SeveralToolbox:
             n: self._named(n, rel, lambda n=n: self.boxes[n].find(request, rel, seen[n]))
             for n in names
         }
-        merged = merge_hits({n: f.hits for n, f in found.items()}, request.k)
+        # Who comes first: the nearest collection's first hit (merge_hits), by each one's own
+        # model; not a collection the caller sees only part of (that would measure the rest).
+        near = {
+            n: self.boxes[n].opened.searcher.nearness(f.request)
+            if len(found) > 1 and f.hits and not seen[n]
+            else None
+            for n, f in found.items()
+        }
+        merged = merge_hits({n: f.hits for n, f in found.items()}, request.k, near)
         shown = prefixed(merged)
         # Where it looked, as this tree names it: each collection (or a token's folders in it).
         places: list[str] = []

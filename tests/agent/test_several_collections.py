@@ -15,6 +15,7 @@ from typing import Any
 
 from semfs.fusefs.agent.several import SeveralToolbox
 from semfs.fusefs.agent.toolbox import Toolbox
+from semfs.ingest.collection import open_collections
 from semfs.ingest.opened import Opened
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
@@ -59,6 +60,12 @@ def test_one_server_searches_both_collections_each_with_its_own_model(tmp_path: 
         assert [e["path"] for e in listed] == list(MODELS)
         scoped = box.search("zebrafish", path=HIDDEN, details=True).data["results"]
         assert scoped and {h["collection"] for h in scoped} == {HIDDEN}
+        # Merged as `semfs search -c A -c B` and the Python API merge (the nearest collection's
+        # first hit first: for "one hour" not the strongest one's).
+        tools = box.search("one hour", k=4, details=True).data["results"]
+    with open_collections([CollectionAddress(n, store=store) for n in MODELS]) as both:
+        api = both.search("one hour", k=4)
+    assert [f"{h['collection']}/{h['path']}" for h in tools] == [h.path for h in api]
 
 
 def _calls(name: str) -> list[tuple[str, dict[str, Any]]]:

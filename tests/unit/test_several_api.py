@@ -10,6 +10,10 @@ from semfs.ingest.store.address import CollectionAddress
 from tests.helpers.mounting import semfs as run_semfs
 from tests.helpers.several import MODELS, two_collections
 
+# "one hour": the nearest collection (by its own model) is not the strongest one's.
+QUESTIONS = ("rotate an API key", "how do uploads get retried", "one hour")
+BOTH = ("-c", "handbook", "-c", "secretrepo")
+
 
 def test_open_collections_searches_each_on_its_own_model(tmp_path: Path) -> None:
     """Before: no open_collections."""
@@ -25,9 +29,8 @@ def test_open_collections_searches_each_on_its_own_model(tmp_path: Path) -> None
         near = both.similar("handbook/guide/keys.md")
         assert [h.path for h in near] == ["handbook/faq.md"]
         assert len(both.documents()) == 4
-        text = both.results_text("rotate an API key")
-    # The results text is byte for byte `semfs search -c A -c B`'s.
-    cli = run_semfs(
-        "search", "rotate an API key", "--store", str(store), "-c", "handbook", "-c", "secretrepo"
-    )
-    assert cli.stdout == text
+        texts = {q: both.results_text(q, k=4) for q in QUESTIONS}
+    # The results text is byte for byte `semfs search -c A -c B`'s (the same merge).
+    for question, text in texts.items():
+        cli = run_semfs("search", question, "-k", "4", "--store", str(store), *BOTH)
+        assert cli.stdout == text
