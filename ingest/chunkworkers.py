@@ -49,6 +49,10 @@ if TYPE_CHECKING:
 # imports and the tokenizer, about 0.5 s of CPU) would cost more than it saves (a watcher's
 # batch, a small folder).
 FROM_FILES = 64
+# Documents read ahead of the writer per child (the stream's window, 2 per thread without
+# children): with 2 a child finished its few documents during one window's write (256 chunks,
+# Edge's calls holding the GIL) and waited, so writer and children took turns.
+AHEAD = 8
 # The longest a child may take over one document before it is stopped and the document is
 # chunked in process (the chunker's own budgets bound a hostile file far below this).
 TIMEOUT_S = 120.0

@@ -485,7 +485,9 @@ class _Reader:
         the scan: what a run holds stays bounded."""
         report = self.report
         work, jobs = self._read_chunked, reading_jobs(self.jobs)
-        for f, (result, made) in parallel.stream(self._wanted(files), work, jobs):
+        # Chunking children keep working while the writer writes: more documents ahead.
+        ahead = jobs * (chunkworkers.AHEAD if self.chunker is not None else 2)
+        for f, (result, made) in parallel.stream(self._wanted(files), work, jobs, ahead):
             old = self._previous(f)
             doc, chunked = result, made
             if on_progress is not None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from semfs.ingest import densepass, pipeline, writer
+from semfs.ingest import chunkworkers, densepass, pipeline, writer
 from semfs.ingest.densepass import DenseService, embed_missing
 from semfs.ingest.embedding.embedder import HashEmbedder
 from semfs.ingest.pipeline import ingest
@@ -190,7 +190,9 @@ def test_memory_does_not_grow_with_the_number_of_documents(
     them all. (The BM25 sample is cut to 128 chunks so that a few thousand documents are
     many times the bound: the 2,048 default needed 50k documents and 412 s.)"""
     monkeypatch.setattr(writer, "BM25_SAMPLE_CHUNKS", 128)
-    bound = 128 + writer.WINDOW_CHUNKS + 2 * 2 + 2
+    # The sample, a window, the documents read ahead (per reading thread: the chunking
+    # children's read-ahead, chunkworkers.AHEAD), and the one in hand.
+    bound = 128 + writer.WINDOW_CHUNKS + 2 * chunkworkers.AHEAD + 2
     small = _most_held(tmp_path, store_dir, 1_500, monkeypatch)
     large = _most_held(tmp_path, store_dir, 3_000, monkeypatch)
     assert 0 < small <= bound and 0 < large <= bound, (small, large, bound)
