@@ -26,6 +26,7 @@ HANG = 120.0  # only catches a hang: a loaded machine is slow, never this slow
 DOCS = 80  # about 320 chunks: more than the first encode window (tests/helpers/pausedingest)
 FIRST, LAST = "notes/doc-000.md", f"notes/doc-{DOCS - 1:03d}.md"
 READ = "notes/doc-040.md"  # read through the mount, never searched
+READ_MCP = "notes/doc-041.md"  # read through MCP
 
 
 def _source(src: Path) -> None:
@@ -94,6 +95,7 @@ def test_an_ingest_under_way_is_read_and_its_readers_outlive_it(tmp_path: Path) 
                     first = await call(
                         client, "search", query="aardvark", mode="keyword", details=True
                     )
+                    await call(client, "read", path=READ_MCP)  # noted too (issue 45.2)
                     (gate / "go").touch()  # the ingest finishes and exits
                     await anyio.to_thread.run_sync(ingest.wait)
                     with anyio.fail_after(HANG):  # its tree follows the store within a second
@@ -106,6 +108,7 @@ def test_an_ingest_under_way_is_read_and_its_readers_outlive_it(tmp_path: Path) 
                             await anyio.sleep(0.1)
 
             first, last = run(agent)
+            wait_until(lambda: READ_MCP in _noted(store), HANG, "the MCP read noted")
             assert ingest.returncode == 0, ingest.communicate()[0]
             assert _hits(first)[:1] == [FIRST]
             assert _hits(last)[:1] == [LAST]  # semfs mcp outlived the ingest
