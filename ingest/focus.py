@@ -32,7 +32,6 @@ Rules a caller may rely on:
 from __future__ import annotations
 
 import atexit
-import contextlib
 import errno
 import json
 import logging
@@ -45,6 +44,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from semfs.ingest.privatefile import replace_private
 from semfs.ingest.request import normalize_under
 from semfs.ingest.store import StoreReader, StoreWriter
 from semfs.ingest.store.schema import ChunkRecord
@@ -135,24 +135,7 @@ def write_uses(path: Path, uses: Sequence[Use]) -> None:
     rename: a symlink there is replaced, never followed. Raises OSError."""
     rows = [{"kind": u.kind, "path": u.path, "at": u.at} for u in uses[:MAX_ENTRIES]]
     data = json.dumps(rows, separators=(",", ":")).encode("utf-8", "surrogateescape")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    except BaseException:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    os.close(fd)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    replace_private(path, data)
 
 
 class UseLog:

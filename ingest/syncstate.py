@@ -11,16 +11,15 @@ it even while the watching process holds the store.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from semfs.ingest.privatefile import replace_private
 from semfs.ingest.store.address import CollectionAddress
 
 STATE_NAME = "watch.json"
@@ -111,20 +110,7 @@ class SyncState:
     def save(self, path: Path) -> None:
         """Replace ``path`` atomically with this state; the file is created 0600."""
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-        data = json.dumps(self.to_json(), indent=1).encode()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-        try:
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        replace_private(path, json.dumps(self.to_json(), indent=1).encode())
 
 
 def load_state(path: Path) -> SyncState | None:

@@ -39,6 +39,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench_share import all_chunks
+
 from semfs.ingest import densepass
 from semfs.ingest.densepass import embed_missing
 from semfs.ingest.embedding.embedder import DEFAULT_MODEL, canonical_model_name, load_embedder
@@ -52,17 +54,6 @@ from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import ChunkRecord, DenseVector
 
 ARMS = ("hints", "none")
-
-
-def every_chunk(store: Store) -> list[ChunkRecord]:
-    """Every chunk without a vector, in store order."""
-    out: list[ChunkRecord] = []
-    after: str | None = None
-    while True:
-        page, after = store.chunks_without_dense(1000, after)
-        out.extend(page)
-        if after is None or not page:
-            return out
 
 
 class _Watched(DelegatingStore):
@@ -175,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open_store(CollectionAddress(store=base)) as store:
             ingest(src, store, model=model, embedder=embedder, dense=False)
     with open_store(CollectionAddress(store=base)) as store:
-        chunks = every_chunk(store)
+        chunks = all_chunks(store)
     rng = random.Random(args.seed)
     per_doc = Counter(c.path for c in chunks)
     # Folders two deep (a product's section); the one nearest the share asked for.
