@@ -174,12 +174,18 @@ class UseLog:
             self._queued = _unique([*reversed(uses), *self._queued])[:MAX_ENTRIES]
             wait = self._written + WRITE_EVERY - time.monotonic()
             if wait > 0:  # written a moment ago: with whatever else comes meanwhile
-                if self._timer is None:
+                if self._timer is not None:
+                    return
+                timer = threading.Timer(wait, self.flush)
+                timer.daemon = True
+                try:
+                    timer.start()
+                except RuntimeError:  # no thread to spare: written now instead
+                    pass
+                else:
+                    self._timer = timer
                     _flush_at_exit()
-                    self._timer = threading.Timer(wait, self.flush)
-                    self._timer.daemon = True
-                    self._timer.start()
-                return
+                    return
         self.flush()
 
     def flush(self) -> None:
