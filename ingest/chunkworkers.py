@@ -32,13 +32,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from semfs.ingest.formats.worker import read_line
+from semfs.ingest.formats.worker import ChildPool, end, kill, read_line, spawn
 from semfs.ingest.sources import Document, Original
 from semfs.ingest.store.schema import ChunkRecord
 
@@ -74,29 +73,24 @@ class Chunked:
     words_cut: int
 
 
-class ChunkWorkers:
+class ChunkWorkers(ChildPool["_Child"]):
     """Up to ``jobs`` children that chunk documents for the model ``model`` (counting tokens
     as it does; ``max_tokens`` is asked once, when the first child starts) into generation
     ``gen``. Thread-safe: each :meth:`chunk` runs on an idle child, or starts one."""
 
     def __init__(self, model: str, max_tokens: Callable[[], int], gen: int, jobs: int) -> None:
+        super().__init__(_Child, jobs)
         self.model = model
         self.gen = gen
-        self.jobs = jobs
         self._max_tokens = max_tokens
         self._limit: int | None = None
         # The run's BM25 weights: None until known (a new store measures them on its first
         # chunks), then (average length or None for Bm25's default,).
         self.bm25: tuple[float | None] | None = None
-        self._idle: list[_Child] = []
-        self._started = 0
-        self._free = threading.Condition()
-        self._closed = False
 
     def chunk(self, doc: Document) -> Chunked | None:
         """``doc``'s chunks, made in a child; None when no child could (chunk it here)."""
-        child = self._take()
-        try:
+        with self.lend() as child:
             if self._limit is None:
                 self._limit = self._max_tokens()
             bm25 = self.bm25
@@ -110,30 +104,6 @@ class ChunkWorkers:
             }
             answer = child.ask(self.model, self._limit, job)
             return _decode(answer, self.gen) if answer is not None else None
-        finally:
-            with self._free:
-                if self._closed:
-                    child.close()
-                else:
-                    self._idle.append(child)
-                    self._free.notify()
-
-    def _take(self) -> _Child:
-        with self._free:
-            while not self._idle and self._started >= self.jobs:
-                self._free.wait()
-            if self._idle:
-                return self._idle.pop()
-            self._started += 1
-            return _Child()
-
-    def close(self) -> None:
-        """End the idle children; one at work ends when its call returns."""
-        with self._free:
-            self._closed = True
-            idle, self._idle = self._idle, []
-        for child in idle:
-            child.close()
 
 
 class _Child:
@@ -148,14 +118,7 @@ class _Child:
             # One thread each: the child's tokenizer must not start a pool per core beside
             # the other children and the writer.
             env = {**os.environ, "RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-            proc = self._proc = subprocess.Popen(
-                [sys.executable, "-m", __name__, model, str(max_tokens)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                close_fds=True,
-                env=env,
-            )
+            proc = self._proc = spawn([__name__, model, str(max_tokens)], env)
         assert proc.stdin is not None and proc.stdout is not None
         try:
             proc.stdin.write(json.dumps(job).encode() + b"\n")
@@ -177,20 +140,11 @@ class _Child:
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None:
-            proc.kill()
-            proc.wait()
+        kill(proc)
 
     def close(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None:
-            if proc.stdin is not None:
-                proc.stdin.close()  # the child's loop ends at EOF
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        end(proc)
 
 
 def _decode(answer: dict[str, Any], gen: int) -> Chunked | None:

@@ -31,7 +31,9 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO, Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import IO, Any, Generic, Protocol, TypeVar
 
 from semfs.ingest.formats.base import Extracted, Unsupported, first_line
 
@@ -86,32 +88,48 @@ class Worker:
     def _start(self) -> subprocess.Popen[bytes]:
         if self._child is not None and self._child.poll() is None:
             return self._child
-        self._child = subprocess.Popen(
-            [sys.executable, "-m", __name__, str(self.memory)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            close_fds=True,
-        )
+        self._child = spawn([__name__, str(self.memory)])
         return self._child
 
     def _stop(self) -> None:
         child, self._child = self._child, None
-        if child is not None:
-            child.kill()
-            child.wait()
+        kill(child)
 
     def close(self) -> None:
         with self._lock:
             child, self._child = self._child, None
-            if child is not None:
-                if child.stdin is not None:
-                    child.stdin.close()  # the child's loop ends at EOF
-                try:
-                    child.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-                    child.wait()
+            end(child)
+
+
+def spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """``python -m *args``: a child that reads its jobs as lines on stdin and answers each
+    with a line on stdout (its stderr dropped: it answers in lines or not at all)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
+        env=env,
+    )
+
+
+def kill(child: subprocess.Popen[bytes] | None) -> None:
+    """Stop ``child`` at once (past its deadline, or it answered nonsense)."""
+    if child is not None:
+        child.kill()
+        child.wait()
+
+
+def end(child: subprocess.Popen[bytes] | None) -> None:
+    """End ``child`` as its loop ends, at EOF on stdin; killed if it has not within 5 s."""
+    if child is not None:
+        if child.stdin is not None:
+            child.stdin.close()
+        try:
+            child.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            kill(child)
 
 
 def read_line(stream: IO[bytes], deadline: float) -> bytes | None:
@@ -196,7 +214,66 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class WorkerPool:
+class _Child(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Child)
+
+
+class ChildPool(Generic[C]):
+    """Up to ``jobs`` children, made by ``make`` when every made one is lent, each lent to one
+    caller at a time (:meth:`lend`); thread-safe: a caller waits while ``jobs`` are lent. The
+    extraction pool below and the first pass's chunking children
+    (:mod:`semfs.ingest.chunkworkers`) are this."""
+
+    def __init__(self, make: Callable[[], C], jobs: int) -> None:
+        self.jobs = jobs
+        self.started = 0  # how many children were made (each one runs until close)
+        self._make = make
+        self._idle: list[C] = []
+        self._free = threading.Condition()
+        self._closed = False
+
+    @contextmanager
+    def lend(self) -> Iterator[C]:
+        """An idle child (made when fewer than ``jobs`` were), back in the pool after the
+        block; closed instead when the pool was closed meanwhile."""
+        with self._free:
+            while not self._idle and self.started >= self.jobs:
+                self._free.wait()
+            if self._idle:
+                child = self._idle.pop()
+            else:
+                self.started += 1
+                child = self._make()
+        try:
+            yield child
+        finally:
+            with self._free:
+                if self._closed:
+                    child.close()
+                else:
+                    self._idle.append(child)
+                    self._free.notify()
+
+    def widen(self, jobs: int) -> None:
+        """Let up to ``jobs`` children run (never fewer than now)."""
+        with self._free:
+            if jobs > self.jobs:
+                self.jobs = jobs
+                self._free.notify_all()
+
+    def close(self) -> None:
+        """Stop the idle children; a child lent out stops when it comes back."""
+        with self._free:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for child in idle:
+            child.close()
+
+
+class WorkerPool(ChildPool[Worker]):
     """Up to ``jobs`` :class:`Worker` children, each bounded alone, and no more than fit in
     ``total`` bytes together (:func:`total_memory` unless given). Thread-safe: each
     :meth:`extract` runs on an idle child (started when fewer than ``jobs`` run), else waits."""
@@ -209,57 +286,23 @@ class WorkerPool:
         total: int | None = None,
     ) -> None:
         self.total = total if total is not None else total_memory()
-        self.jobs = within(jobs if jobs is not None else default_jobs(), memory, self.total)
         self.timeout = timeout
         self.memory = memory
-        self._idle: list[Worker] = []
-        self._started = 0
-        self._free = threading.Condition()
-        self._closed = False
+        wanted = jobs if jobs is not None else default_jobs()
+        super().__init__(self._worker, within(wanted, memory, self.total))
 
-    @property
-    def started(self) -> int:
-        """How many children this pool has made (each one runs until :meth:`close`)."""
-        return self._started
+    def _worker(self) -> Worker:
+        return Worker(self.timeout, self.memory)
 
     def extract(self, module: str, path: str, data: bytes) -> Extracted | Unsupported:
         """:meth:`Worker.extract` on a child of its own for the length of the call."""
-        worker = self._take()
-        try:
+        with self.lend() as worker:
             return worker.extract(module, path, data)
-        finally:
-            with self._free:
-                if self._closed:
-                    worker.close()
-                else:
-                    self._idle.append(worker)
-                    self._free.notify()
-
-    def _take(self) -> Worker:
-        with self._free:
-            while not self._idle and self._started >= self.jobs:
-                self._free.wait()
-            if self._idle:
-                return self._idle.pop()
-            self._started += 1
-            return Worker(self.timeout, self.memory)
 
     def widen(self, jobs: int) -> None:
         """Let up to ``jobs`` children run (never fewer than now, nor more than fit in
         ``total``)."""
-        jobs = within(jobs, self.memory, self.total)
-        with self._free:
-            if jobs > self.jobs:
-                self.jobs = jobs
-                self._free.notify_all()
-
-    def close(self) -> None:
-        """Stop the idle children; a call under way stops its child when it returns."""
-        with self._free:
-            self._closed = True
-            idle, self._idle = self._idle, []
-        for worker in idle:
-            worker.close()
+        super().widen(within(jobs, self.memory, self.total))
 
 
 _shared: WorkerPool | None = None
