@@ -7,7 +7,7 @@ read cancels it for good), and ``h11_max_incomplete_event_size`` bounds a reques
 (16 KiB by default, kept) but not its time. Two attacks locked everyone out: 1,100 connections
 each sending a header byte every 5 s (under a 1024 open-files limit every ``accept`` failed);
 and 768 connections that each sent a whole head announcing a 4 MB body, got 401, then sent a
-body byte every 4 s (each stayed open for good: 0 of 17 owner requests answered).
+body byte every 4 s (each stayed open for good: 0 of 17 of the admin token's requests answered).
 :class:`GuardedH11` is uvicorn's own h11 protocol (``uvicorn.Config(http=...)``) with these
 rules, which a caller may rely on:
 
@@ -23,7 +23,7 @@ rules, which a caller may rely on:
   accepts) hold at most ``cap - reserve``: a quarter of the cap is kept for token holders, and
   past that share the oldest such connection is closed. Past the cap itself a new connection
   closes, in this order, the oldest connection without a token, the oldest connection (idle
-  first) of the scoped token holding the most, the owner's oldest idle one, or else itself.
+  first) of the scoped token holding the most, the admin token's oldest idle one, or else itself.
   So a client with a token gets in whatever clients without one hold, and no scoped token
   can hold the slots the others need.
 * Refused connections (closed at a bound, or accepts that failed for want of descriptors) are
@@ -85,19 +85,19 @@ class ConnectionGuard:
     refusals not logged yet. Runs on the event loop only.
 
     ``identify(token)`` is the subject of a bearer token the server accepts, else None;
-    ``owner`` the owner token's subject.
+    ``admin`` the admin token's subject.
     """
 
     def __init__(
         self,
         cap: int,
         identify: Callable[[str], str | None] | None = None,
-        owner: str | None = None,
+        admin: str | None = None,
     ) -> None:
         self.cap = cap
         self.reserve = max(1, cap // 4)  # kept for connections with a token
         self.identify = identify or (lambda _token: None)
-        self.owner = owner
+        self.admin = admin
         self.open: dict[GuardedH11, None] = {}  # insertion order: oldest first
         self.anonymous: dict[GuardedH11, None] = {}  # no valid token (yet)
         self.tokens: dict[str, dict[GuardedH11, None]] = {}
@@ -144,12 +144,12 @@ class ConnectionGuard:
         victim = next((p for p in self.anonymous if p is not proto), None)
         if victim is not None:
             return victim
-        scoped = [held for subject, held in self.tokens.items() if subject != self.owner and held]
+        scoped = [held for subject, held in self.tokens.items() if subject != self.admin and held]
         if scoped:
             most = max(scoped, key=len)
             return next((p for p in most if p in self.waiting), next(iter(most)))
-        owners = self.tokens.get(self.owner or "", {})
-        return next((p for p in owners if p in self.waiting), proto)
+        admins = self.tokens.get(self.admin or "", {})
+        return next((p for p in admins if p in self.waiting), proto)
 
     def identified(self, proto: GuardedH11, token: str | None) -> None:
         """``proto`` sent a request head with bearer ``token`` (None: none)."""
@@ -269,12 +269,12 @@ class GuardedH11(H11Protocol):
 def guarded_protocol(
     cap: int | None = None,
     identify: Callable[[str], str | None] | None = None,
-    owner: str | None = None,
+    admin: str | None = None,
 ) -> tuple[type[GuardedH11], ConnectionGuard]:
     """A protocol class for ``uvicorn.Config(http=...)`` bound to a new guard of ``cap``
-    connections (default :func:`connection_cap`), and the guard; ``identify`` and ``owner``
+    connections (default :func:`connection_cap`), and the guard; ``identify`` and ``admin``
     as :class:`ConnectionGuard` takes them."""
-    guard = ConnectionGuard(cap if cap is not None else connection_cap(), identify, owner)
+    guard = ConnectionGuard(cap if cap is not None else connection_cap(), identify, admin)
     return type("GuardedH11", (GuardedH11,), {"guard": guard}), guard
 
 

@@ -50,13 +50,13 @@ from semfs.fusefs.agent.connections import ACCEPT_BURST, guarded_protocol, quiet
 from semfs.fusefs.agent.sessions import FairSessions, quiet_sdk_logs
 from semfs.fusefs.agent.several import SeveralToolbox
 from semfs.fusefs.agent.tokens import (
-    OWNER,
-    OWNER_TOKEN,
+    ADMIN,
+    ADMIN_TOKEN,
     Grant,
     ScopedTokens,
     TokenVerifier,
+    admin_token,
     grant_of,
-    owner_token,
 )
 from semfs.fusefs.agent.toolbox import Scope, Toolbox, ToolOutput
 from semfs.ingest import __version__
@@ -156,9 +156,11 @@ WRITE_REFUSED = (
 
 
 def may_write(box: Served, grant: Grant | None) -> bool:
-    """Whether a caller may use the write tool: stdio and the owner token when the server
+    """Whether a caller may use the write tool: stdio and the admin token when the server
     was started --writable; a scoped token when it was made --write (in its folders)."""
-    if grant is None or grant.name == OWNER:
+    # The admin token's grant sees everything; a scoped token has folders (one named like it
+    # in a tokens file older than the name keeps only its own right).
+    if grant is None or (grant.name == ADMIN and grant.everything):
         return box.writable
     return grant.write
 
@@ -309,7 +311,7 @@ def build_server(
                 max_request_body_size=server.settings.max_request_body_size,
                 session_idle_timeout=session_timeout,
                 max_sessions=MAX_SESSIONS,
-                owner=verifier.owner_subject,
+                admin=verifier.admin_subject,
                 alive=verifier.alive,
                 per_token=SESSIONS_PER_TOKEN,
             )
@@ -568,7 +570,7 @@ def serve(
 ) -> None:
     """Serve ``box`` on stdio, or on streamable HTTP at ``http`` (HOST:PORT), until stopped.
 
-    HTTP always needs a bearer token: the owner's, in ``token_file`` (made on first use), or a
+    HTTP always needs a bearer token: the admin token, in ``token_file`` (made on first use), or a
     scoped one from ``tokens_folder``'s ``mcp-tokens.json``. stdio needs none: it runs as the
     user who started it, for that user.
     """
@@ -578,17 +580,17 @@ def serve(
         return
     host, port = parse_http_address(http)
     folder = tokens_folder if tokens_folder is not None else Path(".")
-    path = Path(os.path.abspath(token_file if token_file is not None else folder / OWNER_TOKEN))
+    path = Path(os.path.abspath(token_file if token_file is not None else folder / ADMIN_TOKEN))
     scoped = ScopedTokens(folder)
     scoped.list()  # an unsafe or damaged tokens file stops the start, not the first request
     # The port first: a start that cannot listen (port in use) leaves no new token behind.
     sock = listen(host, port)
     try:
-        owner, made = owner_token(path)
+        admin, made = admin_token(path)
     except BaseException:
         sock.close()
         raise
-    verifier = TokenVerifier(owner, scoped)
+    verifier = TokenVerifier(admin, scoped)
     server = build_server(box, host, port, verifier, allowed_hosts, session_timeout)
     app = (
         server.streamable_http_app()
@@ -612,7 +614,7 @@ def serve(
             file=sys.stderr,
             flush=True,
         )
-    protocol, guard = guarded_protocol(identify=verifier.subject_of, owner=verifier.owner_subject)
+    protocol, guard = guarded_protocol(identify=verifier.subject_of, admin=verifier.admin_subject)
     config = uvicorn.Config(
         app,
         log_level="warning",

@@ -1,7 +1,7 @@
 """``semfs mcp --http``'s session table, which no token holder can fill for the others.
 
 The MCP SDK keeps one table of sessions for everyone: at its limit every new session is
-refused (503), the owner's included, until one ends; a client that opens sessions and never
+refused (503), the admin token's included, until one ends; a client that opens sessions and never
 ends them (no DELETE) locks everyone out for the idle timeout, and for good if it pings them.
 :class:`FairSessions` is the SDK's session manager with these rules instead, which a caller may
 rely on:
@@ -10,7 +10,7 @@ rely on:
   its own session idle the longest (its id answers 404 from then on, as after an idle timeout);
   if none of its sessions is idle, only that token is refused (503).
 * The whole table holds ``max_sessions``. When it is full, a scoped token's new session closes
-  the longest-idle session of the token holding the most; the owner token is always admitted.
+  the longest-idle session of the token holding the most; the admin token is always admitted.
   So a token under its cap is refused only when every session in the table is busy.
 * A session belongs to the exact token that opened it (the verifier's ``subject`` is the
   token's SHA-256): a revoked token's sessions close within :data:`SWEEP_SECONDS`, open GET
@@ -95,20 +95,20 @@ def quiet_sdk_logs() -> None:
 class FairSessions(StreamableHTTPSessionManager):
     """The SDK's StreamableHTTPSessionManager, with the admission rules of the module doc.
 
-    ``owner`` is the owner token's subject; ``alive()`` the subjects of the tokens valid now
-    (the owner's included).
+    ``admin`` is the admin token's subject; ``alive()`` the subjects of the tokens valid now
+    (the admin token's included).
     """
 
     def __init__(
         self,
         *args: Any,
-        owner: str,
+        admin: str,
         alive: Callable[[], set[str]],
         per_token: int,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        self.owner = owner
+        self.admin = admin
         self.alive = alive
         self.per_token = per_token
         self._refusals: Counter[str] = Counter()
@@ -171,22 +171,22 @@ class FairSessions(StreamableHTTPSessionManager):
             victim = self._longest_idle(subject)
             if victim is not None:
                 self._close(victim, f"its token opened more than {self.per_token} sessions")
-            elif subject != self.owner:
+            elif subject != self.admin:
                 # All of its own sessions are busy: refuse it, and only it.
                 name = requestor.get("client_id") or subject[:8]
                 self._refuse(f"token {name!r} has all {self.per_token} of its sessions busy")
                 return None
         full = self.max_sessions is not None and len(self._server_instances) >= self.max_sessions
-        if full and subject != self.owner:
+        if full and subject != self.admin:
             victim = None
             for other, _count in held.most_common():
-                if other != self.owner and (victim := self._longest_idle(other)):
+                if other != self.admin and (victim := self._longest_idle(other)):
                     break
             if victim is None:
                 self._refuse(f"the table's {self.max_sessions} sessions are all busy")
                 return None
             self._close(victim, "the session table is full")
-        # The owner is admitted past the table's limit: lift it for this one call.
+        # The admin token is admitted past the table's limit: lift it for this one call.
         limit, self.max_sessions = self.max_sessions, None
         try:
             return super()._admit_session(requestor)

@@ -4,7 +4,7 @@ Files, in the collection's local folder
 (:attr:`~semfs.ingest.store.address.CollectionAddress.local_dir`: ``STORE/COLLECTION/``; for a
 Qdrant server ``STORE/servers/SERVER/COLLECTION/``), all owner-only (0600, the folder 0700):
 
-* ``mcp.token``: the owner's token, made on first use; it sees the whole collection. Another
+* ``mcp.token``: the admin token, made on first use; it sees the whole collection. Another
   file can stand in for it (``--token-file``). Its text is the token, so that a client can be
   given it with ``Authorization: Bearer $(cat mcp.token)``.
 * ``mcp-tokens.json``: the scoped tokens (``semfs token create NAME --under DIR``): a name, the
@@ -48,16 +48,16 @@ from semfs.ingest.errors import TokenError
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import capabilities
 
-OWNER_TOKEN = "mcp.token"
+ADMIN_TOKEN = "mcp.token"
 SCOPED_TOKENS = "mcp-tokens.json"
-OWNER = "owner"  # the owner token's name in grants and listings
+ADMIN = "admin"  # the admin token's name in grants and listings
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 @dataclass(frozen=True)
 class Grant:
     """What one token may see: ``under`` folders (``()``: the whole collection); ``write``:
-    it may also write files there (the owner's right to write is the server's)."""
+    it may also write files there (the admin token's right to write is the server's)."""
 
     name: str
     under: tuple[str, ...] = ()
@@ -71,7 +71,7 @@ class Grant:
 def token_folder(address: CollectionAddress) -> Path:
     """Where a collection's token files live: its local folder. A server collection's tokens
     made before it (in ``STORE/servers/HOST_PORT_COLLECTION``) are moved there on first use,
-    so a client given the owner token keeps working."""
+    so a client given the admin token keeps working."""
     folder = address.local_dir
     if not capabilities(address).in_store_folder and address.url and not folder.exists():
         parts = urlsplit(address.url)
@@ -137,7 +137,7 @@ def new_token() -> str:
     return "semfs_" + secrets.token_urlsafe(32)
 
 
-def owner_token(path: Path) -> tuple[str, bool]:
+def admin_token(path: Path) -> tuple[str, bool]:
     """The token in ``path``, made (owner-only) when there is none; and whether it was made."""
     try:
         text = read_private(path)
@@ -147,7 +147,7 @@ def owner_token(path: Path) -> tuple[str, bool]:
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
         except FileExistsError:  # another server made it first: use that one
-            return owner_token(path)
+            return admin_token(path)
         with os.fdopen(fd, "w") as f:
             f.write(token + "\n")
         return token, True
@@ -188,16 +188,16 @@ class ScopedTokens:
     def create(self, name: str, under: tuple[str, ...], write: bool = False) -> str:
         """A new token for ``name`` that sees ``under`` only (and writes there, with
         ``write``); returns the token (shown once)."""
-        if not _NAME.fullmatch(name) or name == OWNER:
+        if not _NAME.fullmatch(name) or name == ADMIN:
             raise TokenError(
                 f"token name {name!r}: use letters, digits, '.', '_' or '-' (at most 64), "
-                f"not {OWNER!r}"
+                f"not {ADMIN!r}"
             )
         if not under:
             raise TokenError("give the folders the token may see: --under DIR (repeatable)")
         folders = tuple(sorted({normalize_path(u) for u in under}))
         if "" in folders:
-            raise TokenError("--under / is the whole collection: use the owner token for that")
+            raise TokenError("--under / is the whole collection: use the admin token for that")
         with self._lock:
             tokens = self._read()
             if any(t.get("name") == name for t in tokens):
@@ -266,21 +266,21 @@ class ScopedTokens:
 
 
 class TokenVerifier:
-    """The MCP SDK's ``TokenVerifier``: the owner token, or a scoped one, or None."""
+    """The MCP SDK's ``TokenVerifier``: the admin token, or a scoped one, or None."""
 
-    def __init__(self, owner: str, scoped: ScopedTokens) -> None:
-        self._owner = owner
-        self.owner_subject = _digest(owner)
+    def __init__(self, admin: str, scoped: ScopedTokens) -> None:
+        self._admin = admin
+        self.admin_subject = _digest(admin)
         self.scoped = scoped
 
     def alive(self) -> set[str]:
         """The subjects (token digests) valid now: a session of any other is closed."""
-        return self.scoped.digests() | {self.owner_subject}
+        return self.scoped.digests() | {self.admin_subject}
 
     def grant(self, token: str) -> Grant | None:
-        """The grant of ``token``: the owner's, a scoped one, or None."""
-        if hmac.compare_digest(token.encode(), self._owner.encode()):
-            return Grant(OWNER)
+        """The grant of ``token``: the admin token's, a scoped one's, or None."""
+        if hmac.compare_digest(token.encode(), self._admin.encode()):
+            return Grant(ADMIN)
         try:
             return self.scoped.grant(token)
         except TokenError:

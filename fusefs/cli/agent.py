@@ -33,7 +33,7 @@ from semfs.ingest.store.address import CollectionAddress
 @click.option(
     "--token-file",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The owner token for --http: read from this file (owner-only), made there if "
+    help="The admin token for --http: read from this file (owner-only), made there if "
     "missing [default: mcp.token in the collection's folder].",
 )
 @click.option(
@@ -61,7 +61,7 @@ from semfs.ingest.store.address import CollectionAddress
 @click.option(
     "--writable",
     is_flag=True,
-    help="Offer the write tool to stdio and the owner token: it writes text files into the "
+    help="Offer the write tool to stdio and the admin token: it writes text files into the "
     "collection's source folder and indexes them (scoped tokens need `token create --write`).",
 )
 @click.pass_context
@@ -83,7 +83,7 @@ def mcp_cmd(
     Speaks MCP on stdin/stdout (what Claude Code, Cursor, Codex and smolagents launch),
     or streamable HTTP with --http. grep answers like `grep -rn` over a mount, with the
     text filtered in Qdrant first. Runs beside a mount of the same store, or on its own.
-    Over HTTP every request needs `Authorization: Bearer TOKEN`: the owner token (made on
+    Over HTTP every request needs `Authorization: Bearer TOKEN`: the admin token (made on
     first use, owner-only; the start-up line says where) sees everything, a scoped token
     (`semfs token create`) only its folders. stdio needs none: it runs as you.
     The write tool (notes, long command outputs, searchable once written) is refused unless
@@ -91,7 +91,7 @@ def mcp_cmd(
     With --collections docs,code (or --all) one server holds several collections, each a
     top-level folder (docs/..., code/...), each with its own model: search searches them
     all, and every tool takes an optional collection. Its tokens are the store's
-    (`semfs token create NAME --several --under docs`), its owner token STORE/mcp.token.
+    (`semfs token create NAME --several --under docs`), its admin token STORE/mcp.token.
 
     \b
     Example:
@@ -149,7 +149,7 @@ def token_group() -> None:
     """Scoped tokens for `semfs mcp --http`: each sees only the folders it was made for.
 
     Tokens belong to one collection (--store/--url and -c pick it) and take effect without
-    a restart. The owner token (mcp.token, made by the first `semfs mcp --http`) sees
+    a restart. The admin token (mcp.token, made by the first `semfs mcp --http`) sees
     everything and is not listed here. With --several they are the store's, for servers of
     several collections (`semfs mcp --collections`): each --under names a collection first.
 
@@ -253,7 +253,7 @@ def token_list(address: CollectionAddress, as_json: bool, several: bool) -> None
         click.echo(json.dumps(shown, indent=2))
         return
     if not tokens:
-        click.echo("no scoped tokens (the owner token in mcp.token sees everything)", err=True)
+        click.echo("no scoped tokens (the admin token in mcp.token sees everything)", err=True)
     for t in tokens:
         right = "write" if t["write"] else "read"
         click.echo(f"{t['name']}\t{t['created']}\t{right}\t{' '.join(t['under'])}")
@@ -271,7 +271,7 @@ def token_list(address: CollectionAddress, as_json: bool, several: bool) -> None
 def token_revoke(name: str, several: bool, address: CollectionAddress) -> None:
     """Revoke the scoped token NAME: the next request with it is refused (401).
 
-    To change the owner token, delete mcp.token and restart `semfs mcp --http`.
+    To change the admin token, delete mcp.token and restart `semfs mcp --http`.
 
     \b
     Example:

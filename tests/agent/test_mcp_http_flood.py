@@ -98,7 +98,7 @@ def _initialize(port: int, token: str, client: httpx.Client | None = None) -> ht
     )
 
 
-def _owner_answered(server: HttpServer, times: int = 5) -> int:
+def _admin_answered(server: HttpServer, times: int = 5) -> int:
     return sum(_initialize(server.port, server.token).status_code == 200 for _ in range(times))
 
 
@@ -123,26 +123,27 @@ def store(tmp_path: Path) -> Path:
     return ingested_one(tmp_path, "deploy/proxy.md", "# Proxy\n\nServe the docs behind nginx.\n")
 
 
-def test_clients_without_a_token_cannot_lock_out_the_owner_with_slow_bodies(store: Path) -> None:
+def test_clients_without_a_token_cannot_lock_out_the_admin_with_slow_bodies(store: Path) -> None:
     """Issue 39: each client sent a whole head announcing a 4 MB body, got 401, then sent a
     body byte every 4 s: each byte reset uvicorn's keep-alive timer, so the connections stayed,
-    and at the connection cap every newcomer was closed, the owner's too (0 of 17 answered)."""
+    and at the connection cap every newcomer was closed, the admin token's too (0 of 17
+    answered)."""
     assert connection_cap(OPEN_FILES) < ATTACKERS
     with (
         http_server("--store", str(store), open_files=OPEN_FILES) as server,
         _trickling(server.port, None, ATTACKERS) as attackers,
     ):
-        assert _owner_answered(server) == 5
+        assert _admin_answered(server) == 5
         # Every attacker's connection ends: at a bound, or after its 401.
         assert all(_ended(conn, WAIT) for conn in attackers)
-        assert _owner_answered(server) == 5
+        assert _admin_answered(server) == 5
     log = "".join(server.log)
     assert "Traceback" not in log and "ERROR" not in log, log[-2000:]
 
 
 def test_a_token_holder_cannot_hold_the_slots_others_need(store: Path) -> None:
     """A scoped token's 200 requests whose bodies never end (each bounded to REQUEST_SECONDS)
-    leave the owner and another token answered: at the cap, the token holding the most
+    leave the admin token and another token answered: at the cap, the token holding the most
     connections loses its oldest."""
     args = ("--store", str(store))
     greedy = semfs("token", "create", "greedy", "--under", "deploy", *args).stdout.strip()
@@ -151,7 +152,7 @@ def test_a_token_holder_cannot_hold_the_slots_others_need(store: Path) -> None:
         http_server(*args, open_files=OPEN_FILES) as server,
         _trickling(server.port, greedy, ATTACKERS) as hogs,
     ):
-        assert _owner_answered(server) == 5
+        assert _admin_answered(server) == 5
         assert _initialize(server.port, other).status_code == 200
         # No request lasts past its deadline, however its body trickles.
         assert all(_ended(conn, REQUEST_SECONDS + WAIT) for conn in hogs)
@@ -166,7 +167,7 @@ def test_requests_dropped_mid_body_leave_no_traceback(store: Path) -> None:
         for _ in range(50):
             with socket.create_connection(("127.0.0.1", server.port), timeout=WAIT) as conn:
                 conn.sendall(_head(server.port, server.token, 1000) + b'{"jsonrpc"')
-        assert _owner_answered(server, 1) == 1  # served after all of them, so they are done
+        assert _admin_answered(server, 1) == 1  # served after all of them, so they are done
         time.sleep(0.5)  # a last log line would come at once; none is waited for
     log = "".join(server.log)
     assert "Traceback" not in log and "ERROR" not in log, log[-2000:]
@@ -195,11 +196,11 @@ def _busy_session(port: int, token: str) -> socket.socket:
     return conn
 
 
-def test_a_full_table_of_busy_sessions_admits_the_owner_and_logs_which_limit(
+def test_a_full_table_of_busy_sessions_admits_the_admin_token_and_logs_which_limit(
     store: Path,
 ) -> None:
     """The table holds 256 sessions: with every one busy (16 tokens with 16 open event streams
-    each), a 17th token and a token at its own 16 are refused (503), the owner is admitted.
+    each), a 17th token and a token at its own 16 are refused (503), the admin token is admitted.
     Before: each refusal logged a line of its own (1,426 in 20 s), which named the table's 256
     when the token's 16 had fired."""
     from semfs.fusefs.agent.mcp import MAX_SESSIONS, SESSIONS_PER_TOKEN

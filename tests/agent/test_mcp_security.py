@@ -102,7 +102,7 @@ def test_http_needs_the_token(open_tmp: Path) -> None:
             check=False,
         )
         assert peek.returncode != 0 and b"semfs_" not in peek.stdout
-        # The owner, with the token, reads as before.
+        # The admin token reads as before.
         (res,) = run_in((server.url, server.token), [("read", {"path": "private.md"})])
         assert not is_error(res) and "the salary table" in text(res)
     started = [line for line in server.log if "new token in " in line]
@@ -242,7 +242,7 @@ def test_a_scoped_token_neither_sees_nor_infers_outside(sample_store: Path) -> N
             (errors[6], errors[7], "customize", "no-such-folder"),
         ]:
             assert text(seen).replace(real, "X") == text(missing).replace(fake, "X")
-        # The owner token still sees everything; a revoked token is refused at once.
+        # The admin token still sees everything; a revoked token is refused at once.
         (whole,) = run_in((server.url, server.token), [("status", {})])
         assert data(whole)["documents"] == len(inside)
         assert post(server.url, token).status_code == 200
@@ -418,7 +418,7 @@ def test_idle_http_sessions_expire(sample_store: Path) -> None:
 
 def test_one_token_cannot_lock_the_others_out(sample_store: Path) -> None:
     """Before: 256 initialize calls with no DELETE filled the session table, and every client,
-    the owner included, got 503 "Too many open sessions" until they idled out (600 s)."""
+    the admin token's included, got 503 "Too many open sessions" until they idled out (600 s)."""
     store = ["--store", str(sample_store)]
     greedy = semfs("token", "create", "greedy", "--under", "deploy", *store).stdout.strip()
     other = semfs("token", "create", "other", "--under", "deploy", *store).stdout.strip()
@@ -511,7 +511,7 @@ def test_port_in_use_is_one_error_line(sample_store: Path) -> None:
         )
     assert proc.returncode == 1
     assert proc.stderr == f"Error: cannot listen on 127.0.0.1:{port}: the port is in use\n"
-    # Before: the failed start had written a new owner token all the same.
+    # Before: the failed start had written a new admin token all the same.
     assert not (sample_store / "docs" / "mcp.token").exists()
 
 
@@ -591,3 +591,20 @@ def test_hostile_arguments_get_one_line_that_names_the_problem(tmp_path: Path) -
     assert proc.stderr == (
         "Error: the query is not UTF-8 text: byte 0xff at character 4 is not UTF-8\n"
     )
+
+
+def test_only_the_admin_token_writes_by_the_servers_right() -> None:
+    """The write tool's right: stdio and the admin token follow the server's --writable; a
+    scoped token its own --write, even one named like the admin grant (a tokens file older
+    than that name may hold one)."""
+    from types import SimpleNamespace
+    from typing import cast
+
+    from semfs.fusefs.agent.mcp import Served, may_write
+    from semfs.fusefs.agent.tokens import ADMIN, Grant
+
+    writable = cast(Served, SimpleNamespace(writable=True))
+    assert may_write(writable, None) and may_write(writable, Grant(ADMIN))
+    assert not may_write(writable, Grant(ADMIN, ("docs",)))
+    assert may_write(writable, Grant(ADMIN, ("docs",), write=True))
+    assert not may_write(cast(Served, SimpleNamespace(writable=False)), Grant(ADMIN))

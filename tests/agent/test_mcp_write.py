@@ -125,7 +125,7 @@ def test_http_write_needs_a_writable_server_or_a_write_token(tmp_path: Path, sou
         return run(session)
 
     with http_server(*store) as server:  # not --writable
-        (owner,) = calls(server.url, server.token, {"path": "notes/o.md", "text": "owner"})
+        (admin,) = calls(server.url, server.token, {"path": "notes/o.md", "text": "admin"})
         (scoped_reader,) = calls(server.url, reader, {"path": "notes/r.md", "text": "reader"})
         ok, outside = calls(
             server.url,
@@ -133,16 +133,16 @@ def test_http_write_needs_a_writable_server_or_a_write_token(tmp_path: Path, sou
             {"path": "notes/agent.md", "text": "The agent saw a pangolin.\n"},
             {"path": "deploy/agent.md", "text": "outside its folder"},
         )
-    assert is_error(owner) and "--writable" in text(owner)
+    assert is_error(admin) and "--writable" in text(admin)
     assert is_error(scoped_reader) and is_error(outside)
     assert not is_error(ok), text(ok)
     assert (source / "notes" / "agent.md").read_text() == "The agent saw a pangolin.\n"
     assert sorted(p.name for p in (source / "notes").iterdir()) == ["agent.md"]
     assert sorted(p.name for p in (source / "deploy").iterdir()) == ["proxy.md"]
     with http_server(*store, "--writable") as server:
-        (owner,) = calls(server.url, server.token, {"path": "notes/o.md", "text": "owner\n"})
-    assert not is_error(owner), text(owner)
-    assert (source / "notes" / "o.md").read_text() == "owner\n"
+        (admin,) = calls(server.url, server.token, {"path": "notes/o.md", "text": "admin\n"})
+    assert not is_error(admin), text(admin)
+    assert (source / "notes" / "o.md").read_text() == "admin\n"
 
 
 NOBODY = 65534

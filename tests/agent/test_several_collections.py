@@ -105,14 +105,14 @@ def test_a_token_for_one_collection_sees_nothing_of_the_other(tmp_path: Path) ->
         hidden = run_in((server.url, token), _calls(HIDDEN))
         absent = run_in((server.url, token), _calls("nosuchcoll"))
         overall = run_in((server.url, token), EVERYTHING)
-        owner = run_in((server.url, server.token), EVERYTHING)
+        admin = run_in((server.url, server.token), EVERYTHING)
     # Aimed at it: the very answer a collection the server does not have gets.
     for call, got, baseline in zip(_calls(HIDDEN), hidden, absent, strict=True):
         assert is_error(got) and is_error(baseline), (call, text(got))
         assert text(got).replace(HIDDEN, "X") == text(baseline).replace("nosuchcoll", "X"), call
-    # Over everything: no name, path, line or count of it (the owner sees them).
+    # Over everything: no name, path, line or count of it (the admin token sees them).
     secret = [HIDDEN, "zebrafish", "upload.py", "hash:64"]
-    for call, got, full in zip(EVERYTHING, overall, owner, strict=True):
+    for call, got, full in zip(EVERYTHING, overall, admin, strict=True):
         assert not is_error(got), (call, text(got))
         seen = json.dumps(data(got) or {}) + text(got).replace("retry zebrafish upload", "")
         assert not [s for s in secret if s in seen], (call, seen)

@@ -1,4 +1,4 @@
-"""``semfs mcp --http`` run for a test: a free loopback port, the owner token, its log."""
+"""``semfs mcp --http`` run for a test: a free loopback port, the admin token, its log."""
 
 from __future__ import annotations
 
