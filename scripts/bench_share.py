@@ -5,26 +5,37 @@ issue 45 (the fused score alone: a chunk without a vector gets only its keyword 
 today's hybrid (:meth:`semfs.ingest.search.Searcher._keywords_where_unembedded`), with the
 query time each hybrid takes.
 
-For each question set (``shared/datasets/doc-questions/NAME.tsv`` beside ``shared/corpora/NAME``)
-the corpus is ingested once, keywords only (the real model's tokenizer chunks it, as a first
-pass does), into a store under ``--work``. Every chunk's real dense vector comes from a store of
-the same corpus that has them (``--vectors-from ROOT``: ``ROOT/NAME/store``, as
-``scripts/answers.py --work ROOT`` keeps them; looked up by the hash of each chunk's model
-text), else from a full ingest made here (slow: the model embeds every chunk); they are kept in
-``--work`` (``NAME/vectors.json``), outside git. The chunks then get their vectors in a seeded
-random order (``--by-folder``: a folder at a time, in a seeded order, as the issue's case where
-one product's folder was embedded first), share after share (0, 1, 5, 25, 50, 100 %: each share
-adds to the last), and every question is asked in process (``Searcher``, ``k`` 10) at each
-share, by each scheme. At 100 % the meta says every chunk is embedded, as after a dense pass.
+For each question set (``shared/datasets/doc-questions/NAME.tsv`` beside ``shared/corpora/NAME``,
+or ``--corpus NAME=DIR`` with ``--questions TSV``: the large mixed collection of
+``scripts/bigcorpus.py`` and ``scripts/agentbench/bigcorpus.tsv``) the corpus is ingested once,
+keywords only (the real model's tokenizer chunks it, as a first pass does), into a store kept
+under ``--work`` (``NAME/keywords``; each run works on a copy of it, so the next run, in another
+order, does not ingest again: remove it when the corpus changes). Every chunk's real dense
+vector comes from a store of the same corpus that has them (``--vectors-from ROOT``:
+``ROOT/NAME/store``, as ``scripts/answers.py --work ROOT`` and ``scripts/bigcorpus.py --out
+ROOT/NAME`` keep them; looked up by the hash of each chunk's model text, window by window),
+else from a full ingest made here and kept in ``--work`` (``NAME/embedded``; slow: the model
+embeds every chunk), outside git. The chunks then get their vectors in an order (``--order``:
+``random``, seeded; ``folder``, a folder at a time in a seeded order, as the issue's case where
+one product's folder was embedded first; ``store``, the dense pass's own order, store order),
+share after share (0, 1, 5, 25, 50, 100 %: each share adds to the last), and every question is
+asked in process (``Searcher``, ``k`` 10) at each share, by each scheme. At 100 % the meta says
+every chunk is embedded, as after a dense pass. A share whose chunks the source store has no
+vectors for yet (a dense pass still running there) is left out and said so: with ``--order
+store`` the shares measured are those the pass has reached, as a user meets them.
 
 Relevance is the question's expected page or one of its alternates; nDCG@10 counts the first
-relevant document (binary, one per question): 1 / log2(1 + rank). Latency: the p50 of each
+relevant document (binary, one per question): 1 / log2(1 + rank). A question file with a
+``split`` column (held-out, tuned) gets each split's figures too. Latency: the p50 of each
 hybrid's search (query embedding included), the two asked one after the other per question.
 
 Example:
     .venv/bin/python scripts/answers.py --work /var/tmp/answers --via searcher
     nice -n 10 .venv/bin/python scripts/bench_share.py --vectors-from /var/tmp/answers \\
         --work /var/tmp/share --markdown share.md --json share.json
+    nice -n 10 .venv/bin/python scripts/bench_share.py --corpus big=/var/tmp/big/collection \
+        --questions scripts/agentbench/bigcorpus.tsv --vectors-from /var/tmp --order store \
+        --work /var/tmp/share
 """
 
 from __future__ import annotations
@@ -34,10 +45,11 @@ import json
 import math
 import os
 import random
+import shutil
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +74,7 @@ from semfs.ingest.store.schema import ChunkRecord, DenseVector  # noqa: E402
 
 SETS = ("fastapi-docs", "mem0-docs", "mintlify-docs")
 SHARES = (0, 1, 5, 25, 50, 100)
+ORDERS = ("random", "folder", "store")
 SCHEMES = ("keyword", "hybrid before", "hybrid now")
 K = 10
 
@@ -77,43 +90,45 @@ def all_chunks(store: Store) -> list[ChunkRecord]:
             return out
 
 
-def vectors_for(
-    chunks: Sequence[ChunkRecord], corpus: Path, work: Path, source: Path | None, model: str
-) -> dict[str, list[float]]:
-    """Each chunk's dense vector by its model text's hash: cached in ``work``, else read from
-    ``source`` (a store of the same corpus that has them), else from a full ingest here."""
-    cache = work / "vectors.json"
-    hashes = sorted({c.vhash for c in chunks})
-    if cache.is_file():
-        known: dict[str, list[float]] = json.loads(cache.read_text())
-        if all(h in known for h in hashes):
-            return known
-    if source is None or not (source / "docs").exists():
-        source = work / "embedded"
-        with open_store(CollectionAddress(store=source)) as store:
-            ingest(corpus, store, model=model)  # the model embeds every chunk: slow
-    found: dict[str, list[float]] = {}
-    with open_store(CollectionAddress(store=source)) as store:
-        for i in range(0, len(hashes), 256):
-            found.update(store.dense_by_hash(hashes[i : i + 256]))
-    missing = [h for h in hashes if h not in found]
-    if missing:
-        raise SystemExit(f"{source}: {len(missing)} of {len(hashes)} chunk texts have no vector")
-    cache.write_text(json.dumps(found))
-    return found
+def vector_source(corpus: Path, work: Path, source: Path | None, model: str) -> Path:
+    """A store of ``corpus`` that has its dense vectors: ``source``, else a full ingest made in
+    ``work`` once (the model embeds every chunk: slow) and kept there."""
+    if source is not None and (source / "docs").exists():
+        return source
+    made = work / "embedded"
+    if not (made / "docs").exists():
+        with open_store(CollectionAddress(store=made)) as store:
+            ingest(corpus, store, model=model)
+    return made
+
+
+def with_vectors(
+    source: Store, chunks: Sequence[ChunkRecord]
+) -> Iterator[tuple[ChunkRecord, list[float] | None]]:
+    """Each chunk with its dense vector from ``source`` (by its model text's hash), None
+    when ``source`` has none yet; read 256 at a time (100k vectors in memory at once would
+    take gigabytes as Python floats)."""
+    for i in range(0, len(chunks), 256):
+        part = chunks[i : i + 256]
+        found = source.dense_by_hash(sorted({c.vhash for c in part}))
+        yield from ((c, found.get(c.vhash)) for c in part)
 
 
 def order(
-    chunks: list[ChunkRecord], seed: int, by_folder: bool, first: str | None = None
+    chunks: list[ChunkRecord], seed: int, how: str, first: str | None = None
 ) -> list[ChunkRecord]:
-    """The order in which the chunks get their vectors (``first``: that folder's chunks
-    before the rest, as the dense pass gives them after searches scoped there)."""
+    """The order in which the chunks get their vectors (``how``: one of :data:`ORDERS`;
+    ``chunks`` come in store order, the dense pass's; ``first``: that folder's chunks before
+    the rest, as the dense pass gives them after searches scoped there)."""
+    if first is not None:
+        inside = [c for c in chunks if c.path.startswith(first + "/")]
+        rest = [c for c in chunks if not c.path.startswith(first + "/")]
+        return order(inside, seed, "random" if how == "folder" else how) + order(rest, seed, how)
+    if how == "store":
+        return list(chunks)
     rng = random.Random(seed)
     out = sorted(chunks, key=lambda c: (c.path, c.index))
-    if first is not None:
-        rest = order([c for c in out if not c.path.startswith(first + "/")], seed, by_folder)
-        return order([c for c in out if c.path.startswith(first + "/")], seed, False) + rest
-    if not by_folder:
+    if how == "random":
         rng.shuffle(out)
         return out
     folders = sorted({c.path.partition("/")[0] if "/" in c.path else "" for c in out})
@@ -133,6 +148,15 @@ def figures(ranks: Sequence[int | None]) -> dict[str, float]:
         "hit@3": sum(1 for r in ranks if r is not None and r <= 3) / n,
         "ndcg@10": sum(1 / math.log2(1 + r) for r in ranks if r is not None and r <= K) / n,
     }
+
+
+def splits(path: Path) -> list[str] | None:
+    """Each question's ``split`` (held-out, tuned), when the file has that column."""
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    header = lines[0].split("\t")
+    if "split" not in header:
+        return None
+    return [line.split("\t")[header.index("split")] for line in lines[1:]]
 
 
 def ask(
@@ -155,42 +179,71 @@ def ask(
     return ranks, seconds
 
 
+def keyword_store(corpus: Path, work: Path, model: str, embedder: Any) -> Path:
+    """A copy of the corpus's keywords-only store for one run; the store itself is made once
+    and kept in ``work`` (``keywords``) for the next runs."""
+    kept = work / "keywords"
+    if not (kept / "docs").exists():
+        making = work / f"keywords-{os.getpid()}"
+        shutil.rmtree(making, ignore_errors=True)
+        with open_store(CollectionAddress(store=making)) as store:
+            ingest(corpus, store, model=model, embedder=embedder, dense=False)
+        shutil.rmtree(kept, ignore_errors=True)
+        making.rename(kept)
+    copy = work / f"share-{os.getpid()}"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(kept, copy)
+    return copy
+
+
 def run_set(
     name: str,
-    data: Path,
+    corpus: Path,
+    question_file: Path,
     work: Path,
     source: Path | None,
     shares: Sequence[int],
     seed: int,
-    by_folder: bool,
+    how: str,
     log: Callable[[str], None],
     under: str | None = None,
     first: str | None = None,
 ) -> dict[str, Any]:
-    corpus = data / "corpora" / name
-    questions = read_questions(data / "datasets" / "doc-questions" / f"{name}.tsv")
+    questions = read_questions(question_file)
+    split = splits(question_file)
     if under is not None:  # someone working in one folder: its questions, asked there
-        questions = [q for q in questions if q.expected.startswith(under + "/")]
+        keep = [i for i, q in enumerate(questions) if q.expected.startswith(under + "/")]
+        questions = [questions[i] for i in keep]
+        split = [split[i] for i in keep] if split else None
     work.mkdir(parents=True, exist_ok=True)
     model = canonical_model_name(DEFAULT_MODEL)
     embedder = load_embedder(model)
-    store_dir = work / f"share-{os.getpid()}"
+    store_dir = keyword_store(corpus, work, model, embedder)
+    vector_store = vector_source(corpus, work, source, model)
     rows: list[dict[str, Any]] = []
-    with open_store(CollectionAddress(store=store_dir)) as store:
-        ingest(corpus, store, model=model, embedder=embedder, dense=False)
+    with (
+        open_store(CollectionAddress(store=store_dir)) as store,
+        open_store(CollectionAddress(store=vector_store)) as vectors,
+    ):
         chunks = all_chunks(store)
-        vectors = vectors_for(chunks, corpus, work, source, model)
-        todo = order(chunks, seed, by_folder, first)
+        todo = order(chunks, seed, how, first)
         searcher = Searcher(store, embedder=embedder)
         searcher.warm_up()
         done = 0
         for share in shares:
             upto = round(len(todo) * share / 100)
-            batch = todo[done:upto]
+            batch = list(with_vectors(vectors, todo[done:upto]))
+            missing = next((i for i, (_c, v) in enumerate(batch) if v is None), None)
+            if missing is not None:
+                log(
+                    f"{name} {share:>3} %: {vector_store} has vectors for the first "
+                    f"{done + missing} of {len(todo)} chunks in this order only; "
+                    "this share and the next are left out"
+                )
+                break
             for i in range(0, len(batch), 256):
-                part = batch[i : i + 256]
                 store.set_dense(
-                    [DenseVector(c.path, c.gen, c.index, vectors[c.vhash]) for c in part]
+                    [DenseVector(c.path, c.gen, c.index, v) for c, v in batch[i : i + 256] if v]
                 )
             done = max(done, upto)
             if share == 100:
@@ -203,6 +256,14 @@ def run_set(
                 row[scheme] = figures(ranks[scheme])
             for scheme, xs in seconds.items():
                 row[scheme]["p50_ms"] = round(1000 * statistics.median(xs), 1)
+            if split:
+                row["splits"] = {
+                    part: {
+                        s: figures([r for r, p in zip(ranks[s], split, strict=True) if p == part])
+                        for s in SCHEMES
+                    }
+                    for part in sorted(set(split))
+                }
             rows.append(row)
             log(
                 f"{name} {share:>3} %: "
@@ -213,12 +274,16 @@ def run_set(
                 + f"  p50 {row['hybrid before']['p50_ms']} -> {row['hybrid now']['p50_ms']} ms"
                 + f"  (load {load:.1f})"
             )
-    store.close()
+    shutil.rmtree(store_dir, ignore_errors=True)
     return {"set": name, "chunks": len(chunks), "questions": len(questions), "rows": rows}
 
 
-def markdown(results: Sequence[dict[str, Any]], by_folder: bool) -> str:
-    order_name = "a folder at a time" if by_folder else "seeded random chunks"
+def markdown(results: Sequence[dict[str, Any]], how: str) -> str:
+    order_name = {
+        "random": "seeded random chunks",
+        "folder": "a folder at a time",
+        "store": "the dense pass's order",
+    }[how]
     lines = [
         f"Embedded share ({order_name}) | set | keyword hit@1 / hit@3 / nDCG@10 | hybrid before"
         " | hybrid now | hybrid p50 ms before -> now | load",
@@ -226,52 +291,73 @@ def markdown(results: Sequence[dict[str, Any]], by_folder: bool) -> str:
     ]
     for res in results:
         for row in res["rows"]:
-            cells = [
-                f"{row[s]['hit@1']:.2f} / {row[s]['hit@3']:.2f} / {row[s]['ndcg@10']:.3f}"
-                for s in SCHEMES
-            ]
-            lines.append(
-                f"{row['share']} % | {res['set']} | "
-                + " | ".join(cells)
-                + f" | {row['hybrid before']['p50_ms']} -> {row['hybrid now']['p50_ms']}"
-                + f" | {row['load']:.1f}"
-            )
+            groups = [(res["set"], row)]
+            groups += [(f"{res['set']} ({k})", v) for k, v in row.get("splits", {}).items()]
+            for label, figs in groups:
+                cells = [
+                    f"{figs[s]['hit@1']:.2f} / {figs[s]['hit@3']:.2f} / {figs[s]['ndcg@10']:.3f}"
+                    for s in SCHEMES
+                ]
+                lines.append(
+                    f"{row['share']} % | {label} | "
+                    + " | ".join(cells)
+                    + f" | {row['hybrid before']['p50_ms']} -> {row['hybrid now']['p50_ms']}"
+                    + f" | {row['load']:.1f}"
+                )
     return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--set", action="append", dest="sets", help=f"Question set [{', '.join(SETS)}].")
-    p.add_argument("--work", type=Path, required=True, help="Stores and the vectors' cache.")
+    p.add_argument("--corpus", metavar="NAME=DIR", help="A corpus of its own (with --questions).")
+    p.add_argument("--questions", type=Path, help="--corpus's questions (answers.py's TSV).")
+    p.add_argument("--work", type=Path, required=True, help="Keyword and embedded stores.")
     p.add_argument("--data", type=Path, default=SHARED, help="Holds corpora/ and datasets/.")
     p.add_argument("--vectors-from", type=Path, help="ROOT of stores that have the vectors.")
     p.add_argument("--shares", default=",".join(map(str, SHARES)), help="Percent, ascending.")
     p.add_argument("--seed", type=int, default=45)
+    p.add_argument("--order", choices=ORDERS, default="random", help="Which chunks come first.")
     p.add_argument("--by-folder", action="store_true", help="Embed a folder at a time.")
     p.add_argument("--under", help="Only the questions of this folder, asked scoped to it.")
     p.add_argument("--first", help="Embed this folder's chunks first (issue 45.2's order).")
     p.add_argument("--markdown", type=Path)
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
+    if bool(args.corpus) != bool(args.questions) or (args.corpus and "=" not in args.corpus):
+        p.error("--corpus NAME=DIR goes with --questions TSV")
+    how = "folder" if args.by_folder else args.order
     shares = sorted(int(s) for s in args.shares.split(","))
+    corpora = [
+        (
+            name,
+            args.data / "corpora" / name,
+            args.data / "datasets" / "doc-questions" / f"{name}.tsv",
+        )
+        for name in args.sets or ([] if args.corpus else SETS)
+    ]
+    if args.corpus:
+        name, _, folder = args.corpus.partition("=")
+        corpora.append((name, Path(folder), args.questions))
     results = []
-    for name in args.sets or SETS:
+    for name, corpus, question_file in corpora:
         source = args.vectors_from / name / "store" if args.vectors_from else None
         results.append(
             run_set(
                 name,
-                args.data,
+                corpus,
+                question_file,
                 args.work / name,
                 source,
                 shares,
                 args.seed,
-                args.by_folder,
+                how,
                 lambda line: print(line, flush=True),
                 args.under,
                 args.first,
             )
         )
-    table = markdown(results, args.by_folder)
+    table = markdown(results, how)
     print(table)
     if args.markdown:
         args.markdown.write_text(table)
