@@ -3,10 +3,11 @@
 
 The collection is real documentation, installable here by name, laid out one folder per product:
 
-* eight Debian documentation packages (:data:`PRODUCTS`: the Python 3.11, PostgreSQL 15, CMake,
-  Django, Git, BIND 9, Flask and pytest manuals; about 4,900 HTML pages, every licence
-  permissive or GPL-2, so redistributable for a benchmark). They are installed with
-  ``apt-get install`` when missing (``--no-install`` only checks);
+* twelve Debian documentation packages (:data:`PRODUCTS`: the Python 3.11, PostgreSQL 15, CMake,
+  Django, Git, BIND 9, Flask and pytest manuals, about 4,900 HTML pages; then SQLAlchemy, SymPy,
+  Celery and Sphinx, about 780 more, added to pass 100k chunks; every licence permissive or
+  GPL-2, so redistributable for a benchmark). They are installed with ``apt-get install`` when
+  missing (``--no-install`` only checks);
 * the three shared corpora (``shared/corpora``: fastapi-docs, mem0-docs, mintlify-docs), copied
   as they are (Markdown).
 
@@ -34,6 +35,11 @@ Examples:
     .venv/bin/python scripts/bigcorpus.py -m hash --out /tmp/big  # quick smoke run
     .venv/bin/python scripts/bigcorpus.py --no-store              # the documents only
     .venv/bin/python scripts/bigcorpus.py --products flask,pytest --no-shared -m hash
+
+The collection of BENCHMARKS section 27 (5,245 documents, 47,648 chunks) is the first eight
+products with the default page cap (``--products python,postgresql,cmake,django,git,bind9,
+flask,pytest``); issue 45.5's, past 100k chunks, is all twelve with every page
+(``--max-page-text 100000000``).
 """
 
 from __future__ import annotations
@@ -84,6 +90,14 @@ PRODUCTS = (
     Product("bind9", "bind9-doc", "/usr/share/doc/bind9-doc/arm", "MPL-2.0"),
     Product("flask", "python-flask-doc", "/usr/share/doc/python-flask-doc/html", "BSD-3-Clause"),
     Product("pytest", "python-pytest-doc", "/usr/share/doc/python-pytest-doc/html", "MIT"),
+    # Added to grow the collection past 100k chunks (issue 45.5); the seeded draw per page keeps
+    # every page above in its format.
+    Product("sqlalchemy", "python-sqlalchemy-doc", "/usr/share/doc/python-sqlalchemy-doc/html",
+            "MIT"),
+    Product("sympy", "python-sympy-doc", "/usr/share/doc/python-sympy-doc/html", "BSD-3-Clause"),
+    Product("celery", "python-celery-doc", "/usr/share/doc/python-celery-doc/html",
+            "BSD-3-Clause"),
+    Product("sphinx", "sphinx-doc", "/usr/share/doc/sphinx-doc/html", "BSD-2-Clause"),
 )  # fmt: skip
 # What apt-get installs besides the products: the PDFs' Unicode font, and pdftotext, which the
 # grep arm of the agent benchmark may use on the PDFs.
