@@ -218,11 +218,16 @@ def line_kind(page: str, number: int | None) -> str:
     return "list" if re.match(r"([-*+]|\d+\.)\s", text) else "prose"
 
 
-def why_missed(o: Outcome, page: str) -> dict[str, Any] | None:
+def why_missed(
+    o: Outcome, page: str, spans: Sequence[tuple[int, int]] = ()
+) -> dict[str, Any] | None:
     """For a results file without the answer line: which of :data:`MISSES` it is, the kind
     of line the answer is (:func:`line_kind`) and where the nearest line of the page it shows
     is (its number minus the answer line's: negative above it); None when the answer is in
-    the file."""
+    the file. Given the page's chunks (``spans``: each chunk's first and last line), also
+    whether the answer line is in a chunk the file shows a line of (``answer_chunk``:
+    ``shown``) or in another chunk of the page (``other``): a passage search inside the page
+    would find the second, a better line choice the first."""
     if o.answered:
         return None
     at = answer_line(page, o.question.answer)
@@ -237,7 +242,12 @@ def why_missed(o: Outcome, page: str) -> dict[str, Any] | None:
     else:
         why = MISSES[3]
     near = min((n - at for n in nums), key=abs, default=None) if at else None
-    return {"why": why, "line": at, "line_kind": line_kind(page, at), "nearest_shown": near}
+    out = {"why": why, "line": at, "line_kind": line_kind(page, at), "nearest_shown": near}
+    if spans and at is not None and nums:
+        own = shown.get(o.question.expected, set())
+        held = [(a, b) for a, b in spans if a <= at <= b]
+        out["answer_chunk"] = "shown" if any(a <= n <= b for a, b in held for n in own) else "other"
+    return out
 
 
 def percentile(xs: Sequence[float], p: float) -> float:
@@ -476,13 +486,36 @@ def _ask_searcher(
     return out
 
 
-def with_pages(outcomes: Sequence[Outcome], corpus: Path) -> None:
-    """Sets each outcome's ``around_bytes`` from its expected page in ``corpus``."""
+def with_pages(outcomes: Sequence[Outcome], corpus: Path, store: Path | None = None) -> None:
+    """Sets each outcome's ``around_bytes`` from its expected page in ``corpus``, and why it
+    missed (with the page's chunks read from ``store``, once no mount holds it)."""
+    pages = {}
     for o in outcomes:
         page = corpus / o.question.expected
         text = page.read_text(encoding="utf-8", errors="replace") if page.is_file() else ""
+        pages[o.question.expected] = text
         o.around_bytes = answer_window(text, o.question.answer)
         o.missed = why_missed(o, text)
+    missed = {o.question.expected for o in outcomes if o.missed and o.missed["why"] == MISSES[3]}
+    spans = chunk_spans(store, missed) if store is not None and missed else {}
+    for o in outcomes:
+        if o.question.expected in spans:
+            o.missed = why_missed(o, pages[o.question.expected], spans[o.question.expected])
+
+
+def chunk_spans(store: Path, paths: set[str]) -> dict[str, list[tuple[int, int]]]:
+    """Each document's chunks in ``store`` as (first line, last line), for ``paths``."""
+    from semfs.ingest.store.address import CollectionAddress
+    from semfs.ingest.store.backends import open_store
+
+    out = {}
+    with open_store(CollectionAddress(store=store)) as s:
+        for path in sorted(paths):
+            doc = s.get_document(path)
+            if doc is not None:
+                chunks = s.get_chunks(path, doc.gen, range(doc.chunks))
+                out[path] = [(c.start_line, c.end_line) for c in chunks]
+    return out
 
 
 # -- output ----------------------------------------------------------------------------------
@@ -534,16 +567,18 @@ def misses_table(reports: Sequence[SetReport]) -> str:
     """Per set, the questions whose results file lacks the answer line, by why (MISSES); the
     last column: those whose page is shown within five lines of the answer line."""
     lines = [
-        "Where the answer line is missing (`why_missed`): " + ", ".join(MISSES) + ".",
+        "Where the answer line is missing (`why_missed`): " + ", ".join(MISSES) + "; of the "
+        "last, those whose answer line is in another chunk of the page than every line shown.",
         "",
-        "| set | " + " | ".join(MISSES) + " | shown within 5 lines |",
-        "|---|" + "---:|" * (len(MISSES) + 1),
+        "| set | " + " | ".join(MISSES) + " | in another chunk | shown within 5 lines |",
+        "|---|" + "---:|" * (len(MISSES) + 2),
     ]
     for r in reports:
         whys = [m for m in r.misses if "why" in m]
         counts = [sum(m["why"] == w for m in whys) for w in MISSES]
+        other = sum(m.get("answer_chunk") == "other" for m in whys)
         near = sum(m["nearest_shown"] is not None and abs(m["nearest_shown"]) <= 5 for m in whys)
-        lines.append(f"| {r.name} | " + " | ".join(map(str, counts)) + f" | {near} |")
+        lines.append(f"| {r.name} | " + " | ".join(map(str, counts)) + f" | {other} | {near} |")
     return "\n".join(lines) + "\n"
 
 
@@ -599,7 +634,7 @@ def run(
             got = ask_in_process(store, qs, params)
             assert isinstance(got, list)
             outcomes = got
-        with_pages(outcomes, data / "corpora" / name)
+        with_pages(outcomes, data / "corpora" / name, store)
         r = report(name, chunks, outcomes, model)
         log(fmt_row(name, "all", r.overall))
         reports.append(r)

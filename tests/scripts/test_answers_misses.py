@@ -67,3 +67,13 @@ def test_each_way_a_results_file_misses_the_answer_line() -> None:
     code = why_missed(outcome(RESULTS.format(last=3, more=""), both, "--workers 4"), PAGE)
     assert code is not None and code["line_kind"] == "code"
     assert why_missed(outcome(cut.replace("…", " with the number of workers."), both), PAGE) is None
+
+
+def test_whether_the_answer_line_is_in_a_chunk_the_file_shows() -> None:
+    # Line 3 is shown, the answer is line 9: in the same chunk when one chunk holds the page,
+    # in another when the page is cut after line 4 (a passage search inside the page would
+    # find it, a better line choice within the shown chunk would not).
+    got = outcome(RESULTS.format(last=3, more=""), ["deploy/workers.md", "other/page.md"])
+    assert why_missed(got, PAGE, [(1, 10)])["answer_chunk"] == "shown"  # type: ignore[index]
+    assert why_missed(got, PAGE, [(1, 4), (5, 10)])["answer_chunk"] == "other"  # type: ignore[index]
+    assert "answer_chunk" not in why_missed(got, PAGE)  # type: ignore[operator]
