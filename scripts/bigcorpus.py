@@ -98,16 +98,19 @@ PRODUCTS = (
     Product("celery", "python-celery-doc", "/usr/share/doc/python-celery-doc/html",
             "BSD-3-Clause"),
     Product("sphinx", "sphinx-doc", "/usr/share/doc/sphinx-doc/html", "BSD-2-Clause"),
+    # The Node.js API reference: Debian's nodejs-doc, or NodeSource's nodejs, ships this folder.
+    Product("nodejs", "nodejs", "/usr/share/doc/nodejs/api", "MIT"),
 )  # fmt: skip
 # What apt-get installs besides the products: the PDFs' Unicode font, and pdftotext, which the
 # grep arm of the agent benchmark may use on the PDFs.
 HELPER_PACKAGES = ("fonts-dejavu-core", "poppler-utils")
 FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
 
-# Generated pages that are not documentation: indexes, the search page, highlighted sources.
+# Generated pages that are not documentation: indexes, the search page, highlighted sources,
+# Node.js's all.html (every other page again on one).
 SKIP = re.compile(
     r"(^|/)(_static|_sources|_modules|_images|_downloads)/|(^|/)(genindex[^/]*|search|"
-    r"py-modindex|objects|bookindex)\.html$"
+    r"py-modindex|objects|bookindex|all)\.html$"
 )
 # The share of pages per format, in this order of the seeded draw (the rest stays HTML).
 # PPTX and PDF take small and mid-sized pages only (a 300 KB page is no slide deck): a larger
