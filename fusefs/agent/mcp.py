@@ -33,7 +33,7 @@ import os
 import re
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -567,12 +567,15 @@ def serve(
     tokens_folder: Path | None = None,
     allowed_hosts: Sequence[str] = (),
     session_timeout: float = SESSION_TIMEOUT,
+    collection_tokens: Mapping[str, Path] | None = None,
 ) -> None:
     """Serve ``box`` on stdio, or on streamable HTTP at ``http`` (HOST:PORT), until stopped.
 
     HTTP always needs a bearer token: the admin token, in ``token_file`` (made on first use), or a
-    scoped one from ``tokens_folder``'s ``mcp-tokens.json``. stdio needs none: it runs as the
-    user who started it, for that user.
+    scoped one from ``tokens_folder``'s ``mcp-tokens.json``, or (a server of several) from a
+    served collection's own (``collection_tokens``: its name -> its tokens' folder), seeing
+    folders of that collection only. stdio needs none: it runs as the user who started it,
+    for that user.
     """
     quiet_sdk_logs()
     if http is None:
@@ -581,8 +584,11 @@ def serve(
     host, port = parse_http_address(http)
     folder = tokens_folder if tokens_folder is not None else Path(".")
     path = Path(os.path.abspath(token_file if token_file is not None else folder / ADMIN_TOKEN))
-    scoped = ScopedTokens(folder)
-    scoped.list()  # an unsafe or damaged tokens file stops the start, not the first request
+    scoped = [ScopedTokens(folder)] + [
+        ScopedTokens(where, name) for name, where in (collection_tokens or {}).items()
+    ]
+    for tokens in scoped:
+        tokens.list()  # an unsafe or damaged tokens file stops the start, not the first request
     # The port first: a start that cannot listen (port in use) leaves no new token behind.
     sock = listen(host, port)
     try:
@@ -590,7 +596,7 @@ def serve(
     except BaseException:
         sock.close()
         raise
-    verifier = TokenVerifier(admin, scoped)
+    verifier = TokenVerifier(admin, *scoped)
     server = build_server(box, host, port, verifier, allowed_hosts, session_timeout)
     app = (
         server.streamable_http_app()

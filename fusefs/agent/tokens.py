@@ -22,10 +22,15 @@ Rules a caller may rely on:
   server of several collections (:func:`several_token_folder`'s tokens, ``semfs token create
   --several``) each folder's first part names its collection: ``docs`` is all of it.
   ``write`` (``semfs token create --write``) lets it use the write tool in those folders.
+  A server of several also takes each served collection's own scoped tokens (``semfs token
+  create NAME -c docs --under guide``), as grants below that collection (``docs/guide``): a
+  user who made a token for ``docs`` expects it to see the same folders of ``docs`` there,
+  and nothing of another collection.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import hmac
@@ -162,10 +167,13 @@ def _digest(token: str) -> str:
 
 
 class ScopedTokens:
-    """The scoped tokens of one collection (``mcp-tokens.json``). Thread-safe."""
+    """The scoped tokens of one collection (``mcp-tokens.json``). Thread-safe. ``collection``:
+    the grants are that collection's, served by a server of several, so each folder is put
+    below it (``guide`` -> ``docs/guide``)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, collection: str | None = None) -> None:
         self.path = folder / SCOPED_TOKENS
+        self._prefix = f"{collection}/" if collection else ""
         self._lock = threading.Lock()
         self._seen: tuple[int, int, int] | None = None
         self._by_digest: dict[str, Grant] = {}
@@ -258,7 +266,11 @@ class ScopedTokens:
                 seen = None
             if seen != self._seen:
                 self._by_digest = {
-                    t["sha256"]: Grant(t["name"], tuple(t["under"]), bool(t.get("write")))
+                    t["sha256"]: Grant(
+                        t["name"],
+                        tuple(self._prefix + u for u in t["under"]),
+                        bool(t.get("write")),
+                    )
                     for t in (self._read() if seen is not None else [])
                 }
                 self._seen = seen
@@ -266,25 +278,35 @@ class ScopedTokens:
 
 
 class TokenVerifier:
-    """The MCP SDK's ``TokenVerifier``: the admin token, or a scoped one, or None."""
+    """The MCP SDK's ``TokenVerifier``: the admin token, or a scoped one (of the first of
+    ``scoped`` that knows it), or None."""
 
-    def __init__(self, admin: str, scoped: ScopedTokens) -> None:
+    def __init__(self, admin: str, *scoped: ScopedTokens) -> None:
         self._admin = admin
         self.admin_subject = _digest(admin)
         self.scoped = scoped
 
     def alive(self) -> set[str]:
         """The subjects (token digests) valid now: a session of any other is closed."""
-        return self.scoped.digests() | {self.admin_subject}
+        alive = {self.admin_subject}
+        for tokens in self.scoped:
+            # A damaged or unsafe file grants nothing (the start-up checked it).
+            with contextlib.suppress(TokenError):
+                alive |= tokens.digests()
+        return alive
 
     def grant(self, token: str) -> Grant | None:
         """The grant of ``token``: the admin token's, a scoped one's, or None."""
         if hmac.compare_digest(token.encode(), self._admin.encode()):
             return Grant(ADMIN)
-        try:
-            return self.scoped.grant(token)
-        except TokenError:
-            return None  # a damaged or unsafe file grants nothing (the start-up checked it)
+        for tokens in self.scoped:
+            try:
+                grant = tokens.grant(token)
+            except TokenError:
+                continue  # a damaged or unsafe file grants nothing (the start-up checked it)
+            if grant is not None:
+                return grant
+        return None
 
     def subject_of(self, token: str) -> str | None:
         """The subject of a token the server accepts (what a session is tied to), else None:

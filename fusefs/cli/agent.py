@@ -91,7 +91,8 @@ def mcp_cmd(
     With --collections docs,code (or --all) one server holds several collections, each a
     top-level folder (docs/..., code/...), each with its own model: search searches them
     all, and every tool takes an optional collection. Its tokens are the store's
-    (`semfs token create NAME --several --under docs`), its admin token STORE/mcp.token.
+    (`semfs token create NAME --several --under docs`), its admin token STORE/mcp.token;
+    a collection's own scoped tokens (-c docs) see their folders below it (docs/...).
 
     \b
     Example:
@@ -134,6 +135,8 @@ def mcp_cmd(
                 tokens_folder=several_token_folder(address) if names else token_folder(address),
                 allowed_hosts=allow_hosts,
                 session_timeout=session_timeout,
+                # A server of several also takes each collection's own scoped tokens.
+                collection_tokens={n: token_folder(address.named(n)) for n in names},
             )
     except KeyboardInterrupt:
         # Stopped (Ctrl-C, SIGTERM): the store is closed and its socket and token removed by

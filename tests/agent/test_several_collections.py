@@ -97,29 +97,39 @@ EVERYTHING: list[tuple[str, dict[str, Any]]] = [
 
 
 def test_a_token_for_one_collection_sees_nothing_of_the_other(tmp_path: Path) -> None:
-    """Before: no server of several collections (and no token naming collections)."""
+    """Before: no server of several collections (and no token naming collections). The
+    collection's own scoped token (`-c handbook`) holds there too, below its collection: before,
+    a server of several read only the store's tokens (401)."""
     store = two_collections(tmp_path)
     made = semfs("token", "create", "hb", "--several", "--under", "handbook", "--store", str(store))
-    token = made.stdout.strip()
+    own = semfs("token", "create", "g", "-c", "handbook", "--under", "guide", "--store", str(store))
     with http_server("--store", str(store), "--collections", ",".join(MODELS)) as server:
-        hidden = run_in((server.url, token), _calls(HIDDEN))
-        absent = run_in((server.url, token), _calls("nosuchcoll"))
-        overall = run_in((server.url, token), EVERYTHING)
+        seen = {
+            token: (
+                run_in((server.url, token), _calls(HIDDEN)),
+                run_in((server.url, token), _calls("nosuchcoll")),
+                run_in((server.url, token), EVERYTHING),
+            )
+            for token in (made.stdout.strip(), own.stdout.strip())
+        }
         admin = run_in((server.url, server.token), EVERYTHING)
-    # Aimed at it: the very answer a collection the server does not have gets.
-    for call, got, baseline in zip(_calls(HIDDEN), hidden, absent, strict=True):
-        assert is_error(got) and is_error(baseline), (call, text(got))
-        assert text(got).replace(HIDDEN, "X") == text(baseline).replace("nosuchcoll", "X"), call
-    # Over everything: no name, path, line or count of it (the admin token sees them).
-    secret = [HIDDEN, "zebrafish", "upload.py", "hash:64"]
-    for call, got, full in zip(EVERYTHING, overall, admin, strict=True):
-        assert not is_error(got), (call, text(got))
-        seen = json.dumps(data(got) or {}) + text(got).replace("retry zebrafish upload", "")
-        assert not [s for s in secret if s in seen], (call, seen)
-        everything = json.dumps(data(full) or {}) + text(full)
-        assert HIDDEN in everything, (call, everything)
-    mine = data(overall[-1])["collections"]
-    assert [(c["collection"], c["documents"]) for c in mine] == [("handbook", 2)]
+    counts = []
+    for hidden, absent, overall in seen.values():
+        # Aimed at it: the very answer a collection the server does not have gets.
+        for call, got, baseline in zip(_calls(HIDDEN), hidden, absent, strict=True):
+            assert is_error(got) and is_error(baseline), (call, text(got))
+            assert text(got).replace(HIDDEN, "X") == text(baseline).replace("nosuchcoll", "X"), call
+        # Over everything: no name, path, line or count of it (the admin token sees them).
+        secret = [HIDDEN, "zebrafish", "upload.py", "hash:64"]
+        for call, got, full in zip(EVERYTHING, overall, admin, strict=True):
+            assert not is_error(got), (call, text(got))
+            shown = json.dumps(data(got) or {}) + text(got).replace("retry zebrafish upload", "")
+            assert not [s for s in secret if s in shown], (call, shown)
+            everything = json.dumps(data(full) or {}) + text(full)
+            assert HIDDEN in everything, (call, everything)
+        counts.append([(c["collection"], c["documents"]) for c in data(overall[-1])["collections"]])
+    # The store's token sees all of handbook; the collection's own its guide/ only.
+    assert counts == [[("handbook", 2)], [("handbook", 1)]]
 
 
 def test_token_create_several_needs_a_collection_first() -> None:
