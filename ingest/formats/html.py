@@ -1,4 +1,5 @@
-"""HTML: the main content as Markdown (BeautifulSoup, MIT; markdownify, MIT).
+"""HTML: the main content as Markdown (lxml, BSD-3; markdownify's rules, MIT, in
+:mod:`semfs.ingest.formats.htmlmd`; BeautifulSoup, MIT, for a declared charset).
 
 Scripts, styles and other non-content elements are dropped; the navigation, header, footer
 and sidebars go too, and where the page marks its main content (``<main>``, ``role=main``,
@@ -9,7 +10,9 @@ hits carry the section they are in (unit "section").
 from __future__ import annotations
 
 import re
+from typing import Any
 
+from semfs.ingest.formats import htmlmd
 from semfs.ingest.formats.base import Extracted, Unsupported, ViewBuilder, clean_lines, first_line
 
 # Never content: code, styling, embedded objects, forms.
@@ -46,32 +49,55 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
+def _parse(markup: str) -> Any:
+    """The lxml tree of ``markup``, or None when it holds no element (white space, comments, a
+    doctype only). Raises MemoryError past the worker's bound and ValueError for a page whose
+    elements nest deeper than libxml2's 2,048 (the rest would be cut off without a word)."""
+    import lxml.etree
+    import lxml.html
+
+    # huge_tree: libxml2 stops at 256 levels otherwise (latex2html's index pages nest 755).
+    parser = lxml.html.HTMLParser(encoding="utf-8", huge_tree=True)
+    try:
+        # Bytes, not text: lxml refuses text that declares an encoding (<?xml ...?>), and the
+        # parser's encoding is the one decode() found, whatever the page declares.
+        root = lxml.html.document_fromstring(markup.encode("utf-8"), parser=parser)
+    except lxml.etree.ParserError as exc:
+        if str(exc) == "Document is empty":
+            return None
+        raise
+    except lxml.etree.XMLSyntaxError:
+        if any(e.type_name == "ERR_NO_MEMORY" for e in parser.error_log):
+            raise MemoryError from None
+        raise
+    if any(e.type_name == "ERR_RESOURCE_LIMIT" for e in parser.error_log):
+        raise ValueError("its elements nest over 2,048 deep")
+    return root
+
+
 def to_markdown(markup: str) -> tuple[str, str]:
     """(title, Markdown of the main content) of an HTML document."""
-    from bs4 import BeautifulSoup
-    from markdownify import MarkdownConverter
-
-    soup = BeautifulSoup(markup, "html.parser")
-    title_tag = soup.find("title")
-    title = " ".join(title_tag.get_text().split()) if title_tag else ""
-    for tag in soup.find_all(_DROP):
-        tag.decompose()
-    main = soup.find("main") or soup.select_one('[role="main"]')
+    root = _parse(markup)
+    if root is None:
+        return "", ""
+    title_tag = next(root.iter("title"), None)
+    title = " ".join("".join(title_tag.itertext()).split()) if title_tag is not None else ""
+    for tag in list(root.iter(_DROP)):
+        htmlmd.skip(tag)
+    main = next(root.iter("main"), None)
     if main is None:
-        articles = soup.find_all("article")
-        main = articles[0] if len(articles) == 1 else soup.body or soup
-    for tag in main.find_all(_FURNITURE):
-        tag.decompose()
-    for heading in main.find_all(_HEADINGS):
-        # "# [What is rustdoc?](#what-is-rustdoc)" and "Install ¶": a heading's own anchor
-        # or permalink is no part of its title (nor of a label that quotes it).
-        for link in heading.find_all("a"):
-            if link.get_text().strip() in _PERMALINKS:
-                link.decompose()
-            else:
-                link.unwrap()
-    converter = MarkdownConverter(heading_style="ATX", bullets="-", strip=["img"])
-    return title, clean_lines(converter.convert_soup(main))
+        main = next(iter(root.xpath('//*[@role="main"]')), None)
+    if main is None:
+        articles = list(root.iter("article"))
+        body = root.find("body")
+        main = articles[0] if len(articles) == 1 else root if body is None else body
+    for tag in list(main.iter(_FURNITURE)):
+        if tag is not main:
+            htmlmd.skip(tag)
+    # "# [What is rustdoc?](#what-is-rustdoc)" and "Install ¶": a heading's own anchor or
+    # permalink is no part of its title (nor of a label that quotes it); the converter drops
+    # it and unwraps a heading's other links.
+    return title, clean_lines(htmlmd.Converter(_PERMALINKS).convert(main))
 
 
 def headings(text: str) -> list[tuple[int, str]]:

@@ -325,7 +325,7 @@ def shared(jobs: int | None = None) -> WorkerPool:
 
 def _main(memory: int) -> None:
     """Serve on a thread with a deep stack: converters walk a page's tree by recursion
-    (markdownify, once per element and more), and a real page nests past Python's default
+    (htmlmd, once per element), and a real page nests past Python's default
     1,000 frames (latex2html's index pages: 755 elements deep). The raised frame limit leaves
     each frame :data:`FRAME_BYTES` of the stack, so a deeper page still ends in RecursionError, a
     skip reason, never a crash of the child."""
