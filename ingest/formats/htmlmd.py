@@ -207,14 +207,21 @@ class Converter:
 # its siblings, its index among them) -> its Markdown.
 
 
-def _inline(markup: str) -> Callable[..., str]:
-    def convert(el: Any, text: str, flags: _Flags, siblings: Sequence[Node], index: int) -> str:
+def _span(convert: Callable[[Any, str, str, str], str]) -> Callable[..., str]:
+    """An inline element's rule: its text as it is inside code, else stripped of its outer
+    spaces (prefix, suffix) for ``convert``, and nothing when nothing is left."""
+
+    def rule(el: Any, text: str, flags: _Flags, siblings: Sequence[Node], index: int) -> str:
         if flags.noformat:
             return text
         prefix, suffix, text = _chomp(text)
-        return f"{prefix}{markup}{text}{markup}{suffix}" if text else ""
+        return convert(el, prefix, text, suffix) if text else ""
 
-    return convert
+    return rule
+
+
+def _inline(markup: str) -> Callable[..., str]:
+    return _span(lambda el, prefix, text, suffix: f"{prefix}{markup}{text}{markup}{suffix}")
 
 
 def _heading(n: int, text: str, flags: _Flags) -> str:
@@ -223,12 +230,8 @@ def _heading(n: int, text: str, flags: _Flags) -> str:
     return f"\n\n{'#' * n} {_ALL_WS.sub(' ', text.strip())}\n\n"
 
 
-def _a(el: Any, text: str, flags: _Flags, siblings: Sequence[Node], index: int) -> str:
-    if flags.noformat:
-        return text
-    prefix, suffix, text = _chomp(text)
-    if not text:
-        return ""
+@_span
+def _a(el: Any, prefix: str, text: str, suffix: str) -> str:
     href = el.get("href")
     title = el.get("title")
     if text.replace(r"\_", "_") == href and not title:
@@ -252,12 +255,8 @@ def _br(el: Any, text: str, flags: _Flags, siblings: Sequence[Node], index: int)
     return "  \n" + text
 
 
-def _code(el: Any, text: str, flags: _Flags, siblings: Sequence[Node], index: int) -> str:
-    if flags.noformat:
-        return text
-    prefix, suffix, text = _chomp(text)
-    if not text:
-        return ""
+@_span
+def _code(el: Any, prefix: str, text: str, suffix: str) -> str:
     most = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
     if most > 0:
         text = " " + text + " "
