@@ -25,7 +25,12 @@ Rules a caller may rely on:
   program's chunk that only declares (:func:`is_declaration`): every definition wholly in it
   has no body but its signature, docstring and comments (``pass``, ``...``, ``raise
   NotImplementedError``): an interface (``class IReactorTCP(Interface)``), an abstract base,
-  a stub, whatever its file is called.
+  a stub, whatever its file is called. So is a program's chunk of a test helper: a module
+  named ``testing``, ``testutil(s)``, ``test_helper(s)``, ``testlib``, ``fixture(s)``,
+  ``mock(s)`` or ``fake(s)`` (``twisted/internet/testing.py``), or any file under one such
+  folder or ``testdata/``: the fakes a test drives hold the implementation's names and words
+  (unless the query names tests, fakes, mocks or fixtures). A document in prose with such a
+  name (a guide's ``testing.md``) is not a helper.
 * Where a program's chunk (cut by its syntax; not a configuration file's) is among a query's
   candidates, a chunk of a
   document written in prose (Markdown, reStructuredText, plain text) has its score lowered by
@@ -67,12 +72,19 @@ _TEST_PATH = re.compile(
     r"(?:^|/)(?:tests?|testing|__tests__|specs?)/|(?:^|/)(?:test_[^/]*|conftest\.py)$"
     r"|_test\.\w+$|\.(?:test|spec)\.\w+$"
 )
+# A test helper's module or folder (applies to programs only: see the module rules).
+_HELPER_PATH = re.compile(
+    r"(?:^|/)(?:testing|testutils?|test_?helpers?|testlib|fixtures?|mocks?|fakes?)(?:\.\w+$|/)"
+    r"|(?:^|/)testdata/"
+)
 # Subtracted from a prose document's chunk where code chunks are candidates too (see the rules).
 PROSE_BESIDE_CODE = 0.3
 _PROSE = re.compile(r"\.(?:md|mdx|markdown|rst|txt|adoc|asciidoc|org|textile)$", re.I)
 _DECLARATION = re.compile(r"\.d\.[mc]?ts$|\.pyi$")
 _ASKS_SECONDARY = re.compile(
-    r"\b(?:tests?|testing|tested|specs?|types?|typings?|declar\w*|interfaces?|abstract)\b", re.I
+    r"\b(?:tests?|testing|tested|specs?|types?|typings?|declar\w*|interfaces?|abstract"
+    r"|fakes?|mocks?|fixtures?)\b",
+    re.I,
 )
 # A body line that does nothing: a placeholder, a bracket, a "not implemented" raise.
 _EMPTY_BODY = re.compile(
@@ -103,6 +115,11 @@ def asks_about_changes(query: str) -> bool:
 def is_secondary(path: str) -> bool:
     """Whether ``path`` is a test or a type declaration (see the module rules)."""
     return bool(_TEST_PATH.search(path) or _DECLARATION.search(path))
+
+
+def is_test_helper(rec: ChunkRecord) -> bool:
+    """Whether ``rec`` is a program's chunk of a test helper (see the module rules)."""
+    return is_program(rec.syntax) and bool(_HELPER_PATH.search(rec.path))
 
 
 def is_declaration(rec: ChunkRecord) -> bool:
@@ -148,8 +165,8 @@ def _bodiless(lines: list[str]) -> bool:
 
 
 def asks_about_secondary(query: str) -> bool:
-    """Whether ``query`` names tests, specs, types, declarations or interfaces: then they may
-    answer."""
+    """Whether ``query`` names tests, specs, types, declarations, interfaces, fakes, mocks or
+    fixtures: then they may answer."""
     return bool(_ASKS_SECONDARY.search(query))
 
 
@@ -168,7 +185,7 @@ def lowered(
         cut = 0.0
         if not changes and is_dated_entry(rec):
             cut += dated
-        if not tests and (is_secondary(rec.path) or is_declaration(rec)):
+        if not tests and (is_secondary(rec.path) or is_test_helper(rec) or is_declaration(rec)):
             cut += secondary
         if code and not rec.syntax and _PROSE.search(rec.path):
             cut += prose

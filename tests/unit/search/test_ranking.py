@@ -123,6 +123,31 @@ def test_tests_and_type_declarations_are_secondary_files() -> None:
         assert not is_secondary(path), path
 
 
+def test_a_test_helper_program_is_lowered_as_a_test_is() -> None:
+    """A program's test helper (a module named ``testing``, a fixtures, mocks or fakes folder,
+    Go's ``testdata``) repeats the implementation's words: lowered as a test; a guide in prose
+    named ``testing.md`` is no helper."""
+    helpers = [
+        "src/twisted/internet/testing.py",
+        "pkg/testutil.go",
+        "lib/fixtures/users.js",
+        "app/mocks/clock.py",
+        "internal/fakes/fs.go",
+        "go/parser/testdata/issue.go",
+    ]
+    chunks = [_scored(p, 1.0, "python") for p in ["src/twisted/internet/tcp.py", *helpers]]
+    chunks.append(_scored("docs/core/howto/testing.md", 1.0))
+    got = {sc.record.path: sc.score for sc in lowered(chunks, "how is a port opened")}
+    assert got.pop("src/twisted/internet/tcp.py") == 1.0
+    assert got.pop("docs/core/howto/testing.md") == 1.0 - PROSE_BESIDE_CODE
+    assert got == dict.fromkeys(helpers, 1.0 - SECONDARY_PENALTY)
+    # Asked about tests or fakes, helpers are what is asked for.
+    asked = lowered(chunks, "where is the fake clock")
+    assert {sc.record.path: sc.score for sc in asked if sc.record.path in helpers} == dict.fromkeys(
+        helpers, 1.0
+    )
+
+
 def _scored(path: str, score: float, syntax: str = "") -> ScoredChunk:
     rec = ChunkRecord(path, 1, 0, 0, 1, 1, 1, "x", syntax=syntax)
     return ScoredChunk(rec, score)
