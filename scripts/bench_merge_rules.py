@@ -179,20 +179,20 @@ def markdown(asked: Asked) -> str:
     return "\n".join([f"hit@1 alone, all questions ({sets}): {alone}", "", *out]) + "\n"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--work", type=Path, required=True, help="bench_together.py's --work.")
     p.add_argument("--set", action="append", dest="sets", help="Question set [all three].")
     p.add_argument("--data", type=Path, default=SHARED, help="Holds datasets/.")
     p.add_argument("--markdown", type=Path, help="Write the Markdown table here too.")
     args = p.parse_args(argv)
-    asked = Asked(args.work / "store", args.sets or [*DEFAULT_SETS, *HELD_OUT_SETS], args.data)
-    table = markdown(asked)
-    print(table)
+    table = markdown(
+        Asked(args.work / "store", args.sets or [*DEFAULT_SETS, *HELD_OUT_SETS], args.data)
+    )
     if args.markdown:
         args.markdown.write_text(table)
-    return 0
+    sys.stdout.write(table)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
