@@ -88,7 +88,9 @@ def store_info(store: StoreReader, meta: StoreMeta, collection: str) -> dict[str
         chunks = store.count_chunks()
     from semfs.ingest.store.check import require_counts
 
-    require_counts(store, len(docs), chunks)  # a store that lost points says so
+    # A store that lost points says so; against the meta read before the counts (a run's last
+    # commits since then add to them).
+    require_counts(store, len(docs), chunks, meta)
     running = _ingest_under_way(store)
     owner = store.owner_link()
     return {

@@ -287,6 +287,9 @@ class MountDaemon:
         refresher = TreeRefresher.as_mounted(
             store, interval=self.cfg.poll_interval, views=self.cfg.views
         )
+        # The meta before the tree: an ingest committing meanwhile only adds to the tree
+        # (require_counts below).
+        meta = store.read_meta()
         # Not around the store's open: a server client's own threads run meanwhile (the
         # manifest's decode pauses the collector itself).
         with collector_paused():
@@ -296,7 +299,7 @@ class MountDaemon:
         # own count stands in for the shard's, which would wait for the shard to load.
         manifest = refresher.manifest
         chunks = None if manifest is None else manifest.chunk_count  # no records made
-        require_counts(store, tree.files, chunks)
+        require_counts(store, tree.files, chunks, meta)
         # The store's model (or --watch's, for a new collection); loads nothing yet.
         opened.searcher.reset(embedder)
         compactor = _Compactor(store)

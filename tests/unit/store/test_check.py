@@ -218,3 +218,28 @@ def test_files_stored_as_they_are_pass_check_and_read(tmp_path: Path) -> None:
         s.put_blob("logo.png", rec.gen, b"\x89PNG not the bytes that were ingested")
     found = semfs("check", "--store", str(store), check=False)
     assert found.returncode != 0 and "logo.png: its stored original logo.png" in found.stdout
+
+
+def test_counts_taken_before_an_ingest_commits_are_not_damage(tmp_path: Path) -> None:
+    """A status or a mount start counts the documents, then an ingest commits its last ones
+    and writes its meta: against the meta read before the counts, that is no damage (a status
+    at the end of a 103k-chunk first pass said 'damaged: ... left 6217 documents ..., the store
+    now holds 6212'). A store that really lost points is still damage."""
+    from semfs.ingest.store.check import require_counts
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("a", "b"):
+        (src / f"{name}.md").write_text(f"# {name}\n\nthe {name} page, with words of its own.\n")
+    store = tmp_path / "store"
+    ingest_hash(src, store)
+    with open_store(CollectionAddress(store=store)) as s:
+        meta = s.read_meta()
+        documents, chunks = len(s.list_documents()), s.count_chunks()
+    (src / "c.md").write_text("# c\n\nthe last page, committed after the counts were taken.\n")
+    ingest_hash(src, store)
+    with open_store(CollectionAddress(store=store)) as s:
+        require_counts(s, documents, chunks, meta)
+        require_counts(s, documents + 1, chunks + 1)  # counted after the commit: no race
+        with pytest.raises(StoreDamagedError, match="left 3 documents"):
+            require_counts(s, documents, chunks)  # the meta read after the counts
