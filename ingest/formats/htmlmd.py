@@ -1,5 +1,6 @@
 """An lxml tree of HTML as Markdown: markdownify's conversion rules (MIT, Matthew Tretter and
-contributors), walked over lxml's elements instead of a BeautifulSoup tree.
+contributors; its notice, which this port keeps, is LICENSES/markdownify-MIT.txt), walked over
+lxml's elements instead of a BeautifulSoup tree.
 
 Why not markdownify itself: it converts only BeautifulSoup trees, and building one costs
 two thirds of an HTML page's extraction (3.4 ms of CPU per chunk on Debian's documentation,
