@@ -488,6 +488,25 @@ def test_a_docx_looks_its_styles_up_once_not_once_a_paragraph(
     assert len(scans) <= 1, len(scans)
 
 
+def test_a_docx_paragraph_without_a_style_has_the_default_style() -> None:
+    # python-docx's rule, read off the styles part's elements (issue 45.4): the last style
+    # marked default is the default.
+    import docx
+    from docx.oxml.ns import qn
+
+    document = docx.Document()
+    document.add_paragraph("Plain words")  # no pStyle: the default's
+    document.add_paragraph("Listed words").style = document.styles["List Number"]
+    for style in document.styles.element.iterchildren(qn("w:style")):
+        style.attrib.pop(qn("w:default"), None)
+    document.styles["Heading 2"].element.set(qn("w:default"), "1")
+    buf = io.BytesIO()
+    document.save(buf)
+    got = formats.extract("styled.docx", buf.getvalue(), isolated=False)
+    assert isinstance(got, formats.Extracted)
+    assert got.text == "## Plain words\n\n- Listed words\n", got.text
+
+
 def test_an_epub_reads_a_chapter_its_spine_repeats_once(tmp_path: Path) -> None:
     make_epub(tmp_path / "novel.epub")
     book = zipfile.ZipFile(tmp_path / "novel.epub")
