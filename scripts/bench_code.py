@@ -72,6 +72,9 @@ STOP = frozenset({
     "without", "it's", "one", "two", "many", "much", "long",
 })
 # fmt: on
+# An ingest whose chunking runs in this process (one file at a time, no chunking children):
+# what the prose arm needs (see prose_chunker), and the code arm too where they are timed.
+IN_PROCESS = 1
 # What grep shows of each of the first files: an agent reads about this many lines.
 GREP_LINES = 20
 
@@ -132,7 +135,9 @@ def norm(text: str) -> str:
 
 @contextlib.contextmanager
 def prose_chunker() -> Iterator[None]:
-    """The chunker as before issue 42: no grammar reads any file."""
+    """The chunker as before issue 42: no grammar reads any file. In this process only: an
+    ingest under it must chunk in process (``jobs=1``, :data:`IN_PROCESS`), as the chunking
+    children (semfs.ingest.chunkworkers) would cut code as code."""
     saved = syntax.outline
     syntax.outline = lambda text, path: None
     try:
@@ -151,7 +156,7 @@ def build(tree: Path, store_dir: Path, prose: bool, model: str | None = None) ->
         prose_chunker() if prose else contextlib.nullcontext(),
         open_store(CollectionAddress(store=store_dir)) as store,
     ):
-        report = ingest(tree, store, model=model)
+        report = ingest(tree, store, model=model, jobs=IN_PROCESS if prose else None)
         chunks = store.count_chunks()
     info = {
         "seconds": round(time.perf_counter() - started, 1),
@@ -289,7 +294,7 @@ def chunker_cost(tree: Path) -> dict[str, float]:
 
 def hash_ingest_cost(tree: Path, work: Path) -> dict[str, float]:
     """A whole ingest with the stand-in model (everything but the model), code path against
-    prose path, alternating, best of two each."""
+    prose path, alternating, best of two each; both chunk in process (see prose_chunker)."""
     times: dict[str, list[float]] = {"code": [], "prose": []}
     for i in range(2):
         for arm in ("code", "prose"):
@@ -298,7 +303,7 @@ def hash_ingest_cost(tree: Path, work: Path) -> dict[str, float]:
             started = time.perf_counter()
             chunker = prose_chunker() if arm == "prose" else contextlib.nullcontext()
             with chunker, open_store(CollectionAddress(store=target)) as store:
-                ingest(tree, store, model="hash")
+                ingest(tree, store, model="hash", jobs=IN_PROCESS)
             times[arm].append(time.perf_counter() - started)
             subprocess.run(["rm", "-rf", str(target)], check=True)
     code, prose = min(times["code"]), min(times["prose"])
