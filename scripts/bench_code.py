@@ -146,8 +146,12 @@ def prose_chunker() -> Iterator[None]:
         syntax.outline = saved
 
 
-def build(tree: Path, store_dir: Path, prose: bool, model: str | None = None) -> dict[str, Any]:
-    """Ingest ``tree`` into ``store_dir`` (kept: a later run reuses a complete store)."""
+def build(
+    tree: Path, store_dir: Path, prose: bool, model: str | None = None, in_process: bool = False
+) -> dict[str, Any]:
+    """Ingest ``tree`` into ``store_dir`` (kept: a later run reuses a complete store); the
+    prose arm, and with ``in_process`` the code arm too, chunk in this process (an
+    experiment's settings reach no chunking child)."""
     done = store_dir / "ingested.json"
     if done.exists():
         return dict(json.loads(done.read_text()))
@@ -156,7 +160,8 @@ def build(tree: Path, store_dir: Path, prose: bool, model: str | None = None) ->
         prose_chunker() if prose else contextlib.nullcontext(),
         open_store(CollectionAddress(store=store_dir)) as store,
     ):
-        report = ingest(tree, store, model=model, jobs=IN_PROCESS if prose else None)
+        jobs = IN_PROCESS if prose or in_process else None
+        report = ingest(tree, store, model=model, jobs=jobs)
         chunks = store.count_chunks()
     info = {
         "seconds": round(time.perf_counter() - started, 1),
@@ -396,7 +401,9 @@ def main(argv: list[str] | None = None) -> int:
         work = args.work / name
         work.mkdir(parents=True, exist_ok=True)
         print(f"{name}: ingesting (code chunker)", file=sys.stderr)
-        code_info = build(tree, work / "code-store", prose=False, model=args.model)
+        code_info = build(
+            tree, work / "code-store", False, args.model, in_process=args.short_share is not None
+        )
         arms = {"semfs, code chunker": ask_semfs(work / "code-store", questions, args.mode)}
         prose_info = None
         if not args.no_prose:
