@@ -81,15 +81,17 @@ def embed_missing(
     on_progress: Progress | None = None,
     stop: threading.Event | None = None,
     on_wait: Callable[[str], None] | None = None,
+    into: DenseReport | None = None,
 ) -> DenseReport:
     """Give every chunk of ``store`` that lacks one its dense vector (see the module's rules).
 
     ``wait``: wait for another pass that holds the collection's embed lock, then embed what it
     left; False: leave it to that pass (``report.elsewhere`` says who). ``stop`` set: end at
     the next model batch, the window under way left for the next pass (``report.left`` then
-    counts what is still to embed)."""
+    counts what is still to embed). ``into``: the report to fill, so that a caller stopped by
+    Ctrl-C still knows what was embedded."""
     started = time.perf_counter()
-    report = DenseReport()
+    report = DenseReport() if into is None else into
     lock = CollectionLock(store.lock_path(EMBED_LOCK), "embedding")
     if not lock.try_acquire():
         if not wait:

@@ -273,8 +273,10 @@ def ingest(
             writer.chunker.close()
         lock.release()
     report.keywords_seconds = report.keywords_seconds or time.perf_counter() - started
-    _second_pass(store, report, model_name, embedder, dense, batch_size, on_phase, on_progress)
-    report.seconds = time.perf_counter() - started
+    try:
+        _second_pass(store, report, model_name, embedder, dense, batch_size, on_phase, on_progress)
+    finally:  # stopped while embedding too: the report says how long it ran
+        report.seconds = time.perf_counter() - started
     return report
 
 
@@ -370,15 +372,16 @@ def _second_pass(
         return
     if embedder is None:
         embedder = load_embedder(model_name)
-    done = DenseReport()
+    done = DenseReport()  # filled as it goes: a Ctrl-C's report counts what was embedded
     try:
-        done = embed_missing(
+        embed_missing(
             store,
             embedder,
             batch_size=batch_size,
             wait=owner is None,  # beside an owner, another client's pass may have it
             on_phase=on_phase,
             on_progress=on_progress,
+            into=done,
         )
     except KeyboardInterrupt as exc:
         report.dense_pending = _pending(store)

@@ -379,3 +379,32 @@ def test_the_dense_pass_embeds_what_the_first_pass_hashed(tmp_path: Path, store_
         for c in missing:
             text = densepass.model_text_of(c)
             assert c.vhash == vector_hash(text), c.path
+
+
+def test_a_run_stopped_while_embedding_reports_the_vectors_it_stored(tmp_path: Path) -> None:
+    """Before: an ingest stopped in its dense pass (Ctrl-C, SIGTERM) reported 0 chunks
+    embedded in 0.0 s, whatever it had stored (a 103k-chunk run stopped at 5,376 vectors:
+    its `--json` said "chunks_embedded": 0, "seconds": 0.0)."""
+
+    class CtrlCInSecondWindow(CountingEmbedder):
+        def encode(self, texts: Any, batch_size: int = 32) -> list[list[float]]:
+            if self.texts:  # the first window is stored; Ctrl-C while the model runs the next
+                raise KeyboardInterrupt
+            return super().encode(texts, batch_size)
+
+    from semfs.ingest.report import Interrupted
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(40):  # one chunk each: two windows of the dense pass (32 + 8)
+        (src / f"n{i:03d}.md").write_text(f"# Note {i}\n\nword{i} alpha beta.\n")
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
+        with pytest.raises(Interrupted) as stopped:
+            ingest(src, store, model="hash", embedder=CtrlCInSecondWindow(), batch_size=4)
+        embedded, total = store.embedding_counts()
+    report = stopped.value.report
+    assert stopped.value.phase == "embedding"
+    assert 0 < embedded < total == 40
+    assert report.chunks_embedded == embedded, report.to_json()
+    assert report.dense_pending == total - embedded
+    assert report.seconds > 0
