@@ -256,6 +256,9 @@ class Searcher:
             self._embedder = self._load_embedder()
         self._bm25 = bm25_model()
         self._meaning: dict[str | None, tuple[float, int, int]] = {}
+        # The last questions' dense vectors: a root search of several collections asks each
+        # for its hits, then for its nearness, with the same text (see _dense).
+        self._vectors: dict[str, list[float]] = {}
         # Hybrid scores the keyword candidates that have no dense vector yet as if meaning
         # agreed with their keywords (see _keywords_where_unembedded); False: fused alone, as
         # before issue 45 (a benchmark compares both: scripts/bench_share.py).
@@ -319,9 +322,22 @@ class Searcher:
         text, row = request.query.strip(), MODES[request.mode]
         if not text or row.definitions or not row.needs_model:
             return None
-        dense = self.embedder.encode([text])[0]
-        found = self.store.query(dense, SparseQuery([], []), "semantic", 1, request.under)
+        found = self.store.query(
+            self._dense(text), SparseQuery([], []), "semantic", 1, request.under
+        )
         return found[0].similarity if found else None
+
+    def _dense(self, text: str) -> list[float]:
+        """The dense vector of the question ``text``. The last few are kept (bounded, cleared
+        whole): a search of several collections embeds it once per collection, not once for
+        the hits and again for :meth:`nearness` (which was a third of a root search's time)."""
+        dense = self._vectors.get(text)
+        if dense is None:
+            dense = self.embedder.encode([text])[0]
+            if len(self._vectors) >= 32:
+                self._vectors.clear()
+            self._vectors[text] = dense
+        return dense
 
     def warm_up(self) -> None:
         """Load the model now, so that the first query does not wait for it."""
@@ -352,7 +368,7 @@ class Searcher:
             )
             return self._documents(text, found, k, mode, min_score, committed, more, ())
         # A keyword query needs no model: it must not wait for one to load.
-        dense = self.embedder.encode([text])[0] if row.needs_model else []
+        dense = self._dense(text) if row.needs_model else []
         sv = self._bm25.embed_query(text)
         sparse = SparseQuery(list(sv.indices), list(sv.values))
         limit = max(k * CHUNKS_PER_DOC, 50)

@@ -3,8 +3,12 @@ scale they share, each collection's own order kept, ranked anew."""
 
 from __future__ import annotations
 
-from semfs.ingest.search import Hit
+from semfs.ingest.embedding.embedder import HashEmbedder
+from semfs.ingest.request import SearchRequest
+from semfs.ingest.search import Hit, Searcher
 from semfs.ingest.search.several import merge_hits
+from semfs.ingest.store import Store
+from tests.helpers.embedders import CountingEmbedder
 
 
 def _hit(rank: int, path: str, strength: float) -> Hit:
@@ -40,3 +44,18 @@ def test_the_nearest_collections_first_hit_comes_first_the_rest_on_strength() ->
     # Unknown nearness (keyword mode) or a nearest collection without hits: strength alone.
     assert merge_hits({"docs": docs, "code": code}, 1, {"docs": None, "code": None})[0][0] == "code"
     assert merge_hits({"docs": [], "code": code}, 1, {"docs": 0.9, "code": 0.1})[0][0] == "code"
+
+
+def test_a_search_then_its_nearness_embed_the_question_once(ro_store: Store) -> None:
+    """A root search of several asks each collection for its hits, then its nearness: before,
+    each collection embedded the question twice (a third of the search's time)."""
+    model = CountingEmbedder()
+    searcher = Searcher(ro_store, embedder=model)
+    request = SearchRequest("custom domain")
+    assert searcher.search(request)
+    near = searcher.nearness(request)
+    assert model.texts == ["custom domain"]
+    # The same cosine as a searcher that embeds it anew.
+    assert near is not None and near == Searcher(ro_store, embedder=HashEmbedder()).nearness(
+        request
+    )
