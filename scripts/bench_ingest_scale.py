@@ -25,7 +25,8 @@ starts from an empty store. The machine's load is recorded at the start and end 
 ``--first-pass`` (issue 45.4) measures the keyword pass alone, as a watcher's batch runs it
 (``ingest(..., dense=False)``, the same function ``semfs ingest`` calls first) in a process of its
 own: chunks/s to the end of the pass (compaction included) and to its last commit, CPU seconds
-(user + sys, its chunking children's included: a figure the machine's load does not inflate),
+(user + sys, its chunking and extraction children's included: a figure the machine's load does
+not inflate),
 and the peaks of VmHWM, RssAnon and RssFile (polled; VmHWM is the kernel's own peak).
 ``--baseline-rev REV`` runs the same on REV's code (``git archive``, on PYTHONPATH) in the same
 run, the two sides alternated per corpus.
@@ -256,6 +257,10 @@ started = time.perf_counter()
 with open_store(CollectionAddress(store=Path(sys.argv[2]))) as store:
     r = ingest(Path(sys.argv[1]), store, model=sys.argv[3] or None, dense=False)
 seconds = time.perf_counter() - started
+# The extraction workers end at exit: end them now, so that their CPU is counted.
+workers = sys.modules.get("semfs.ingest.formats.worker")
+if workers is not None and workers._shared is not None:
+    workers._shared.close()
 cpu = os.times()
 print(json.dumps({"chunks": r.chunks_written, "documents": r.committed, "seconds": seconds,
                   "keywords_seconds": r.keywords_seconds, "cpu_s": cpu.user + cpu.system,
