@@ -138,7 +138,13 @@ def order(
 
 
 def first_relevant(paths: Sequence[str], question: Question) -> int | None:
-    return next((i for i, p in enumerate(paths, 1) if p in question.targets), None)
+    """The rank of the first hit that is a relevant document, or its text view (a PDF, Word,
+    PowerPoint or HTML page's hit is named PATH.md, as the mount shows it)."""
+    targets = question.targets
+    return next(
+        (i for i, p in enumerate(paths, 1) if p in targets or p.removesuffix(".md") in targets),
+        None,
+    )
 
 
 def figures(ranks: Sequence[int | None]) -> dict[str, float]:
