@@ -21,8 +21,9 @@ one product's folder was embedded first; ``store``, the dense pass's own order, 
 share after share (0, 1, 5, 25, 50, 100 %: each share adds to the last), and every question is
 asked in process (``Searcher``, ``k`` 10) at each share, by each scheme. At 100 % the meta says
 every chunk is embedded, as after a dense pass. A share whose chunks the source store has no
-vectors for yet (a dense pass still running there) is left out and said so: with ``--order
-store`` the shares measured are those the pass has reached, as a user meets them.
+vectors for yet (a dense pass still running there) is waited for (``--wait`` seconds in all),
+else left out and said so: with ``--order store`` the shares measured are those the pass has
+reached, as a user meets them.
 
 Relevance is the question's expected page or one of its alternates; nDCG@10 counts the first
 relevant document (binary, one per question): 1 / log2(1 + rank). A question file with a
@@ -214,7 +215,9 @@ def run_set(
     log: Callable[[str], None],
     under: str | None = None,
     first: str | None = None,
+    wait: float = 0,
 ) -> dict[str, Any]:
+    wait_until = time.monotonic() + wait
     questions = read_questions(question_file)
     split = splits(question_file)
     if under is not None:  # someone working in one folder: its questions, asked there
@@ -240,6 +243,10 @@ def run_set(
             upto = round(len(todo) * share / 100)
             batch = list(with_vectors(vectors, todo[done:upto]))
             missing = next((i for i, (_c, v) in enumerate(batch) if v is None), None)
+            while missing is not None and time.monotonic() < wait_until:  # a pass under way
+                time.sleep(30)
+                batch = list(with_vectors(vectors, todo[done:upto]))
+                missing = next((i for i, (_c, v) in enumerate(batch) if v is None), None)
             if missing is not None:
                 log(
                     f"{name} {share:>3} %: {vector_store} has vectors for the first "
@@ -327,6 +334,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--by-folder", action="store_true", help="Embed a folder at a time.")
     p.add_argument("--under", help="Only the questions of this folder, asked scoped to it.")
     p.add_argument("--first", help="Embed this folder's chunks first (issue 45.2's order).")
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0,
+        help="Seconds to wait, in all, for vectors the source store is still embedding.",
+    )
     p.add_argument("--markdown", type=Path)
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
@@ -361,6 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 lambda line: print(line, flush=True),
                 args.under,
                 args.first,
+                args.wait,
             )
         )
     table = markdown(results, how)
