@@ -3,11 +3,11 @@
 
 The collection is real documentation, installable here by name, laid out one folder per product:
 
-* twelve Debian documentation packages (:data:`PRODUCTS`: the Python 3.11, PostgreSQL 15, CMake,
+* thirteen Debian documentation packages (:data:`PRODUCTS`: the Python 3.11, PostgreSQL 15, CMake,
   Django, Git, BIND 9, Flask and pytest manuals, about 4,900 HTML pages; then SQLAlchemy, SymPy,
-  Celery and Sphinx, about 780 more, added to pass 100k chunks; every licence permissive or
-  GPL-2, so redistributable for a benchmark). They are installed with ``apt-get install`` when
-  missing (``--no-install`` only checks);
+  Celery, Sphinx and the Node.js API reference, about 840 more, added to pass 100k chunks;
+  every licence permissive or GPL-2, so redistributable for a benchmark). They are installed
+  with ``apt-get install`` when missing (``--no-install`` only checks);
 * the three shared corpora (``shared/corpora``: fastapi-docs, mem0-docs, mintlify-docs), copied
   as they are (Markdown).
 
@@ -38,7 +38,7 @@ Examples:
 
 The collection of BENCHMARKS section 27 (5,245 documents, 47,648 chunks) is the first eight
 products with the default page cap (``--products python,postgresql,cmake,django,git,bind9,
-flask,pytest``); issue 45.5's, past 100k chunks, is all twelve with every page
+flask,pytest``); section 41's, 103,261 chunks (issue 45.5), is all thirteen with every page
 (``--max-page-text 100000000``).
 """
 
