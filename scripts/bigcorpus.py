@@ -38,7 +38,7 @@ Examples:
 
 The collection of BENCHMARKS section 27 (5,245 documents, 47,648 chunks) is the first eight
 products with the default page cap (``--products python,postgresql,cmake,django,git,bind9,
-flask,pytest``); section 41's, 103,261 chunks (issue 45.5), is all thirteen with every page
+flask,pytest``); section 40's, 103,261 chunks (issue 45.5), is all thirteen with every page
 (``--max-page-text 100000000``).
 """
 
