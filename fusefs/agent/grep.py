@@ -56,6 +56,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_RESULTS = 100
 MAX_RESULTS = 10_000
+# Lines of context around a match (grep -C) a call may ask for: enough to read a paragraph.
+MAX_CONTEXT = 20
 # Bytes a scan (no push-down possible) reads before it stops and says so: about a second
 # of reading on the embedded store.
 DEFAULT_SCAN_BYTES = 64 * 1024 * 1024
@@ -95,7 +97,11 @@ class Plan:
 
 @dataclass
 class GrepResult:
+    # grep's output lines: matches (PATH:N:TEXT), and with context the lines around them
+    # (PATH-N-TEXT) and "--" between groups, as GNU grep -C prints them.
     lines: list[str]
+    # Matching lines among them (max_results counts these).
+    matched: int = 0
     # True when the match limit stopped the search with documents left to read.
     limited: bool = False
     pushed_down: bool = False
@@ -326,13 +332,18 @@ class Grep:
         ignore_case: bool = False,
         max_results: int = DEFAULT_MAX_RESULTS,
         scope: Sequence[str] = (),
+        context: int = 0,
     ) -> GrepResult:
         """Grep below ``path`` of ``tree``; ``scope``: the folders ``tree`` was cut to (a
-        scoped token's), so that the engine's filter is cut to them too."""
+        scoped token's), so that the engine's filter is cut to them too; ``context``: lines
+        shown before and after each match, as ``grep -C`` (``-m max_results`` with it prints
+        the last match's trailing lines too)."""
         if not 1 <= max_results <= MAX_RESULTS:
             raise PatternError(
                 f"max_results must be between 1 and {MAX_RESULTS}, not {max_results}"
             )
+        if not 0 <= context <= MAX_CONTEXT:
+            raise PatternError(f"context must be between 0 and {MAX_CONTEXT}, not {context}")
         node = resolve(tree, path)
         try:
             compiled = compile_pattern(pattern, regex, ignore_case)
@@ -353,11 +364,16 @@ class Grep:
             if wanted is None and result.bytes_read >= self.scan_bytes:
                 result.scan_stopped_at = doc_node.path
                 continue
-            self._match(doc_node, matcher, result, max_results)
+            self._match(doc_node, matcher, result, max_results, context)
         return result
 
     def _match(
-        self, node: Node, matcher: LineMatcher, result: GrepResult, max_results: int
+        self,
+        node: Node,
+        matcher: LineMatcher,
+        result: GrepResult,
+        max_results: int,
+        context: int = 0,
     ) -> None:
         shown = node.doc
         assert shown is not None
@@ -374,9 +390,29 @@ class Grep:
         result.documents_read += 1
         result.bytes_read += len(data)
         search = matcher.search
-        for number, line in enumerate(document_lines(data), 1):
+        lines = document_lines(data)
+        hits: list[int] = []
+        for number, line in enumerate(lines, 1):
             if search(line):
-                if len(result.lines) == max_results:
+                if result.matched + len(hits) == max_results:
                     result.limited = True
-                    return
-                result.lines.append(f"{node.path}:{number}:{line}")
+                    break
+                hits.append(number)
+        result.matched += len(hits)
+        if not context:
+            result.lines += [f"{node.path}:{n}:{lines[n - 1]}" for n in hits]
+            return
+        # grep -C: each match with `context` lines on each side; overlapping or touching
+        # windows are one group, and "--" goes between groups (between files too).
+        hit = set(hits)
+        shown_to = 0  # the last line number shown of this file
+        for n in hits:
+            start, end = max(n - context, 1), min(n + context, len(lines))
+            if shown_to and start <= shown_to + 1:
+                start = shown_to + 1  # joins the group before
+            elif result.lines:
+                result.lines.append("--")
+            for k in range(start, end + 1):
+                mark = ":" if k in hit else "-"
+                result.lines.append(f"{node.path}{mark}{k}{mark}{lines[k - 1]}")
+            shown_to = max(shown_to, end)

@@ -47,6 +47,7 @@ from pydantic import Field
 
 from semfs.fusefs.agent import SESSION_TIMEOUT
 from semfs.fusefs.agent.connections import ACCEPT_BURST, guarded_protocol, quiet_accept_errors
+from semfs.fusefs.agent.grep import DEFAULT_MAX_RESULTS, MAX_CONTEXT
 from semfs.fusefs.agent.sessions import FairSessions, quiet_sdk_logs
 from semfs.fusefs.agent.several import SeveralToolbox
 from semfs.fusefs.agent.tokens import (
@@ -128,7 +129,9 @@ How to work:
    default; regex=true for an extended regular expression; ignore_case=true for -i.
 3. read(path, start_line, end_line) to read the lines around a hit, ten or so, never the
    whole document: results are line-numbered; a long file comes in parts and says how to
-   continue. grep(pattern="^#", regex=true, path=PATH) is a page's outline. A PDF, Word,
+   continue. grep(pattern="WORD", path=PATH, context=3) checks a page in one call: each line
+   that says WORD with 3 lines around it. grep(pattern="^#", regex=true, path=PATH) is a
+   page's outline. A PDF, Word,
    PowerPoint, HTML or EPUB file is read as its text view (report.pdf.md, whose hits name
    the page or slide); read(path, pages="3-5") reads its pages, slides or chapters.
 4. list(path) shows a directory with sizes; recursive=true or pattern="*.md" to find files.
@@ -374,7 +377,15 @@ def build_server(
             bool, Field(description="Pattern is an extended regular expression (grep -E).")
         ] = False,
         ignore_case: Annotated[bool, Field(description="Ignore case (grep -i).")] = False,
-        max_results: Annotated[int, Field(description="Stop after this many lines.")] = 100,
+        max_results: Annotated[
+            int, Field(description="Stop after this many matching lines.")
+        ] = DEFAULT_MAX_RESULTS,
+        context: Annotated[
+            int,
+            Field(
+                description=f"Lines shown before and after each match (grep -C), 0-{MAX_CONTEXT}."
+            ),
+        ] = 0,
         collection: Annotated[str | None, Field(description=COLLECTION_DESCRIPTION)] = None,
         scope: Scope = (),
     ) -> ToolOutput:
@@ -384,6 +395,7 @@ def build_server(
             max_results=max_results,
             regex=regex,
             ignore_case=ignore_case,
+            context=context,
             scope=scope,
             **at(collection),
         )

@@ -203,7 +203,7 @@ class SeveralToolbox:
         total = GrepResult(lines=[], pushed_down=True)
         for n in names:
             box, inner = self.boxes[n], seen[n]
-            left = max_results - len(total.lines)
+            left = max_results - total.matched
             # Past the limit: does the next collection hold a match too (then say "more")?
             res: GrepResult = self._named(
                 n,
@@ -220,7 +220,10 @@ class SeveralToolbox:
             if left <= 0:
                 total.limited = total.limited or bool(res.lines)
                 break
-            total.lines += [f"{n}/{line}" for line in res.lines]
+            if res.lines and total.lines and options.get("context"):
+                total.lines.append("--")  # grep -C's separator, between collections too
+            total.lines += [line if line == "--" else f"{n}/{line}" for line in res.lines]
+            total.matched += res.matched
             total.limited = total.limited or res.limited
             total.pushed_down = total.pushed_down and res.pushed_down
             total.documents_in_scope += res.documents_in_scope

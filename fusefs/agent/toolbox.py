@@ -422,9 +422,10 @@ class Toolbox:
         ignore_case: bool = False,
         max_results: int = DEFAULT_MAX_RESULTS,
         scope: Scope = (),
+        context: int = 0,
     ) -> ToolOutput:
         res = self.grep_engine.run(
-            self.scoped_tree(scope), pattern, path, regex, ignore_case, max_results, scope
+            self.scoped_tree(scope), pattern, path, regex, ignore_case, max_results, scope, context
         )
         return grep_output(res, max_results, self.budget)
 
@@ -597,7 +598,7 @@ def grep_output(res: GrepResult, max_results: int, budget: int) -> ToolOutput:
     text = "".join(line + "\n" for line in res.lines)
     hint = "use a narrower path or a more specific pattern"
     data = {
-        "matches": len(res.lines),
+        "matches": res.matched,
         "shown": 0,
         "more": res.limited,
         "pushed_down": res.pushed_down,

@@ -18,6 +18,7 @@ from semfs.fusefs.agent.grep import (
     ere_to_python,
     plan,
     required_literals,
+    resolve,
     walk,
 )
 from semfs.fusefs.agent.patterns import line_matcher, re2_source
@@ -396,3 +397,80 @@ def test_grep_and_read_right_after_a_concurrent_reingest(tmp_path: Path) -> None
             box.close()
     assert grepped.text.splitlines()[0] == "a.md:3:the alpha version two, longer"
     assert "the alpha version two, longer" in read.text
+
+
+def gnu_grep_context(
+    src: Path, tree: Tree, pattern: str, context: int, path: str = ""
+) -> list[str]:
+    """``grep -rnF -C context`` over the mount: GNU grep file by file in the mount's order
+    (``grep -r`` follows the directory's own order), its groups joined by ``--`` as one
+    recursive run prints them."""
+    out: list[str] = []
+    for node in walk(resolve(tree, path)):
+        cmd = ["grep", "-nHF", f"-C{context}", "--", pattern, node.path]
+        env = {**os.environ, "LC_ALL": "C.UTF-8"}
+        proc = subprocess.run(cmd, cwd=src, capture_output=True, env=env, check=False)
+        assert proc.returncode in (0, 1), proc.stderr
+        lines = proc.stdout.decode("utf-8").split("\n")[:-1]
+        if lines and out:
+            out.append("--")
+        out += lines
+    return out
+
+
+@pytest.mark.parametrize("context", [1, 3])
+def test_context_lines_equal_gnu_grep_c(corpus_store: tuple[Path, Store], context: int) -> None:
+    """grep(context=N) prints what ``grep -rn -C N`` prints: the lines around each match
+    (PATH-N-TEXT), touching windows joined, ``--`` between groups and between files."""
+    src, store = corpus_store
+    grep, tree = engine(store)
+    for path in ("", "deploy", "customize/custom-domain.mdx"):
+        want = gnu_grep_context(src, tree, "the", context, path)
+        got = grep.run(tree, "the", path=path, max_results=10_000, context=context)
+        assert got.lines == want, path
+        assert any(line == "--" for line in want) and any(
+            "-" in line.split(":")[0] for line in want
+        )
+        assert got.matched == len(gnu_grep(src, "the", False, False, path))
+
+
+def test_context_with_a_limit_ends_as_grep_m(corpus_store: tuple[Path, Store]) -> None:
+    """max_results counts matching lines only; the last one keeps its trailing lines, and a
+    match among them is shown as context, as ``grep -m N -C K`` does in one file."""
+    src, store = corpus_store
+    grep, tree = engine(store)
+    one = "customize/custom-domain.mdx"
+    proc = subprocess.run(
+        ["grep", "-nHF", "-m2", "-C2", "--", "the", one],
+        cwd=src,
+        capture_output=True,
+        env={**os.environ, "LC_ALL": "C.UTF-8"},
+        check=True,
+    )
+    got = grep.run(tree, "the", path=one, max_results=2, context=2)
+    assert got.lines == proc.stdout.decode("utf-8").split("\n")[:-1]
+    assert got.matched == 2 and got.limited
+    with pytest.raises(PatternError, match="context must be between 0 and 20"):
+        grep.run(tree, "the", context=21)
+
+
+def test_the_tools_grep_counts_matches_not_context(corpus_store: tuple[Path, Store]) -> None:
+    """The MCP grep's answer with context: its data counts the matching lines, the text
+    holds the lines around them."""
+    from semfs.fusefs.agent.toolbox import Toolbox
+    from semfs.ingest.opened import Opened
+
+    src, store = corpus_store
+    box = Toolbox(Opened.over(store))
+    try:
+        plain = box.grep("DNS", path="customize")
+        around = box.grep("DNS", path="customize", context=2)
+    finally:
+        box.close()
+    assert (
+        around.data["matches"]
+        == plain.data["matches"]
+        == len(gnu_grep(src, "DNS", False, False, "customize"))
+    )
+    assert len(around.text) > len(plain.text)
+    assert set(plain.text.splitlines()) <= set(around.text.splitlines())
