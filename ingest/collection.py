@@ -391,14 +391,15 @@ class Collections(AbstractContextManager["Collections"]):
                 )
             names, request = [name], replace(request, under=rel or None)
         each = {name: self.members[name].search(request) for name in names}
-        # Who comes first: the nearest collection's first hit, as `semfs search -c A -c B`.
-        near = {
-            name: self.members[name]._searcher.nearness(request)
+        # Who comes first: the first hit of the collection that stands best (the nearest; in
+        # a keyword search the best BM25 match with the IDF of all), as `semfs search -c A -c B`.
+        standing = {
+            name: self.members[name]._searcher.standing(request)
             if len(names) > 1 and each[name]
             else None
             for name in names
         }
-        return merge_hits(each, request.k, near), request, names
+        return merge_hits(each, request.k, standing), request, names
 
 
 # The command line's ways out, as a Python caller takes them: an error raised through the API

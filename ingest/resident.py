@@ -73,7 +73,7 @@ if TYPE_CHECKING:  # imported where used: a mount's first listing needs no searc
     from semfs.ingest.densepass import DenseService
     from semfs.ingest.embedding.embedder import Embedder
     from semfs.ingest.request import SearchRequest
-    from semfs.ingest.search import Hit, Searcher
+    from semfs.ingest.search import Hit, Searcher, Standing
 
 logger = logging.getLogger(__name__)
 
@@ -437,3 +437,6 @@ class LazySearcher:
 
     def nearness(self, request: SearchRequest) -> float | None:
         return self().nearness(request)
+
+    def standing(self, request: SearchRequest) -> Standing:
+        return self().standing(request)

@@ -16,6 +16,7 @@ the same question asked in ``MNT/NAME/.search/`` (scoped to its collection: shou
 Example:
     nice -n 10 .venv/bin/python scripts/bench_together.py --work /var/tmp/together
     .venv/bin/python scripts/bench_together.py --set fastapi-docs --set mem0-docs -m hash
+    nice -n 10 .venv/bin/python scripts/bench_together.py --work /var/tmp/together --mode keyword
 """
 
 from __future__ import annotations
@@ -58,9 +59,11 @@ def hit(found: str | None, q: Question, prefix: str = "") -> bool:
 
 
 def measure(
-    sets: Sequence[str], work: Path, data: Path, model: str | None
+    sets: Sequence[str], work: Path, data: Path, model: str | None, mode: str | None = None
 ) -> list[dict[str, object]]:
     store = work / "store"
+    # A mode other than the default is a folder before the question (`.search/@keyword/Q/`).
+    at = f"@{mode}/" if mode else ""
     questions = {}
     for name in sets:
         args = ["-c", name] + (["--model", model] if model else [])
@@ -70,15 +73,15 @@ def measure(
     for name in sets:
         with mounted(store, work / "mnt", _log, ["-c", name]) as mnt:
             os.listdir(mnt / ".search" / "warm up the model")
-            alone[name] = [first(mnt / ".search" / q.dir_name) for q in questions[name]]
+            alone[name] = [first(mnt / ".search" / (at + q.dir_name)) for q in questions[name]]
     rows = []
     with mounted(store, work / "mnt", _log, ["--collections", ",".join(sets)]) as mnt:
         for name in sets:
             os.listdir(mnt / name / ".search" / "warm up the model")
         for name in sets:
             qs = questions[name]
-            together = [first(mnt / ".search" / q.dir_name) for q in qs]
-            scoped = [first(mnt / name / ".search" / q.dir_name) for q in qs]
+            together = [first(mnt / ".search" / (at + q.dir_name)) for q in qs]
+            scoped = [first(mnt / name / ".search" / (at + q.dir_name)) for q in qs]
             n = len(qs)
             rows.append(
                 {
@@ -128,13 +131,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--work", type=Path, help="Keeps the store: a re-run skips the ingest.")
     p.add_argument("--data", type=Path, default=SHARED, help="Holds corpora/ and datasets/.")
     p.add_argument("-m", "--model", help="A new collection's model [the default].")
+    p.add_argument("--mode", help="A search mode other than the default (keyword, semantic).")
     p.add_argument("--markdown", type=Path, help="Write the Markdown table here too.")
     args = p.parse_args(argv)
     sets = args.sets or [*DEFAULT_SETS, *HELD_OUT_SETS]
     with contextlib.ExitStack() as stack:
         work = args.work or Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        rows = measure(sets, work, args.data, args.model)
-    table = markdown(rows, args.model or "default model")
+        rows = measure(sets, work, args.data, args.model, args.mode)
+    label = (args.model or "default model") + (f", @{args.mode}" if args.mode else "")
+    table = markdown(rows, label)
     print(table)
     if args.markdown:
         args.markdown.write_text(table)

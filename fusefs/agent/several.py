@@ -12,8 +12,9 @@ Rules a caller may rely on:
   collection (``collection="docs", path="guide"`` is ``path="docs/guide"``).
 * ``search`` at the root searches every collection, each with its own searcher, and merges the
   hits as ``semfs search -c docs -c code`` does (:func:`~semfs.ingest.search.several.merge_hits`:
-  the nearest collection's first hit first, the rest on match strength; a collection a token
-  sees only in part takes no part in who is nearest); each hit's path begins with its
+  the nearest collection's first hit first, in a keyword search the best match by BM25 with
+  the IDF of all of them, the rest on match strength; a collection a token sees only in part
+  takes no part in who comes first); each hit's path begins with its
   collection, and ``details`` names it.
   ``grep``, ``list`` and ``status`` at the root cover every collection, in the order given.
 * A scope (a token's ``under``) is folders of this tree: ``docs`` is the whole of ``docs``,
@@ -146,15 +147,16 @@ class SeveralToolbox:
             n: self._named(n, rel, lambda n=n: self.boxes[n].find(request, rel, seen[n]))
             for n in names
         }
-        # Who comes first: the nearest collection's first hit (merge_hits), by each one's own
-        # model; not a collection the caller sees only part of (that would measure the rest).
-        near = {
-            n: self.boxes[n].opened.searcher.nearness(f.request)
+        # Who comes first: the first hit of the collection that stands best (merge_hits), by
+        # each one's own model or keywords; not a collection the caller sees only part of
+        # (that would measure the rest).
+        standing = {
+            n: self.boxes[n].opened.searcher.standing(f.request)
             if len(found) > 1 and f.hits and not seen[n]
             else None
             for n, f in found.items()
         }
-        merged = merge_hits({n: f.hits for n, f in found.items()}, request.k, near)
+        merged = merge_hits({n: f.hits for n, f in found.items()}, request.k, standing)
         shown = prefixed(merged)
         # Where it looked, as this tree names it: each collection (or a token's folders in it).
         places: list[str] = []

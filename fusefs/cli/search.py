@@ -29,7 +29,7 @@ HANDOVER_WAIT = 30.0
 HANDOVER_POLL = 0.2
 
 if TYPE_CHECKING:
-    from semfs.ingest.search import Hit
+    from semfs.ingest.search import Hit, Standing
     from semfs.ingest.store.schema import StoreMeta
 
 
@@ -87,12 +87,12 @@ def search(
     several = len(addresses) > 1
     metas: dict[str, StoreMeta] = {}
     each: dict[str, list[Hit]] = {}
-    near: dict[str, float | None] = {}
+    standing: dict[str, Standing | None] = {}
     notes: list[str] = []
     wrong_folder: list[str] = []
     for address in addresses:  # one store open at a time; each its own model
         name = address.collection
-        meta, hits, note, wrong, near[name] = _search_one(address, request, several)
+        meta, hits, note, wrong, standing[name] = _search_one(address, request, several)
         if wrong is not None:
             wrong_folder.append(wrong)
         metas[name], each[name] = meta, hits
@@ -100,7 +100,7 @@ def search(
             notes.append(f"{name}: {note}" if several else note)
     if len(wrong_folder) == len(addresses):  # --under: a folder of at least one of them
         raise SemfsError("; ".join(wrong_folder))
-    found = merge_hits(each, request.k, near)
+    found = merge_hits(each, request.k, standing)
     if as_json:
         listed = [{**h.to_json(), "collection": name} for name, h in found]
         click.echo(json.dumps(listed, indent=2, ensure_ascii=False))
@@ -123,16 +123,16 @@ def search(
 
 def _search_one(
     address: CollectionAddress, request: SearchRequest, several: bool = False
-) -> tuple[StoreMeta, list[Hit], str | None, str | None, float | None]:
+) -> tuple[StoreMeta, list[Hit], str | None, str | None, Standing | None]:
     """One collection's (meta, hits, meaning note, why --under is not a folder of it, and
-    with ``several`` its nearness: who comes first, see merge_hits). Raises SemfsError when
+    with ``several`` its standing: who comes first, see merge_hits). Raises SemfsError when
     the collection does not exist."""
     from semfs.ingest.search import Searcher
 
     gone_at: float | None = None  # when the store's owner was found ending under us
     hits: list[Hit] = []
     note = wrong = None
-    near: float | None = None
+    standing: Standing | None = None
     while True:
         try:
             with open_store(address) as store:
@@ -146,7 +146,7 @@ def _search_one(
                         # While an ingest's dense pass is under way: how much is embedded.
                         note = searcher.meaning_note(request.mode, request.under, meta)
                         if several and hits:
-                            near = searcher.nearness(request)
+                            standing = searcher.standing(request)
             break
         except (OwnerGoneError, StoreLockedError) as exc:
             # The owner ended under this search (an ingest's exit): its next owner (a mount,
@@ -159,7 +159,7 @@ def _search_one(
             time.sleep(HANDOVER_POLL)
     if meta is None:  # after closing: listing may open the store (a file: URL takes one client)
         raise missing_collection(address)
-    return meta, hits, note, wrong, near
+    return meta, hits, note, wrong, standing
 
 
 def _source_path(source: str | None, path: str) -> str:

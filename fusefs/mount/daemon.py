@@ -443,7 +443,7 @@ class MountDaemon:
                     one.store.get_chunks,
                     meaning=one.opened.meaning_note,
                     model=_model(one.store),
-                    nearness=one.searcher.nearness,
+                    standing=one.searcher.standing,
                 )
                 for one in shown
             ]

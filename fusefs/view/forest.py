@@ -14,8 +14,9 @@ The folders of the view run on the forest as on one tree: ``MNT/.search/Q/`` sea
 collection, ``MNT/docs/.search/Q/`` (and below) only ``docs``, through :class:`ForestSearch`,
 which runs each collection's own searcher and merges their hits as
 :func:`semfs.ingest.search.several.merge_hits` does: the first hit is the first of the
-collection whose nearest chunk is nearest the question (a cosine, by its own model), the
-others follow on match strength.
+collection whose nearest chunk is nearest the question (a cosine, by its own model), or in a
+keyword search the one whose best match scores highest by BM25 with the IDF of all the
+collections together; the others follow on match strength.
 ``.similar`` stays inside the document's own collection (its vectors are its model's), and the
 root ``.map.md`` names each collection with its size and kind (:meth:`ForestSearch.about`).
 
@@ -45,7 +46,7 @@ from semfs.ingest.request import SearchRequest
 from semfs.ingest.store.schema import ChunkRecord
 
 if TYPE_CHECKING:
-    from semfs.ingest.search import Hit
+    from semfs.ingest.search import Hit, Standing
 
 # Whether a tree shown now holds a document's version (path, gen): the searches' filter.
 Committed = Callable[[str, int], bool]
@@ -233,8 +234,9 @@ class Member:
     chunks: Callable[[str, int, list[int]], list[ChunkRecord]]
     meaning: Callable[[str, str | None], str | None] | None = None
     model: Callable[[], str | None] | None = None
-    # How near its nearest chunk is to a question (Searcher.nearness): who comes first.
-    nearness: Callable[[SearchRequest], float | None] | None = None
+    # How well it answers a question on a scale shared with the others (Searcher.standing):
+    # who comes first.
+    standing: Callable[[SearchRequest], Standing] | None = None
 
 
 class ForestSearch:
@@ -256,19 +258,19 @@ class ForestSearch:
 
     def search(self, request: SearchRequest, committed: Committed | None = None) -> list[Hit]:
         """``request`` over the collections of its folder: the ``k`` best of all, merged as
-        :func:`~semfs.ingest.search.several.merge_hits` merges (the nearest collection's
-        first hit first), each named by its mount path."""
+        :func:`~semfs.ingest.search.several.merge_hits` merges (the first hit of the
+        collection that stands best first), each named by its mount path."""
         from semfs.ingest.search.several import merge_hits
 
         each: dict[str, list[Hit]] = {}
-        near: dict[str, float | None] = {}
+        standing: dict[str, Standing | None] = {}
         scopes = self._scopes(request.under)
         for member, inside in scopes:
             asked = replace(request, under=inside)
             each[member.name] = member.search(asked, committed=_inside(member.name, committed))
-            if len(scopes) > 1 and member.nearness is not None and each[member.name]:
-                near[member.name] = member.nearness(asked)
-        return [_prefixed(name, hit) for name, hit in merge_hits(each, request.k, near)]
+            if len(scopes) > 1 and member.standing is not None and each[member.name]:
+                standing[member.name] = member.standing(asked)
+        return [_prefixed(name, hit) for name, hit in merge_hits(each, request.k, standing)]
 
     def similar(
         self, path: str, gen: int, request: SearchRequest, committed: Committed | None = None

@@ -29,7 +29,14 @@ from semfs.ingest.focus import uses_of
 from semfs.ingest.request import DEFAULT_MODE, SearchRequest, normalize_under
 from semfs.ingest.search.excerpts import Excerpt, ExcerptPicker, definition_excerpts
 from semfs.ingest.search.ranking import lowered
-from semfs.ingest.store import MODES, OwnerLink, QueryService, SparseQuery, StoreReader
+from semfs.ingest.store import (
+    MODES,
+    KeywordStats,
+    OwnerLink,
+    QueryService,
+    SparseQuery,
+    StoreReader,
+)
 from semfs.ingest.store.bm25 import bm25_model
 from semfs.ingest.store.schema import OutlineEntry, ScoredChunk, StoreMeta
 
@@ -139,6 +146,19 @@ class Hit:
                 ex[found.group(1).lower()] = int(found.group(2))
             d["excerpts"].append(ex)
         return d
+
+
+@dataclass(frozen=True)
+class Standing:
+    """How well one collection answers a question, on scales several collections can share:
+    who comes first at the root of several (:func:`semfs.ingest.search.several.merge_hits`).
+    ``nearness``: the cosine of its nearest chunk, by its own model (None when the mode reads
+    no dense vectors, or none is embedded yet); ``keywords``: BM25's statistics of the
+    question's terms in it and their weights in its best keyword match, asked only when it
+    has no nearness (None when the store cannot tell, or the mode reads no BM25)."""
+
+    nearness: float | None = None
+    keywords: KeywordStats | None = None
 
 
 def hit_fields(hit: Hit) -> dict[str, Any]:
@@ -326,6 +346,19 @@ class Searcher:
             self._dense(text), SparseQuery([], []), "semantic", 1, request.under
         )
         return found[0].similarity if found else None
+
+    def standing(self, request: SearchRequest) -> Standing:
+        """This collection's :class:`Standing` for ``request``: its :meth:`nearness`, else (a
+        keyword search, or nothing embedded yet) BM25's statistics of the query's terms."""
+        near = self.nearness(request)
+        if near is not None:
+            return Standing(near)
+        text, row = request.query.strip(), MODES[request.mode]
+        if not text or row.definitions or not row.sparse:
+            return Standing()
+        sv = self._bm25.embed_query(text)
+        sparse = SparseQuery(list(sv.indices), list(sv.values))
+        return Standing(keywords=self.store.keyword_stats(sparse, request.under))
 
     def _dense(self, text: str) -> list[float]:
         """The dense vector of the question ``text``. The last few are kept (bounded, cleared

@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, Literal, NamedTuple, Self
 
 from semfs.ingest.errors import SemfsError
 from semfs.ingest.store.manifest import Manifest
@@ -142,6 +142,15 @@ def check_collection_name(name: str) -> str:
 
 # (path, gen, index, start_line, end_line) of one chunk.
 LineSpan = tuple[str, int, int, int, int]
+
+
+class KeywordStats(NamedTuple):
+    """What BM25 knows of a query's terms in one collection (:meth:`StoreReader.keyword_stats`):
+    enough to score its best keyword match with the IDF of several collections together."""
+
+    chunks: int  # the collection's chunks: BM25's N
+    holding: tuple[int, ...]  # per query term, in the query's order: chunks holding it (df)
+    best: tuple[float, ...]  # per query term: its weight in the best keyword match (0: absent)
 
 
 def similarity(query: Sequence[float], vectors: object, name: str) -> float | None:
@@ -289,6 +298,16 @@ class StoreReader(ABC):
     @abstractmethod
     def embedding_counts(self, under: str | None = None) -> tuple[int, int]:
         """(chunks with a dense vector, all chunks), of any generation, below ``under``."""
+
+    def keyword_stats(self, sparse: SparseQuery, under: str | None = None) -> KeywordStats | None:
+        """BM25's statistics of ``sparse``'s terms here: the collection's chunk count, how
+        many chunks hold each term (its IDF's inputs, over the whole collection, as Qdrant
+        computes it), and each term's weight in the best keyword match below ``under``; None
+        when this backend cannot tell or no chunk holds a term. A search of several
+        collections scores each one's best match with the IDF of all of them together
+        (:func:`semfs.ingest.search.several.merge_hits`): each collection's own IDF makes a
+        word rare in one collection weigh more there, so BM25 scores are not comparable."""
+        return None
 
     def chunk_paths_matching(
         self,
@@ -595,6 +614,9 @@ class DelegatingStore(Store):
 
     def embedding_counts(self, under: str | None = None) -> tuple[int, int]:
         return self.inner.embedding_counts(under)
+
+    def keyword_stats(self, sparse: SparseQuery, under: str | None = None) -> KeywordStats | None:
+        return self.inner.keyword_stats(sparse, under)
 
     def lock_path(self, name: str) -> Path | None:
         return self.inner.lock_path(name)

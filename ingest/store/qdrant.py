@@ -22,6 +22,7 @@ first, but :meth:`QdrantStore.set_dense`, which changes no record (a manifest li
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from semfs.ingest.errors import StoreDamagedError, StoreNotFoundError
 from semfs.ingest.store import (
     FUSION_CANDIDATES,
     MODES,
+    KeywordStats,
     LineSpan,
     SparseQuery,
     Store,
@@ -45,6 +47,7 @@ from semfs.ingest.store.schema import (
     KIND_CHUNK,
     KIND_DIR,
     KIND_DOC,
+    SPARSE,
     ChunkPoint,
     ChunkRecord,
     DenseVector,
@@ -209,11 +212,34 @@ class Engine(ABC):
     @abstractmethod
     def fuse(self, query: FusedQuery) -> Sequence[ScoredPoint]: ...
 
+    @abstractmethod
+    def sparse_best(
+        self, sparse: SparseQuery, where: Where
+    ) -> tuple[float, dict[int, float]] | None:
+        """The point matching ``where`` that BM25 (the IDF applied) scores highest for
+        ``sparse``: its score and its sparse vector (token id -> weight); None for none."""
+
     def flush(self) -> None:  # noqa: B027 - a server persists on write
         """Make the writes so far durable."""
 
 
 # --- the store, written once -------------------------------------------------------------------
+
+
+def sparse_weights(vectors: Any) -> dict[int, float]:
+    """Token id -> weight of the BM25 vector in a point's ``vectors`` (as either engine
+    returns them: a dict of named vectors, the sparse one with ``indices`` and ``values``)."""
+    found = vectors[SPARSE]
+    return dict(zip(found.indices, found.values, strict=True))
+
+
+def _holding(chunks: int, score: float, weight: float | None) -> int:
+    """How many of ``chunks`` hold a term whose best match alone scores ``score`` with the
+    term's ``weight`` there: Qdrant's IDF, ln(1 + (N - n + 0.5) / (n + 0.5)), solved for n."""
+    if not weight or score <= 0:
+        return 0
+    x = math.exp(score / weight) - 1.0
+    return max(1, min(chunks, round((chunks + 0.5 - 0.5 * x) / (1.0 + x))))
 
 
 def _chunks_under(under: str | None) -> list[Condition]:
@@ -473,6 +499,26 @@ class QdrantStore(Store):
             )
             for p in hits
         ]
+
+    def keyword_stats(self, sparse: SparseQuery, under: str | None = None) -> KeywordStats | None:
+        engine = self._open_engine()
+        if engine is None or not sparse.indices:
+            return None
+        best = engine.sparse_best(sparse, Where(tuple(_chunks_under(under))))
+        if best is None:
+            return None
+        everywhere = Where(tuple(_chunks_under(None)))
+        chunks = engine.count(everywhere)
+        holding = []
+        for index in sparse.indices:
+            # Qdrant applies the IDF itself and never shows it: a term's best match alone
+            # scores its IDF times the term's weight there, and the IDF gives back its count.
+            one = engine.sparse_best(SparseQuery([index], [1.0]), everywhere)
+            holding.append(0 if one is None else _holding(chunks, one[0], one[1].get(index)))
+        weights = best[1]
+        return KeywordStats(
+            chunks, tuple(holding), tuple(float(weights.get(i, 0.0)) for i in sparse.indices)
+        )
 
     def definitions(
         self, names: Sequence[str], limit: int, under: str | None = None

@@ -40,6 +40,7 @@ from semfs.ingest.store.schema import (
     KIND_MANIFEST,
     KIND_META,
     SPARSE,
+    SparseQuery,
     StoreMeta,
     manifest_id,
     meta_id,
@@ -200,6 +201,22 @@ class ClientEngine(core.Engine):
             with_payload=True,
             with_vectors=[DENSE] if query.with_dense else False,
         ).points
+
+    def sparse_best(
+        self, sparse: SparseQuery, where: core.Where
+    ) -> tuple[float, dict[int, float]] | None:
+        found = self.client.query_points(
+            self.collection,
+            query=m.SparseVector(indices=sparse.indices, values=sparse.values),
+            using=SPARSE,
+            query_filter=_filter(where),
+            limit=1,
+            with_payload=False,
+            with_vectors=[SPARSE],
+        ).points
+        for point in found:
+            return float(point.score), core.sparse_weights(point.vector)
+        return None
 
 
 # --- the store: a server's collection and its manifest points ---------------------------------

@@ -288,6 +288,36 @@ def test_query_modes_and_scope(store: Store, mode: str) -> None:
     assert set(_query(store, "api key", mode, under="keys/sub")) <= {"keys/sub/revoke.md"}
 
 
+def test_keyword_stats_are_bm25s_counts_and_the_best_matchs_weights(store: Store) -> None:
+    """What a search of several collections needs to score their best keyword matches with one
+    IDF (issue 50): the chunks, how many hold each query term (exact, whatever the backend),
+    and the weights of each term in the best match below a folder."""
+    store.create(256)
+    _commit(
+        store,
+        "keys/rotate.md",
+        1,
+        ["rotate the api key\n", "the key rotates every hour of every day of the week\n"],
+    )
+    _commit(store, "install.md", 1, ["install the tool\n"])
+    _commit(store, "keys/sub/revoke.md", 1, ["revoke a leaked api key\n"])
+    sv = BM25.embed_query("rotate key zebra")
+    sparse = SparseQuery(list(sv.indices), list(sv.values))
+    stats = store.keyword_stats(sparse)
+    assert stats is not None
+    assert stats.chunks == 4
+    # "rotate" and "rotates" share a stem; "zebra" is nowhere.
+    assert stats.holding == (2, 3, 0)
+    best = dict(zip(sv.indices, stats.best, strict=True))
+    first = BM25.embed_document("rotate the api key\n")
+    weights = dict(zip(first.indices, first.values, strict=True))
+    assert best == {i: weights.get(i, 0.0) for i in sv.indices}
+    inside = store.keyword_stats(sparse, under="keys/sub")
+    assert inside is not None and inside.holding == stats.holding  # the IDF's: everywhere
+    assert inside.best[0] == 0.0 and inside.best[1] > 0  # revoke.md: "key", not "rotate"
+    assert store.keyword_stats(SparseQuery([], [])) is None
+
+
 def test_definitions_by_exact_name(store: Store) -> None:
     """A lookup by name (the symbol mode): chunks whose symbols hold one of the names,
     exactly, by path and chunk, within a folder; no vector is needed."""

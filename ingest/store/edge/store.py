@@ -42,7 +42,7 @@ from semfs.ingest.errors import (
     StoreUnavailableError,
     undecodable,
 )
-from semfs.ingest.store import QueryService, Store
+from semfs.ingest.store import QueryService, SparseQuery, Store
 from semfs.ingest.store import qdrant as core
 from semfs.ingest.store.diskspace import SpaceGuard, allocated_bytes
 from semfs.ingest.store.edge import mapped, privacy, shardprobe
@@ -257,6 +257,21 @@ class EdgeEngine(core.Engine):
             with_vector=[DENSE] if query.with_dense else None,
         )
         return self.shard.query(request)
+
+    def sparse_best(
+        self, sparse: SparseQuery, where: core.Where
+    ) -> tuple[float, dict[int, float]] | None:
+        vector = qe.SparseVector(sparse.indices, sparse.values)
+        request = qe.QueryRequest(
+            limit=1,
+            query=qe.Query.Nearest(vector, using=SPARSE),
+            filter=_filter(where),
+            with_payload=False,
+            with_vector=[SPARSE],
+        )
+        for point in self.shard.query(request):
+            return float(point.score), core.sparse_weights(point.vector)
+        return None
 
     def flush(self) -> None:
         self.shard.flush()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from semfs.ingest.errors import OwnerGoneError, StoreLockedError, StoreUnavailableError
-from semfs.ingest.store import OwnerLink, Store
+from semfs.ingest.store import KeywordStats, OwnerLink, Store
 from semfs.ingest.store.ipc.wire import (
     EMBED_QUERY,
     HELD_OPEN,
@@ -283,6 +283,13 @@ class RemoteStore(Store, OwnerLink):
     def embedding_counts(self, under: str | None = None) -> tuple[int, int]:
         embedded, total = self._call("embedding_counts", under)
         return int(embedded), int(total)
+
+    def keyword_stats(self, sparse: SparseQuery, under: str | None = None) -> KeywordStats | None:
+        found = self._call("keyword_stats", sparse, under)
+        if found is None:
+            return None
+        chunks, holding, best = found
+        return KeywordStats(int(chunks), tuple(map(int, holding)), tuple(map(float, best)))
 
     def lock_path(self, name: str) -> Path | None:
         return self.coll_dir / name  # the owner's folder: on this machine, like its socket

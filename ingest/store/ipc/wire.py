@@ -96,6 +96,7 @@ READS = frozenset(
         "chunks_without_dense",
         "dense_by_hash",
         "embedding_counts",
+        "keyword_stats",
         "chunk_paths_matching",
         "split_line_paths",
         "disk_bytes",

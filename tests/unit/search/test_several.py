@@ -3,12 +3,19 @@ scale they share, each collection's own order kept, ranked anew."""
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 from semfs.ingest.embedding.embedder import HashEmbedder
 from semfs.ingest.request import SearchRequest
-from semfs.ingest.search import Hit, Searcher
-from semfs.ingest.search.several import merge_hits
-from semfs.ingest.store import Store
+from semfs.ingest.search import Hit, Searcher, Standing
+from semfs.ingest.search.several import keyword_scores, merge_hits
+from semfs.ingest.store import KeywordStats, Store
+from semfs.ingest.store.address import CollectionAddress
+from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.bm25 import bm25_model
 from tests.helpers.embedders import CountingEmbedder
+from tests.helpers.several import KEYWORD_FILES, keyword_collections
 
 
 def _hit(rank: int, path: str, strength: float) -> Hit:
@@ -38,12 +45,14 @@ def test_the_nearest_collections_first_hit_comes_first_the_rest_on_strength() ->
     # measures it against its own candidates): its nearest chunk is farther, so it is second.
     docs = [_hit(1, "a.md", 0.6), _hit(2, "b.md", 0.5)]
     code = [_hit(1, "x.py", 0.9), _hit(2, "y.py", 0.2)]
-    merged = merge_hits({"docs": docs, "code": code}, 4, {"docs": 0.71, "code": 0.42})
+    near = {"docs": Standing(0.71), "code": Standing(0.42)}
+    merged = merge_hits({"docs": docs, "code": code}, 4, near)
     assert [h.path for _, h in merged] == ["a.md", "x.py", "b.md", "y.py"]
     assert [h.rank for _, h in merged] == [1, 2, 3, 4]
     # Unknown nearness (keyword mode) or a nearest collection without hits: strength alone.
     assert merge_hits({"docs": docs, "code": code}, 1, {"docs": None, "code": None})[0][0] == "code"
-    assert merge_hits({"docs": [], "code": code}, 1, {"docs": 0.9, "code": 0.1})[0][0] == "code"
+    far = {"docs": Standing(0.9), "code": Standing(0.1)}
+    assert merge_hits({"docs": [], "code": code}, 1, far)[0][0] == "code"
 
 
 def test_a_search_then_its_nearness_embed_the_question_once(ro_store: Store) -> None:
@@ -59,3 +68,54 @@ def test_a_search_then_its_nearness_embed_the_question_once(ro_store: Store) -> 
     assert near is not None and near == Searcher(ro_store, embedder=HashEmbedder()).nearness(
         request
     )
+
+
+def test_keyword_stats_count_the_chunks_holding_each_term(tmp_path: Path) -> None:
+    """Qdrant applies BM25's IDF inside the engine: the counts come back from it exactly."""
+    store = keyword_collections(tmp_path)
+    with open_store(CollectionAddress("handbook", store=store)) as s:
+        searcher = Searcher(s)
+        words = ("rollback", "deploy", "printer")
+        sv = searcher._bm25.embed_query(" ".join(words))
+        standing = searcher.standing(SearchRequest(" ".join(words), mode="keyword"))
+        stats = standing.keywords
+        assert standing.nearness is None and stats is not None
+        # One chunk a page here: a term's count is the pages holding the word.
+        pages = KEYWORD_FILES["handbook"].values()
+        expected = {w: sum(w in text.lower() for text in pages) for w in words}
+        assert stats.chunks == len(pages)
+        model = bm25_model()
+        by_word = {w: model.embed_query(w).indices[0] for w in words}
+        holding = dict(zip(sv.indices, stats.holding, strict=True))
+        assert {w: holding.get(by_word[w], 0) for w in words} == expected
+        assert expected == {"rollback": 1, "deploy": 9, "printer": 0}
+        # The best match holds both words, so both weigh in it.
+        best = dict(zip(sv.indices, stats.best, strict=True))
+        assert best[by_word["rollback"]] > 0 and best[by_word["deploy"]] > 0
+        # The mode that reads vectors says how near instead (its cosine).
+        assert searcher.standing(SearchRequest("rollback")).nearness is not None
+
+
+def test_the_first_place_goes_by_bm25_with_the_idf_of_all_the_collections() -> None:
+    # One term: docs's best match weighs it 1.5, code's 1.2; 400 of docs's 1,000 chunks hold
+    # it, 1 of code's 10. On each one's own IDF code's match scores 1.2 * 1.99 = 2.39 against
+    # docs's 1.5 * 0.92 = 1.37; with the IDF of the 1,010 chunks together (401 hold it) the
+    # term weighs the same in both, and docs's match holds it more.
+    docs = KeywordStats(1000, (400,), (1.5,))
+    code = KeywordStats(10, (1,), (1.2,))
+    own = {
+        n: s.best[0] * math.log(1 + (s.chunks - s.holding[0] + 0.5) / (s.holding[0] + 0.5))
+        for n, s in (("docs", docs), ("code", code))
+    }
+    assert own["code"] > own["docs"]
+    scores = keyword_scores({"docs": docs, "code": code})
+    assert scores["docs"] > scores["code"]
+    each = {"docs": [_hit(1, "a.md", 0.2)], "code": [_hit(1, "x.py", 0.9)]}
+    standing = {"docs": Standing(keywords=docs), "code": Standing(keywords=code)}
+    assert [n for n, _ in merge_hits(each, 2, standing)] == ["docs", "code"]
+    # A cosine, where any collection has one, decides; a collection that cannot tell its
+    # statistics leaves it to strength, as before.
+    standing["code"] = Standing(0.3)
+    assert merge_hits(each, 1, standing)[0][0] == "code"
+    standing["code"] = Standing()
+    assert merge_hits(each, 1, standing)[0][0] == "code"

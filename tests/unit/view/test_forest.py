@@ -7,7 +7,7 @@ from __future__ import annotations
 from semfs.fusefs.view.forest import Forest, ForestSearch, Member, kind_of
 from semfs.fusefs.view.tree import DIR, FILE, ROOT_INO, InodeMap, Tree
 from semfs.ingest.request import SearchRequest
-from semfs.ingest.search import Hit
+from semfs.ingest.search import Hit, Standing
 from tests.helpers.trees import IDS, at, record
 
 
@@ -60,7 +60,7 @@ def test_the_root_searches_every_collection_and_a_folder_its_own() -> None:
             return hits
 
         chunks = lambda path, gen, indexes: []  # noqa: E731
-        return Member(name, search, search, chunks, nearness=lambda request: near)  # type: ignore[arg-type]
+        return Member(name, search, search, chunks, standing=lambda request: Standing(near))  # type: ignore[arg-type]
 
     code = member("code", [_hit("x.py", 0.9), _hit("y.py", 0.1)], 0.3)
     several = ForestSearch([member("docs", [_hit("a.md", 0.4)]), code])
