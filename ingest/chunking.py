@@ -776,7 +776,7 @@ def _code_spans(
         for i in overlapping:
             if defs[i].start <= lead <= defs[i].end and (label is None or label in defs[i].parents):
                 label = i
-        heading = " > ".join(found.path(label)) if label is not None else ""
+        heading = entry(label).label if label is not None else ""  # its path, made once
         inside = [i for i in overlapping if byte <= defs[i].name_byte < byte + size]
         symbols = tuple(dict.fromkeys(name for i in inside for name in defs[i].names))
         spans.append(

@@ -259,3 +259,42 @@ def test_the_models_see_the_path_and_the_label() -> None:
     assert line == "a.py > class Uploader > def retry_upload"
     long = replace(snake, heading=" > ".join(["class VeryLongOuterClassName"] * 9))
     assert len(code_embedding_text(long, "a.py").split("\n", 1)[0]) <= CONTEXT_CHARS
+
+
+def test_where_a_definition_begins_its_line_and_its_preamble_starts() -> None:
+    """Whether a definition begins its line, and the byte its comments above start at, are
+    read from its node's column (no table of the file's lines): tabs, a form feed and CR
+    line ends are indentation, as bytes.lstrip() has it; a definition after other code on
+    its line is labelled but no place to cut."""
+    text = (
+        "class A:\r\n"
+        "\t# about f\r\n"
+        "\t# more\r\n"
+        "\tdef f(self):\r\n"
+        "\t\treturn 1\r\n"
+        "\r\n"
+        "\x0c# g's comment\n"
+        "\x0cdef g():\n"
+        "    pass\n"
+        "x = 1; y = lambda: 0\n"
+        "if x: \t\n"
+        "  \t  # h, indented\n"
+        "  \t  def h(): pass\n"
+    )
+    found = syntax.outline(text, "a.py")
+    assert found is not None
+    data = text.encode()
+    by_name = {d.names[0]: d for d in found.definitions}
+    assert set(by_name) == {"A", "f", "g", "h"}
+    f, g, h = by_name["f"], by_name["g"], by_name["h"]
+    assert (f.start, f.line, f.cut) == (1, 3, True)
+    assert f.first_byte == data.index(b"\t# about f")  # its comments' line, from its start
+    assert (g.start, g.line, g.cut) == (6, 7, True)
+    assert g.first_byte == data.index(b"\x0c# g's")
+    assert (h.start, h.line, h.cut) == (11, 12, True)
+    assert h.first_byte == data.index(b"  \t  # h")
+    # A statement that does not begin its line is no place to cut: `y = ...` after `x = 1;`.
+    assert 9 in found.statements and 10 in found.statements
+    one_line = syntax.outline("x = 1; def_ = 2\nclass B: pass; y = 1\n", "b.py")
+    assert one_line is not None
+    assert [(d.label, d.cut) for d in one_line.definitions] == [("class B", True)]
