@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Search quality while a collection embeds (issue 45.5): hit@1, hit@3 and nDCG@10 against the
 share of chunks that have their dense vector, for keyword search, the hybrid fusion of before
-issue 45 (the fused score alone: a chunk without a vector gets only its keyword half) and
-today's hybrid (:meth:`semfs.ingest.search.Searcher._keywords_where_unembedded`), with the
-query time each hybrid takes.
+issue 45 (the fused score alone: a chunk without a vector gets only its keyword half), the
+hybrid of BENCHMARKS.md section 30 (:class:`Section30`: unembedded keyword candidates at twice
+their keyword score, embedded ones weighed by the folder's embedded share) and today's
+(:meth:`semfs.ingest.search.Searcher._partly_embedded`), with the query time each hybrid takes.
 
 For each question set (``shared/datasets/doc-questions/NAME.tsv`` beside ``shared/corpora/NAME``,
 or ``--corpus NAME=DIR`` with ``--questions TSV``: the large mixed collection of
@@ -19,7 +20,8 @@ embeds every chunk), outside git. The chunks then get their vectors in an order 
 ``random``, seeded; ``folder``, a folder at a time in a seeded order, as the issue's case where
 one product's folder was embedded first; ``store``, the dense pass's own order, store order),
 share after share (0, 1, 5, 25, 50, 100 %: each share adds to the last), and every question is
-asked in process (``Searcher``, ``k`` 10) at each share, by each scheme. At 100 % the meta says
+asked in process (``Searcher``, ``k`` 10) at each share, by each scheme, the hybrids one
+after the other per question, their order turning question by question. At 100 % the meta says
 every chunk is embedded, as after a dense pass. A share whose chunks the source store has no
 vectors for yet (a dense pass still running there) is waited for (``--wait`` seconds in all),
 else left out and said so: with ``--order store`` the shares measured are those the pass has
@@ -28,7 +30,7 @@ reached, as a user meets them.
 Relevance is the question's expected page or one of its alternates; nDCG@10 counts the first
 relevant document (binary, one per question): 1 / log2(1 + rank). A question file with a
 ``split`` column (held-out, tuned) gets each split's figures too. Latency: the p50 of each
-hybrid's search (query embedding included), the two asked one after the other per question.
+hybrid's search (query embedding included).
 
 Example:
     .venv/bin/python scripts/answers.py --work /var/tmp/answers --via searcher
@@ -51,6 +53,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -66,18 +69,51 @@ from semfs.ingest.embedding.embedder import (  # noqa: E402
     load_embedder,
 )
 from semfs.ingest.pipeline import ingest  # noqa: E402
-from semfs.ingest.request import SearchRequest  # noqa: E402
+from semfs.ingest.request import SearchRequest, normalize_under  # noqa: E402
 from semfs.ingest.search import Searcher  # noqa: E402
-from semfs.ingest.store import Store  # noqa: E402
+from semfs.ingest.store import SparseQuery, Store  # noqa: E402
 from semfs.ingest.store.address import CollectionAddress  # noqa: E402
 from semfs.ingest.store.backends import open_store  # noqa: E402
-from semfs.ingest.store.schema import ChunkRecord, DenseVector  # noqa: E402
+from semfs.ingest.store.schema import ChunkRecord, DenseVector, ScoredChunk  # noqa: E402
 
 SETS = ("fastapi-docs", "mem0-docs", "mintlify-docs")
 SHARES = (0, 1, 5, 25, 50, 100)
 ORDERS = ("random", "folder", "store")
-SCHEMES = ("keyword", "hybrid before", "hybrid now")
+SCHEMES = ("keyword", "hybrid before", "hybrid sec30", "hybrid now")
+HYBRIDS = SCHEMES[1:]
 K = 10
+
+
+class Section30(Searcher):
+    """The hybrid of BENCHMARKS.md section 30 (issue 45's first scheme, kept here to compare):
+    the fused query, then one more keyword query; a keyword candidate without a vector scores
+    twice its keyword score, an embedded chunk's fused score counts in proportion to the
+    embedded share of the folder searched (two counts in the engine, kept 2 s), the rest of
+    its score that doubled keyword score."""
+
+    def _partly_embedded(
+        self, dense: list[float], sparse: SparseQuery, limit: int, under: str | None
+    ) -> tuple[list[ScoredChunk], float] | None:
+        meta = self.store.read_meta()
+        if meta is None or not meta.dense_pending:
+            return None
+        fused = self.store.query(dense, sparse, "hybrid", limit=limit, under=under)
+        embedded, total = self._embedding_counts(normalize_under(under))
+        share = embedded / total if total else 1.0
+        keyword = self.store.query(dense, sparse, "keyword", limit=limit, under=under)
+
+        def key(sc: ScoredChunk) -> tuple[str, int, int]:
+            return sc.record.path, sc.record.gen, sc.record.index
+
+        doubled = {key(sc): 2 * sc.score for sc in keyword}
+        rescored = {
+            key(sc): replace(sc, score=(1 - share) * doubled.get(key(sc), 0.0) + share * sc.score)
+            for sc in fused
+        }
+        for sc in keyword:
+            if sc.similarity is None:
+                rescored[key(sc)] = replace(sc, score=doubled[key(sc)])
+        return sorted(rescored.values(), key=lambda sc: -sc.score)[:limit], 1.0
 
 
 def all_chunks(store: Store) -> list[ChunkRecord]:
@@ -167,22 +203,23 @@ def splits(path: Path) -> list[str] | None:
 
 
 def ask(
-    searcher: Searcher, questions: Sequence[Question], under: str | None = None
+    searchers: dict[str, Searcher], questions: Sequence[Question], under: str | None = None
 ) -> tuple[dict[str, list[int | None]], dict[str, list[float]]]:
-    """Each question by each scheme: the rank of the first relevant document, and each
-    hybrid's seconds."""
+    """Each question by each scheme (``searchers``: one a hybrid scheme): the rank of the
+    first relevant document, and each hybrid's seconds."""
     ranks: dict[str, list[int | None]] = {s: [] for s in SCHEMES}
-    seconds: dict[str, list[float]] = {s: [] for s in SCHEMES[1:]}
-    for q in questions:
-        hits = searcher.search(SearchRequest(q.text, k=K, mode="keyword", under=under))
+    seconds: dict[str, list[float]] = {s: [] for s in HYBRIDS}
+    for n, q in enumerate(questions):
+        hits = searchers["hybrid now"].search(
+            SearchRequest(q.text, k=K, mode="keyword", under=under)
+        )
         ranks["keyword"].append(first_relevant([h.path for h in hits], q))
-        for scheme, partial in (("hybrid before", False), ("hybrid now", True)):
-            searcher.partial_fusion = partial
+        turn = n % len(HYBRIDS)  # each scheme first in turn: none always meets a warm cache
+        for scheme in HYBRIDS[turn:] + HYBRIDS[:turn]:
             started = time.perf_counter()
-            hits = searcher.search(SearchRequest(q.text, k=K, mode="hybrid", under=under))
+            hits = searchers[scheme].search(SearchRequest(q.text, k=K, mode="hybrid", under=under))
             seconds[scheme].append(time.perf_counter() - started)
             ranks[scheme].append(first_relevant([h.path for h in hits], q))
-    searcher.partial_fusion = True
     return ranks, seconds
 
 
@@ -236,8 +273,13 @@ def run_set(
     ):
         chunks = all_chunks(store)
         todo = order(chunks, seed, how, first)
-        searcher = Searcher(store, embedder=embedder)
-        searcher.warm_up()
+        searchers = {
+            "hybrid before": Searcher(store, embedder=embedder),
+            "hybrid sec30": Section30(store, embedder=embedder),
+            "hybrid now": Searcher(store, embedder=embedder),
+        }
+        searchers["hybrid before"].partial_fusion = False
+        searchers["hybrid now"].warm_up()
         done = 0
         for share in shares:
             upto = round(len(todo) * share / 100)
@@ -262,7 +304,7 @@ def run_set(
             if share == 100:
                 mark_embedded(store)  # as a finished dense pass leaves it
             load = os.getloadavg()[0]
-            ranks, seconds = ask(searcher, questions, under)
+            ranks, seconds = ask(searchers, questions, under)
             row: dict[str, Any] = {"share": share, "load": load}
             row["embedded"] = store.embedding_counts()
             for scheme in SCHEMES:
@@ -284,7 +326,8 @@ def run_set(
                     f"{s} {row[s]['hit@1']:.2f}/{row[s]['hit@3']:.2f}/{row[s]['ndcg@10']:.3f}"
                     for s in SCHEMES
                 )
-                + f"  p50 {row['hybrid before']['p50_ms']} -> {row['hybrid now']['p50_ms']} ms"
+                + "  p50 ms "
+                + " / ".join(str(row[s]["p50_ms"]) for s in HYBRIDS)
                 + f"  (load {load:.1f})"
             )
     shutil.rmtree(store_dir, ignore_errors=True)
@@ -299,8 +342,8 @@ def markdown(results: Sequence[dict[str, Any]], how: str) -> str:
     }[how]
     lines = [
         f"Embedded share ({order_name}) | set | keyword hit@1 / hit@3 / nDCG@10 | hybrid before"
-        " | hybrid now | hybrid p50 ms before -> now | load",
-        "---|---|---|---|---|---|---",
+        " | hybrid sec. 30 | hybrid now | hybrid p50 ms before / sec. 30 / now | load",
+        "---|---|---|---|---|---|---|---",
     ]
     for res in results:
         for row in res["rows"]:
@@ -314,7 +357,8 @@ def markdown(results: Sequence[dict[str, Any]], how: str) -> str:
                 lines.append(
                     f"{row['share']} % | {label} | "
                     + " | ".join(cells)
-                    + f" | {row['hybrid before']['p50_ms']} -> {row['hybrid now']['p50_ms']}"
+                    + " | "
+                    + " / ".join(str(row[s]["p50_ms"]) for s in HYBRIDS)
                     + f" | {row['load']:.1f}"
                 )
     return "\n".join(lines) + "\n"

@@ -30,6 +30,7 @@ from semfs.ingest.request import DEFAULT_MODE, SearchRequest, normalize_under
 from semfs.ingest.search.excerpts import Excerpt, ExcerptPicker, definition_excerpts
 from semfs.ingest.search.ranking import lowered
 from semfs.ingest.store import (
+    FUSION_CANDIDATES,
     MODES,
     KeywordStats,
     OwnerLink,
@@ -90,15 +91,29 @@ RARE_STRENGTH = 0.6
 MEANING_TTL = 2.0
 
 
-def match_strength(score: float, mode: str) -> float:
+def meaning_weight(share: float) -> float:
+    """The weight of meaning in a partly embedded store's hybrid scores, from the share of the
+    keyword candidates that have a vector (``Searcher._partly_embedded``). The square root:
+    meaning counts early, where a share itself let keywords rule until about half was
+    embedded; chosen on the tuned questions (BENCHMARKS.md section 42)."""
+    return math.sqrt(share)
+
+
+def match_strength(score: float, mode: str, embedded: float = 1.0) -> float:
     """How well a hit matches, 0-1, the same scale across queries and modes: the measured
     chance that a hit with this fused ``score`` (see :meth:`semfs.ingest.store.Store.query`) in
-    ``mode`` answers the query. It rises with the score, so it never contradicts the rank."""
+    ``mode`` answers the query. It rises with the score, so it never contradicts the rank.
+    ``embedded`` < 1: a hybrid score of a partly embedded store, whose dense half counts that
+    much (``Searcher._partly_embedded``): rated between the keyword fit (0, where the score
+    is keyword search's) and the hybrid one (1)."""
     row = MODES.get(mode)
     if row is not None and row.definitions:  # an exact name: every hit defines it
         return 1.0 if score > 0 else 0.0
     # A mode not fitted yet is rated on the default mode's scale until strength_fit.py fits it.
     a, b = STRENGTH_FIT.get(mode, STRENGTH_FIT[DEFAULT_MODE])
+    if embedded < 1.0 and row is not None and row.fused:
+        ka, kb = STRENGTH_FIT["keyword"]
+        a, b = ka + embedded * (a - ka), kb + embedded * (b - kb)
     return 1.0 / (1.0 + math.exp(-(a + b * score)))
 
 
@@ -279,11 +294,10 @@ class Searcher:
         # The last questions' dense vectors: a root search of several collections asks each
         # for its hits, then for its nearness, with the same text (see _dense).
         self._vectors: dict[str, list[float]] = {}
-        # Hybrid scores the keyword candidates that have no dense vector yet as if meaning
-        # agreed with their keywords (see _keywords_where_unembedded); False: fused alone, as
-        # before issue 45 (a benchmark compares both: scripts/bench_share.py).
+        # Hybrid on a partly embedded store weighs meaning by the share of its candidates that
+        # is embedded (see _partly_embedded); False: fused alone, as before issue 45 (a
+        # benchmark compares both: scripts/bench_share.py).
         self.partial_fusion = True
-        self.weigh_by_share = True  # False: the fused score whole for embedded chunks
         # The excerpt budget in all, by default and with ``more``: attributes so that a
         # measurement (scripts/answers.py --curve) can vary them.
         self.excerpt_chars, self.excerpt_total = EXCERPT_CHARS, EXCERPT_TOTAL
@@ -405,49 +419,66 @@ class Searcher:
         sv = self._bm25.embed_query(text)
         sparse = SparseQuery(list(sv.indices), list(sv.values))
         limit = max(k * CHUNKS_PER_DOC, 50)
-        chunks = self.store.query(dense, sparse, mode, limit=limit, under=request.under)
+        partly = None
         if row.fused and self.partial_fusion and sparse.indices:
-            chunks = self._keywords_where_unembedded(chunks, dense, sparse, limit, request.under)
+            partly = self._partly_embedded(dense, sparse, limit, request.under)
+        chunks, embedded = partly or (
+            self.store.query(dense, sparse, mode, limit=limit, under=request.under),
+            1.0,
+        )
         # Changelogs, tests, type declarations, and prose beside code: see .ranking.
         chunks = lowered(chunks, text, self.penalties)
-        hits = self._documents(text, chunks, k, mode, min_score, committed, more, sv.indices)
+        hits = self._documents(
+            text, chunks, k, mode, min_score, committed, more, sv.indices, embedded
+        )
         # Where it searched, and what it found, is embedded first (semfs.ingest.focus).
         uses_of(self.store).searched(request.under, [h.path for h in hits])
         return hits
 
-    def _keywords_where_unembedded(
-        self,
-        fused: list[ScoredChunk],
-        dense: list[float],
-        sparse: SparseQuery,
-        limit: int,
-        under: str | None,
-    ) -> list[ScoredChunk]:
-        """Hybrid ``fused`` chunks of a partly embedded store, ranked so that it is never much
-        worse than keywords alone (issue 45). Fused alone, a chunk without a dense vector got
-        only its keyword half, so the few embedded documents outranked better keyword matches
-        everywhere else. Now such a keyword candidate scores as if meaning agreed with its
-        keywords (twice its normalised BM25 score, the keyword ranking's order), and an
-        embedded chunk's fused score counts in proportion to the share of the searched folder
-        that is embedded (the rest of its score is that same keyword ranking's): the dense
-        scores are normalised over the embedded chunks alone, which flatters them while those
-        are few (one folder embedded first). Fully embedded, the store is not asked again and
-        the ranking is the fused one; the more chunks have vectors, the nearer to it."""
+    def _partly_embedded(
+        self, dense: list[float], sparse: SparseQuery, limit: int, under: str | None
+    ) -> tuple[list[ScoredChunk], float] | None:
+        """Hybrid chunks of a partly embedded store, and the embedded share ``w`` they were
+        weighed with; None when every chunk has its vector (the fused query ranks then).
+
+        Fused alone, a chunk without a dense vector got only its keyword half, so the few
+        embedded documents outranked better keyword matches everywhere else (issue 45). Here
+        each retriever is asked apart over the same candidates the fusion takes (their DBSF
+        scores are the fused score's two halves), ``w`` is the share of the keyword
+        candidates that have a vector, and a chunk scores its keyword half plus ``w`` times
+        its dense half. A chunk without a vector has its dense half estimated: as if meaning
+        agreed with its keywords (its keyword half) while few candidates are embedded, the
+        mean dense half of the embedded candidates as more are. No vector among the
+        candidates (``w`` 0): the keyword ranking itself, scores and all. Every candidate
+        embedded (``w`` 1): the fused ranking. Between, it moves from one to the other with
+        the share; :func:`meaning_weight` shapes how fast (BENCHMARKS.md section 42)."""
         meta = self.store.read_meta()
         if meta is None or not meta.dense_pending:
-            return fused
-        embedded, total = self._embedding_counts(normalize_under(under))
-        share = embedded / total if total and self.weigh_by_share else 1.0
-        keyword = self.store.query(dense, sparse, "keyword", limit=limit, under=under)
-        doubled = {_key(sc): 2 * sc.score for sc in keyword}
-        rescored = {
-            _key(sc): replace(sc, score=(1 - share) * doubled.get(_key(sc), 0.0) + share * sc.score)
-            for sc in fused
-        }
+            return None
+        candidates = FUSION_CANDIDATES
+        keyword = self.store.query(dense, sparse, "keyword", limit=candidates, under=under)
+        if not keyword:
+            return [], 0.0
+        meaning = self.store.query(dense, SparseQuery([], []), "semantic", candidates, under)
+        halves = {_key(sc): sc.score for sc in meaning}
+        embedded = [sc for sc in keyword if sc.similarity is not None]
+        w = meaning_weight(len(embedded) / len(keyword))
+        mean = (
+            sum(halves.get(_key(sc), 0.0) for sc in embedded) / len(embedded) if embedded else 0.0
+        )
+        scored: dict[tuple[str, int, int], ScoredChunk] = {}
         for sc in keyword:
-            if sc.similarity is None:  # no vector: its keyword score, as if meaning agreed
-                rescored[_key(sc)] = replace(sc, score=doubled[_key(sc)])
-        return sorted(rescored.values(), key=lambda sc: -sc.score)[:limit]
+            if sc.similarity is None:
+                guess = (1 - w) * sc.score + w * mean
+            else:
+                guess = halves.get(_key(sc), 0.0)
+            scored[_key(sc)] = replace(sc, score=sc.score + w * guess)
+        for sc in meaning:  # near in meaning, not among the keyword candidates
+            scored.setdefault(_key(sc), replace(sc, score=w * sc.score))
+        ranked = sorted(
+            scored.values(), key=lambda sc: (-sc.score, sc.record.path, sc.record.index)
+        )
+        return ranked[:limit], w
 
     def _embedding_counts(self, under: str | None) -> tuple[int, int]:
         """Chunks with a dense vector and all chunks, in ``under``, counted at most every
@@ -503,9 +534,11 @@ class Searcher:
         committed: Callable[[str, int], bool] | None,
         more: bool,
         terms: Any,
+        embedded: float = 1.0,
     ) -> list[Hit]:
         """The best ``k`` documents of the ranked ``chunks``, with their answering lines for
-        ``text`` (whose BM25 term ids are ``terms``)."""
+        ``text`` (whose BM25 term ids are ``terms``); ``embedded``: the weight of meaning in a
+        partly embedded hybrid search's scores (see :func:`match_strength`)."""
         # Qdrant returns tied points (e.g. chunks of equal text) in no fixed order: break ties
         # by path and chunk so a query ranks the same every time (`semfs search` and a .search
         # directory must agree).
@@ -527,17 +560,17 @@ class Searcher:
                 # (a store call each) just to end here at the floor, as below.
                 if (
                     floor is not None
-                    and match_strength(sc.score, mode) < floor
+                    and match_strength(sc.score, mode, embedded) < floor
                     and committed(rec.path, rec.gen)
                 ):
                     break
             elif committed(rec.path, rec.gen):
-                if floor is not None and match_strength(sc.score, mode) < floor:
+                if floor is not None and match_strength(sc.score, mode, embedded) < floor:
                     break  # scores come sorted: nothing after this passes the floor either
                 by_doc[rec.path] = [sc]
         picker = ExcerptPicker(text, self._bm25)
         docs = list(by_doc.values())
-        strengths = [match_strength(d[0].score, mode) for d in docs]
+        strengths = [match_strength(d[0].score, mode, embedded) for d in docs]
         if rare:
             strengths = self._rare_word_strengths(
                 [d[0].record.text for d in docs], strengths, terms

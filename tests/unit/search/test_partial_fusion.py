@@ -76,3 +76,86 @@ def test_a_keyword_only_best_match_ranks_first_in_a_partly_embedded_store(
         fused = [h.path for h in searcher.search(request)]
         searcher.partial_fusion = True
         assert [h.path for h in searcher.search(request)] == fused
+
+
+WORDS = ("rotate", "signing", "key", "webhook", "secret", "receiver", "header", "verify")
+LONG_QUERY = "rotate the signing key of a webhook secret and verify the receiver header"
+
+
+def _graded(src: Path, changelogs: bool) -> None:
+    """Guides holding 1-8 of the query's words; with ``changelogs``, entries of dated logs
+    holding them too (their scores are lowered by a constant: see semfs.ingest.search.ranking);
+    notes holding none of them."""
+    (src / "guides").mkdir(parents=True)
+    for i in range(1, len(WORDS) + 1):
+        text = f"# Guide {i}\n\nHow to {' '.join(WORDS[:i])} today.\n"
+        (src / "guides" / f"g{i}.md").write_text(text)
+    if changelogs:
+        (src / "changelog").mkdir()
+        for i in range(1, len(WORDS) + 1):
+            text = (
+                f"# Changelog {i}\n\n## 2026-0{1 + i % 9}-01\n\n- {' '.join(WORDS[-i:])} fixed.\n"
+            )
+            (src / "changelog" / f"c{i}.md").write_text(text)
+    for i in range(30):
+        (src / f"n{i:02d}.md").write_text(f"# Note {i}\n\nlayout of page {i} with a sidebar.\n")
+
+
+def test_with_no_vector_yet_hybrid_is_keyword_search_exactly(tmp_path: Path) -> None:
+    """Before any chunk has its vector, hybrid search gives keyword search's hits in its
+    order, with its scores and strengths. Before, every keyword score was doubled (to look
+    like a fused one), so the constant by which a changelog's score is lowered weighed half
+    as much, and changelog entries rose above the guides keyword search ranks first."""
+    src = tmp_path / "src"
+    _graded(src, changelogs=True)
+    embedder = HashEmbedder()
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
+        ingest(src, store, model="hash", embedder=embedder, dense=False)
+        meta = store.read_meta()
+        assert meta is not None and meta.dense_pending
+        searcher = Searcher(store, embedder=embedder)
+        for query in (LONG_QUERY, "webhook secret", "verify the signing key"):
+            keyword = searcher.search(SearchRequest(query, k=10, mode="keyword"))
+            hybrid = searcher.search(SearchRequest(query, k=10, mode="hybrid"))
+            assert any(h.path.startswith("changelog/") for h in keyword)
+            assert [h.path for h in hybrid] == [h.path for h in keyword]
+            assert [(h.score, h.strength) for h in hybrid] == [
+                (h.score, h.strength) for h in keyword
+            ]
+
+
+def test_where_every_candidate_has_its_vector_the_ranking_is_the_fused_one(
+    tmp_path: Path,
+) -> None:
+    """The weight of meaning follows the embedded share of the query's own candidates, not of
+    the collection: once every chunk that holds the query's words has its vector (its folder
+    was embedded first), hybrid ranks them as a fully embedded store does, though most of the
+    collection has no vector yet. Before, the weight was the collection's share (here about a
+    fifth), and the keyword order, doubled, ruled."""
+    src = tmp_path / "src"
+    _graded(src, changelogs=False)
+    embedder = HashEmbedder()
+    query_vector = embedder.encode([LONG_QUERY])[0]
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
+        ingest(src, store, model="hash", embedder=embedder, dense=False)
+        chunks, _ = store.chunks_without_dense(1000)
+        guides = sorted((c for c in chunks if c.path.startswith("guides/")), key=lambda c: c.path)
+        # Meaning ranks the guides the other way round from their keywords: the guide with
+        # the fewest of the query's words is nearest.
+        vectors = [
+            [q + i * n for q, n in zip(query_vector, embedder.encode([c.text])[0], strict=True)]
+            for i, c in enumerate(guides)
+        ]
+        store.set_dense(
+            [DenseVector(c.path, c.gen, c.index, v) for c, v in zip(guides, vectors, strict=True)]
+        )
+        embedded, total = store.embedding_counts()
+        assert embedded == len(guides) and total > 4 * embedded
+        searcher = Searcher(store, embedder=embedder)
+        request = SearchRequest(LONG_QUERY, k=10, mode="hybrid")
+        keyword = [h.path for h in searcher.search(SearchRequest(LONG_QUERY, k=10, mode="keyword"))]
+        now = [h.path for h in searcher.search(request)]
+        searcher.partial_fusion = False  # the fused query alone: every candidate has a vector
+        fused = [h.path for h in searcher.search(request)]
+        assert fused != keyword  # the planted meaning changes the order
+        assert now == fused
