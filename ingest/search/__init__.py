@@ -457,11 +457,13 @@ class Searcher:
             return None
         candidates = FUSION_CANDIDATES
         keyword = self.store.query(dense, sparse, "keyword", limit=candidates, under=under)
-        if not keyword:
-            return [], 0.0
-        meaning = self.store.query(dense, SparseQuery([], []), "semantic", candidates, under)
-        halves = {_key(sc): sc.score for sc in meaning}
         embedded = [sc for sc in keyword if sc.similarity is not None]
+        if not embedded:  # keyword search itself: meaning has nothing to weigh in with yet
+            return keyword[:limit], 0.0
+        meaning = self.store.query(
+            dense, SparseQuery([], []), "semantic", candidates, under, similarities=False
+        )
+        halves = {_key(sc): sc.score for sc in meaning}
         w = meaning_weight(len(embedded) / len(keyword))
         mean = (
             sum(halves.get(_key(sc), 0.0) for sc in embedded) / len(embedded) if embedded else 0.0

@@ -277,11 +277,13 @@ class StoreReader(ABC):
         mode: str,
         limit: int,
         under: str | None = None,
+        similarities: bool = True,
     ) -> list[ScoredChunk]:
         """Best chunks, any generation (callers drop uncommitted ones), each with its cosine
-        ``similarity`` to ``dense`` when ``dense`` is given. One request to Qdrant: a prefetch
-        of :data:`FUSION_CANDIDATES` per retriever of ``mode`` (hybrid: dense and BM25), fused
-        by DBSF, so ``score`` is the sum of the retrievers' normalised scores (each ~0-1)."""
+        ``similarity`` to ``dense`` when ``dense`` is given and ``similarities`` (else None:
+        the chunks' vectors are not read back). One request to Qdrant: a prefetch of
+        :data:`FUSION_CANDIDATES` per retriever of ``mode`` (hybrid: dense and BM25), fused by
+        DBSF, so ``score`` is the sum of the retrievers' normalised scores (each ~0-1)."""
 
     @abstractmethod
     def definitions(
@@ -586,8 +588,9 @@ class DelegatingStore(Store):
         mode: str,
         limit: int,
         under: str | None = None,
+        similarities: bool = True,
     ) -> list[ScoredChunk]:
-        return self.inner.query(dense, sparse, mode, limit, under)
+        return self.inner.query(dense, sparse, mode, limit, under, similarities)
 
     def definitions(
         self, names: Sequence[str], limit: int, under: str | None = None

@@ -470,6 +470,7 @@ class QdrantStore(Store):
         mode: str,
         limit: int,
         under: str | None = None,
+        similarities: bool = True,
     ) -> list[ScoredChunk]:
         engine = self._open_engine()
         if engine is None:
@@ -486,7 +487,7 @@ class QdrantStore(Store):
             candidates=max(limit, FUSION_CANDIDATES),
             dense=dense if row.dense else None,
             sparse=sparse if row.sparse and sparse.indices else None,
-            with_dense=bool(dense),
+            with_dense=bool(dense) and similarities,
         )
         hits = engine.fuse(fused)
         # The chunks' dense vectors come back too: their cosine to the query is a similarity

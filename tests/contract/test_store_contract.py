@@ -250,6 +250,12 @@ def test_chunk_vectors_are_the_stored_dense_vectors(store: Store) -> None:
     assert store.chunk_vectors("a.md", 2, [0]) == {}  # another version: none
     hits = store.query(got[1], SparseQuery([], []), "semantic", 3)
     assert (hits[0].record.path, hits[0].record.index) == ("a.md", 1)
+    assert hits[0].similarity == pytest.approx(1.0, abs=1e-5)
+    # A ranking that needs no cosine (hybrid on a partly embedded store) does not read the
+    # vectors back: the same chunks and scores, no similarity.
+    bare = store.query(got[1], SparseQuery([], []), "semantic", 3, similarities=False)
+    assert [(h.record, h.score) for h in bare] == [(h.record, h.score) for h in hits]
+    assert all(h.similarity is None for h in bare)
 
 
 def test_new_generation_replaces_old(store: Store) -> None:

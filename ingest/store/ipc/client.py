@@ -230,8 +230,11 @@ class RemoteStore(Store, OwnerLink):
         mode: str,
         limit: int,
         under: str | None = None,
+        similarities: bool = True,
     ) -> list[ScoredChunk]:
-        return self._call("query", Vector(dense), sparse, mode, limit, under=under)
+        return self._call(
+            "query", Vector(dense), sparse, mode, limit, under=under, similarities=similarities
+        )
 
     def definitions(
         self, names: Sequence[str], limit: int, under: str | None = None
