@@ -471,19 +471,17 @@ class Searcher:
         mean = (
             sum(halves.get(_key(sc), 0.0) for sc in embedded) / len(embedded) if embedded else 0.0
         )
-        scored: dict[tuple[str, int, int], ScoredChunk] = {}
+        scored: dict[tuple[str, int, int], tuple[float, ScoredChunk]] = {}
         for sc in keyword:
             if sc.similarity is None:
                 guess = (1 - w) * sc.score + w * mean
             else:
                 guess = halves.get(_key(sc), 0.0)
-            scored[_key(sc)] = replace(sc, score=sc.score + w * guess)
+            scored[_key(sc)] = (sc.score + w * guess, sc)
         for sc in meaning:  # near in meaning, not among the keyword candidates
-            scored.setdefault(_key(sc), replace(sc, score=w * sc.score))
-        ranked = sorted(
-            scored.values(), key=lambda sc: (-sc.score, sc.record.path, sc.record.index)
-        )
-        return ranked[:limit], w
+            scored.setdefault(_key(sc), (w * sc.score, sc))
+        ranked = sorted(scored.values(), key=lambda t: (-t[0], t[1].record.path, t[1].record.index))
+        return [replace(sc, score=score) for score, sc in ranked[:limit]], w
 
     def _embedding_counts(self, under: str | None) -> tuple[int, int]:
         """Chunks with a dense vector and all chunks, in ``under``, counted at most every

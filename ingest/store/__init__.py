@@ -153,16 +153,22 @@ class KeywordStats(NamedTuple):
     best: tuple[float, ...]  # per query term: its weight in the best keyword match (0: absent)
 
 
-def similarity(query: Sequence[float], vectors: object, name: str) -> float | None:
+def similarity(
+    query: Sequence[float], vectors: object, name: str, square: float | None = None
+) -> float | None:
     """The cosine of ``query`` and the vector called ``name`` in a point's ``vectors`` (as
-    either backend returns them: a dict of named vectors); None when it is not there."""
+    either backend returns them: a dict of named vectors); None when it is not there.
+    ``square``: ``query``'s dot product with itself, when the caller has it (one per query,
+    not one per candidate: a partly embedded hybrid search measures 200)."""
     vec = vectors.get(name) if isinstance(vectors, dict) else None
     if not query or not isinstance(vec, list) or len(vec) != len(query):
         return None
     # map(operator.mul): the products in C, several times faster than a generator; a search
     # computes this for each of its ~50 candidate chunks.
     dot = sum(map(operator.mul, query, vec))
-    norm = math.sqrt(sum(map(operator.mul, query, query)) * sum(map(operator.mul, vec, vec)))
+    if square is None:
+        square = sum(map(operator.mul, query, query))
+    norm = math.sqrt(square * sum(map(operator.mul, vec, vec)))
     return dot / norm if norm else 0.0
 
 

@@ -492,11 +492,12 @@ class QdrantStore(Store):
         hits = engine.fuse(fused)
         # The chunks' dense vectors come back too: their cosine to the query is a similarity
         # a caller may want beside the fused score.
+        square = sum(x * x for x in dense)
         return [
             ScoredChunk(
                 ChunkRecord.from_payload(p.payload or {}),
                 float(p.score),
-                similarity(dense, p.vector, DENSE),
+                similarity(dense, p.vector, DENSE, square),
             )
             for p in hits
         ]
