@@ -356,12 +356,20 @@ class _Reader:
         return self.data[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
     def begins_line(self, node: Any) -> bool:
-        """Whether only indentation precedes ``node`` on its line. Its line starts at its
-        column (tree-sitter's columns are bytes); the match stops at the first other byte, so
-        it reads the indentation only (a one-line file's nodes each read none: linear). No
-        table of the file's lines: made per file, it was a tenth of the outline's time."""
-        start = node.start_byte
-        found = _INDENT.match(self.data, start - node.start_point.column, start)
+        """Whether only indentation precedes ``node`` on its line."""
+        return self.begins_at(node.start_byte, node.start_point.column)
+
+    def begins_at(self, start: int, column: int) -> bool:
+        """Whether only indentation precedes byte ``start``, at ``column`` of its line
+        (tree-sitter's columns are bytes, so its line starts ``column`` bytes before). Read
+        from the node, not from a per-file table of the lines (a tenth of the outline's
+        time); a long run before it is matched, stopping at its first other byte, so a
+        one-line file's nodes each read their indentation only (linear)."""
+        if not column:
+            return True
+        if column <= 64:
+            return self.data[start - column : start].isspace()  # as bytes.lstrip() has it
+        found = _INDENT.match(self.data, start - column, start)
         return found is not None and found.end() == start  # it always matches (maybe empty)
 
     @staticmethod
@@ -530,20 +538,20 @@ class _Reader:
             children = children[0].named_children
         kinds = self.grammar.preamble
         run = -1  # the first line of the comments just above the next statement, if any
-        last = -2
+        last = -2  # the last line of the comment before, when the child before was one
         for child in children:
-            row = child.start_point.row
-            if not self.begins_line(child):
-                run, last = -1, self.last_row(child)
+            row, column = child.start_point
+            if not self.begins_at(child.start_byte, column):
+                run = -1
                 continue
             attached = run >= 0 and last >= row - 1
             out.add(run if attached else row)
             if child.type in kinds:
                 if not attached:
                     run = row
+                last = self.last_row(child)  # only a comment's end is asked next
             else:
                 run = -1
-            last = self.last_row(child)
 
 
 def _declared(node: Any) -> Any:
