@@ -214,10 +214,11 @@ class Engine(ABC):
 
     @abstractmethod
     def sparse_best(
-        self, sparse: SparseQuery, where: Where
-    ) -> tuple[float, dict[int, float]] | None:
-        """The point matching ``where`` that BM25 (the IDF applied) scores highest for
-        ``sparse``: its score and its sparse vector (token id -> weight); None for none."""
+        self, queries: Sequence[tuple[SparseQuery, Where]]
+    ) -> list[tuple[float, dict[int, float]] | None]:
+        """For each (sparse vector, filter), in one request: the point matching the filter
+        that BM25 (the IDF applied) scores highest, as its score and its sparse vector (token
+        id -> weight); None where none matches."""
 
     def flush(self) -> None:  # noqa: B027 - a server persists on write
         """Make the writes so far durable."""
@@ -506,17 +507,18 @@ class QdrantStore(Store):
         engine = self._open_engine()
         if engine is None or not sparse.indices:
             return None
-        best = engine.sparse_best(sparse, Where(tuple(_chunks_under(under))))
+        everywhere = Where(tuple(_chunks_under(None)))
+        # Qdrant applies the IDF itself and never shows it: a term's best match alone scores
+        # its IDF times the term's weight there, and the IDF gives back its count. One batch.
+        alone = [(SparseQuery([index], [1.0]), everywhere) for index in sparse.indices]
+        best, *each = engine.sparse_best([(sparse, Where(tuple(_chunks_under(under)))), *alone])
         if best is None:
             return None
-        everywhere = Where(tuple(_chunks_under(None)))
         chunks = engine.count(everywhere)
-        holding = []
-        for index in sparse.indices:
-            # Qdrant applies the IDF itself and never shows it: a term's best match alone
-            # scores its IDF times the term's weight there, and the IDF gives back its count.
-            one = engine.sparse_best(SparseQuery([index], [1.0]), everywhere)
-            holding.append(0 if one is None else _holding(chunks, one[0], one[1].get(index)))
+        holding = [
+            0 if one is None else _holding(chunks, one[0], one[1].get(index))
+            for index, one in zip(sparse.indices, each, strict=True)
+        ]
         weights = best[1]
         return KeywordStats(
             chunks, tuple(holding), tuple(float(weights.get(i, 0.0)) for i in sparse.indices)

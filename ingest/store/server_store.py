@@ -203,20 +203,26 @@ class ClientEngine(core.Engine):
         ).points
 
     def sparse_best(
-        self, sparse: SparseQuery, where: core.Where
-    ) -> tuple[float, dict[int, float]] | None:
-        found = self.client.query_points(
-            self.collection,
-            query=m.SparseVector(indices=sparse.indices, values=sparse.values),
-            using=SPARSE,
-            query_filter=_filter(where),
-            limit=1,
-            with_payload=False,
-            with_vectors=[SPARSE],
-        ).points
-        for point in found:
-            return float(point.score), core.sparse_weights(point.vector)
-        return None
+        self, queries: Sequence[tuple[SparseQuery, core.Where]]
+    ) -> list[tuple[float, dict[int, float]] | None]:
+        requests = [
+            m.QueryRequest(
+                query=m.SparseVector(indices=sparse.indices, values=sparse.values),
+                using=SPARSE,
+                filter=_filter(where),
+                limit=1,
+                with_payload=False,
+                with_vector=[SPARSE],
+            )
+            for sparse, where in queries
+        ]
+        found = self.client.query_batch_points(self.collection, requests)
+        return [
+            (float(r.points[0].score), core.sparse_weights(r.points[0].vector))
+            if r.points
+            else None
+            for r in found
+        ]
 
 
 # --- the store: a server's collection and its manifest points ---------------------------------

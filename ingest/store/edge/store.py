@@ -259,19 +259,25 @@ class EdgeEngine(core.Engine):
         return self.shard.query(request)
 
     def sparse_best(
-        self, sparse: SparseQuery, where: core.Where
-    ) -> tuple[float, dict[int, float]] | None:
-        vector = qe.SparseVector(sparse.indices, sparse.values)
-        request = qe.QueryRequest(
-            limit=1,
-            query=qe.Query.Nearest(vector, using=SPARSE),
-            filter=_filter(where),
-            with_payload=False,
-            with_vector=[SPARSE],
-        )
-        for point in self.shard.query(request):
-            return float(point.score), core.sparse_weights(point.vector)
-        return None
+        self, queries: Sequence[tuple[SparseQuery, core.Where]]
+    ) -> list[tuple[float, dict[int, float]] | None]:
+        requests = [
+            qe.QueryRequest(
+                limit=1,
+                query=qe.Query.Nearest(
+                    qe.SparseVector(sparse.indices, sparse.values), using=SPARSE
+                ),
+                filter=_filter(where),
+                with_payload=False,
+                with_vector=[SPARSE],
+            )
+            for sparse, where in queries
+        ]
+        found = self.shard.query_batch(qe.QueryBatchRequest(requests))
+        return [
+            (float(points[0].score), core.sparse_weights(points[0].vector)) if points else None
+            for points in found
+        ]
 
     def flush(self) -> None:
         self.shard.flush()
