@@ -14,7 +14,7 @@ The folders of the view run on the forest as on one tree: ``MNT/.search/Q/`` sea
 collection, ``MNT/docs/.search/Q/`` (and below) only ``docs``, through :class:`ForestSearch`,
 which runs each collection's own searcher and merges their hits as
 :func:`semfs.ingest.search.several.merge_hits` does: the first hit is the first of the
-collection whose nearest chunk is nearest the question (a cosine, by its own model), or in a
+nearest collection (the cosines of its nearest chunk and documents, by its own model), or in a
 keyword search the one whose best match scores highest by BM25 with the IDF of all the
 collections together; the others follow on match strength.
 ``.similar`` stays inside the document's own collection (its vectors are its model's), and the

@@ -86,6 +86,11 @@ FAIR = 0.2
 # word, less with fewer. A rule, not a fit (scripts/strength_fit.py has no such queries).
 RARE_DOCS = 3
 RARE_STRENGTH = 0.6
+# A collection's nearness (who comes first at the root of several, Searcher.nearness) counts
+# its nearest chunk and the mean of its nearest documents, as many as a results file lists
+# (DEFAULT_K): chosen on fastapi-docs and mem0-docs (any of 3-5 documents, weighed 0.5-1 of the
+# nearest chunk, lost the same questions), mintlify-docs held out (BENCHMARKS.md section 44).
+NEAR_DOCUMENTS = 3
 # How long a count of the chunks still without dense vectors stands for a results file's
 # meaning line (s): two counts in the engine, ~0.1 s at 100k chunks, while a pass embeds.
 MEANING_TTL = 2.0
@@ -170,10 +175,11 @@ class Hit:
 class Standing:
     """How well one collection answers a question, on scales several collections can share:
     who comes first at the root of several (:func:`semfs.ingest.search.several.merge_hits`).
-    ``nearness``: the cosine of its nearest chunk, by its own model (None when the mode reads
-    no dense vectors, or none is embedded yet); ``keywords``: BM25's statistics of the
-    question's terms in it and their weights in its best keyword match, asked only when it
-    has no nearness (None when the store cannot tell, or the mode reads no BM25)."""
+    ``nearness``: the cosines of its nearest chunk and documents (:meth:`Searcher.nearness`),
+    by its own model (None when the mode reads no dense vectors, or none is embedded yet);
+    ``keywords``: BM25's statistics of the question's terms in it and their weights in its
+    best keyword match, asked only when it has no nearness (None when the store cannot tell,
+    or the mode reads no BM25)."""
 
     nearness: float | None = None
     keywords: KeywordStats | None = None
@@ -350,19 +356,32 @@ class Searcher:
         return f"{share}; {row.partial}"
 
     def nearness(self, request: SearchRequest) -> float | None:
-        """How near the collection's nearest chunk (below ``request.under``) is to the query:
-        the cosine of their dense vectors, by this collection's own model; None when the mode
-        reads no vectors or no chunk has one. A mount of several collections puts first the
-        first hit of the nearest (:func:`semfs.ingest.search.several.merge_hits`): a match
+        """How near the collection (below ``request.under``) is to the query, by this
+        collection's own model: the cosine of its nearest chunk plus the mean of its
+        :data:`NEAR_DOCUMENTS` nearest documents' (each by its nearest chunk, among the
+        ``max(k * CHUNKS_PER_DOC, 50)`` nearest chunks, as a search reads them); None when the
+        mode reads no vectors or no chunk has one. A mount of several collections puts first
+        the first hit of the nearest (:func:`semfs.ingest.search.several.merge_hits`): a match
         strength comes from DBSF, which measures a chunk against its own collection's
-        candidates, so every collection's best looks strong, while a cosine is an absolute."""
+        candidates, so every collection's best looks strong, while a cosine is an absolute.
+        The documents: one near chunk can be a coincidence of words; a collection the question
+        is about holds several pages near it (BENCHMARKS.md section 44)."""
         text, row = request.query.strip(), MODES[request.mode]
         if not text or row.definitions or not row.needs_model:
             return None
+        limit = max(request.k * CHUNKS_PER_DOC, 50)
         found = self.store.query(
-            self._dense(text), SparseQuery([], []), "semantic", 1, request.under
+            self._dense(text), SparseQuery([], []), "semantic", limit, request.under
         )
-        return found[0].similarity if found else None
+        nearest: dict[str, float] = {}
+        for sc in found:
+            if sc.similarity is not None and sc.similarity > nearest.get(sc.record.path, -2.0):
+                nearest[sc.record.path] = sc.similarity
+        if not nearest:
+            return None
+        cosines = sorted(nearest.values(), reverse=True)
+        documents = cosines[:NEAR_DOCUMENTS]
+        return cosines[0] + sum(documents) / len(documents)
 
     def standing(self, request: SearchRequest) -> Standing:
         """This collection's :class:`Standing` for ``request``: its :meth:`nearness`, else (a
