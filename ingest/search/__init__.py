@@ -359,7 +359,7 @@ class Searcher:
         """How near the collection (below ``request.under``) is to the query, by this
         collection's own model: the cosine of its nearest chunk plus the mean of its
         :data:`NEAR_DOCUMENTS` nearest documents' (each by its nearest chunk, among the
-        ``max(k * CHUNKS_PER_DOC, 50)`` nearest chunks, as a search reads them); None when the
+        ``NEAR_DOCUMENTS * CHUNKS_PER_DOC`` nearest chunks, as a search reads them); None when the
         mode reads no vectors or no chunk has one. A mount of several collections puts first
         the first hit of the nearest (:func:`semfs.ingest.search.several.merge_hits`): a match
         strength comes from DBSF, which measures a chunk against its own collection's
@@ -369,7 +369,7 @@ class Searcher:
         text, row = request.query.strip(), MODES[request.mode]
         if not text or row.definitions or not row.needs_model:
             return None
-        limit = max(request.k * CHUNKS_PER_DOC, 50)
+        limit = NEAR_DOCUMENTS * CHUNKS_PER_DOC
         found = self.store.query(
             self._dense(text), SparseQuery([], []), "semantic", limit, request.under
         )

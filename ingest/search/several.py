@@ -13,8 +13,9 @@ on three corpora). So the first place goes by each collection's
 collection's first hit (its nearness: the cosines of its nearest chunk and nearest documents,
 absolutes); where no collection has one (a keyword search), the collection whose best keyword
 match scores highest by BM25 with the IDF of all the collections together, as one collection
-of them all would score it. Each collection's own IDF is not comparable: a word rare in one collection weighs more
-there than in another that explains it on every page (BENCHMARKS.md section 44).
+of them all would score it. Each collection's own IDF is not comparable: a word rare in one
+collection weighs more there than in another that explains it on every page (BENCHMARKS.md
+section 44).
 """
 
 from __future__ import annotations
@@ -54,9 +55,9 @@ def first_collection(
     each: Mapping[str, Sequence[Hit]], standing: Mapping[str, Standing | None]
 ) -> str | None:
     """The collection whose first hit goes first, of those with hits: the nearest (the
-    highest :meth:`~semfs.ingest.search.Searcher.nearness`); where none has one and every one has its keyword
-    statistics, the one whose best keyword match scores highest with the IDF of them all
-    (:func:`keyword_scores`); else None (strength decides). Ties: the first named."""
+    highest :meth:`~semfs.ingest.search.Searcher.nearness`); where none has one and every one
+    has its keyword statistics, the one whose best keyword match scores highest with the IDF
+    of them all (:func:`keyword_scores`); else None (strength decides). Ties: the first named."""
     known = {n: s for n, s in standing.items() if s is not None and each.get(n)}
     near = {n: s.nearness for n, s in known.items() if s.nearness is not None}
     if near:
