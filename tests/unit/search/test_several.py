@@ -6,11 +6,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from semfs.ingest.collection import open_collections
 from semfs.ingest.embedding.embedder import HashEmbedder
+from semfs.ingest.pipeline import ingest
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Hit, Searcher, Standing
 from semfs.ingest.search.several import keyword_scores, merge_hits
-from semfs.ingest.store import KeywordStats, Store
+from semfs.ingest.store import KeywordStats, SparseQuery, Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.bm25 import bm25_model
@@ -119,3 +121,52 @@ def test_the_first_place_goes_by_bm25_with_the_idf_of_all_the_collections() -> N
     assert merge_hits(each, 1, standing)[0][0] == "code"
     standing["code"] = Standing()
     assert merge_hits(each, 1, standing)[0][0] == "code"
+
+
+NEAR_QUESTION = "background task sends the welcome email after signup"
+# api: three pages about sending mail from background tasks. cli: one page whose words happen
+# to be the question's (a signup command), nearer than any page of api by the stand-in's
+# cosine, and nothing else near.
+NEAR_FILES = {
+    "api": {
+        "tutorial/background-tasks.md": "# Background tasks\n\nA background task runs after the "
+        "response: send an email after signup.\n",
+        "tutorial/email.md": "# Email\n\nSend the welcome email from a background task.\n",
+        "advanced/tasks.md": "# Tasks\n\nBackground tasks send an email after the response is "
+        "sent.\n",
+    },
+    "cli": {
+        "commands.mdx": "# signup\n\nThe signup command sends the welcome email after signup; "
+        "run it as a background task.\n",
+        "install.mdx": "# Install\n\nInstall the command line tool with npm.\n",
+        "deploy.mdx": "# Deploy\n\nDeploy the site from the dashboard.\n",
+    },
+}
+
+
+def test_the_collection_with_several_near_pages_comes_before_one_near_chunk(
+    tmp_path: Path,
+) -> None:
+    """Before: the collection of the one nearest chunk came first (cli, 0.76 against api's
+    0.62); a collection's nearness now adds its three nearest documents' mean cosine."""
+    store = tmp_path / "store"
+    for name, files in NEAR_FILES.items():
+        for rel, text in files.items():
+            path = tmp_path / name / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        with open_store(CollectionAddress(name, store=store)) as s:
+            ingest(tmp_path / name, s, model="hash")
+    names = list(NEAR_FILES)
+    with open_collections([CollectionAddress(n, store=store) for n in names]) as two:
+        dense = {n: two[n]._searcher()._dense(NEAR_QUESTION) for n in names}
+        nearest = {
+            n: two[n].opened.store.query(dense[n], SparseQuery([], []), "semantic", 1)[0].similarity
+            for n in names
+        }
+        assert nearest["cli"] > nearest["api"]  # the premise: cli's one chunk is the nearest
+        request = SearchRequest(NEAR_QUESTION)
+        near = {n: two[n]._searcher().nearness(request) for n in names}
+        assert near["api"] > near["cli"]
+        merged = two.search(NEAR_QUESTION, k=2)
+        assert [h.path.partition("/")[0] for h in merged] == ["api", "cli"]
