@@ -46,7 +46,11 @@ BM25_SAMPLE_CHUNKS = 2048
 # in RAM whole (vectors, payload, sparse index) until compact() makes it immutable and on
 # disk: one compaction at the end held every chunk of the run in memory, 2.1 GB at 100k
 # chunks and more than the machine at 1M. Each compaction seals what was written so far.
-COMPACT_EVERY_CHUNKS = 50_000
+# What a compaction maps is about 22 KB a chunk of the window (the appendable segment's
+# payload pages and the zeros of its dense slots, their copies in the segment builder, the
+# in-RAM indexes): at 50,000 the pass's peak was 1.4 GB at the first compaction of a 103k-chunk
+# mixed collection, 0.3 GB of it the process itself; at 25,000 it is about half (issue 45.4).
+COMPACT_EVERY_CHUNKS = 25_000
 
 
 def ensure_collection(store: Store, model: str, embedder: Embedder | None = None) -> Embedder:

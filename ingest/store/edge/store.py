@@ -92,7 +92,7 @@ RESCORE_OVERSAMPLING = 4.0
 # it, the optimizer joined two sealed segments into one (13.5 s at the end of a 300k-chunk
 # ingest, all of it rewriting what was already on disk), and without a cap it rewrote every
 # sealed segment into one again and again. Small segments (a re-ingest's) still merge.
-SEGMENT_CHUNKS = 50_000
+SEGMENT_CHUNKS = 25_000
 # Segments Edge's merge optimizer lets be before it joins the smallest ones (its default, 0,
 # is one per core). Its cap, max_segment_size, counts a segment's dense vectors, and a segment
 # the keyword pass sealed has none yet: so at every compaction of a first ingest the optimizer
