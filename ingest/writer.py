@@ -103,6 +103,7 @@ class Writer:
         self.meta: StoreMeta | None = None
         self.was_dirty = False
         self.nothing_stale = False
+        self.no_vectors = False  # the store held no chunk when the run began
         self.bm25: Bm25 | None = None
         self.window: list[_Pending] = []
         self.window_chunks = 0
@@ -134,7 +135,9 @@ class Writer:
         # only chunks, deleted just above) has no older version of anything to delete: each
         # document's delete is a filtered request over every segment.
         self.nothing_stale = full and not existing
-        if meta.bm25_avg_len is not None or store.count_chunks() > 0:
+        # Nor a vector to reuse (this pass writes none of its own): no lookup per window.
+        self.no_vectors = store.count_chunks() == 0
+        if meta.bm25_avg_len is not None or not self.no_vectors:
             # A store with chunks keeps what they were written with (None: Bm25's default).
             self.bm25 = bm25_model(meta)
             self._share_bm25(meta)
@@ -264,7 +267,8 @@ class Writer:
         if not part:
             return
         assert self.bm25 is not None
-        known = self.store.dense_by_hash(list({rec.vhash for _p, rec, _t, _s in part}))
+        hashes = list({rec.vhash for _p, rec, _t, _s in part})
+        known = {} if self.no_vectors else self.store.dense_by_hash(hashes)
         points = []
         for p, rec, text, made in part:
             if made is None:

@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,38 @@ def test_documents_commit_with_keywords_before_their_meaning(
     assert semfs("check", "--store", str(store_dir)).stdout.startswith("ok: ")
     out = semfs("search", "custom domain", "--store", str(store_dir)).stdout.splitlines()
     assert not any(line.startswith("meaning:") for line in out)
+
+
+class _HashLookups(DelegatingStore):
+    """Counts the lookups of stored vectors by text hash, passing each on to the real store."""
+
+    lookups = 0
+
+    def dense_by_hash(self, hashes: Sequence[str]) -> dict[str, list[float]]:
+        self.lookups += 1
+        return self.inner.dense_by_hash(hashes)
+
+
+def test_a_first_pass_into_an_empty_store_looks_up_no_vectors(
+    tmp_path: Path, store_dir: Path
+) -> None:
+    """A store that held no chunk when the run began has no vector to reuse: the keyword pass
+    looks none up (a filtered scroll per window, issue 45.4). The next run, over a copy of a
+    file, still finds every vector by its text's hash."""
+    src = tmp_path / "src"
+    src.mkdir()
+    lines = _log(600)
+    (src / "run.log").write_text(lines)
+    with open_store(CollectionAddress(store=store_dir)) as inner:
+        store = _HashLookups(inner)
+        first, texts = _ingest(src, store, dense=False)
+        assert first.chunks_written >= 10 and store.lookups == 0
+        embed_missing(store, HashEmbedder())
+        (src / "copy").mkdir()
+        (src / "copy" / "run.log").write_text(lines)
+        again, texts = _ingest(src, store, dense=False)
+        assert store.lookups > 0
+        assert again.vectors_reused == again.chunks_written == first.chunks_written
 
 
 def test_a_one_line_edit_re_embeds_one_or_two_chunks(tmp_path: Path, store_dir: Path) -> None:
