@@ -123,12 +123,12 @@ def test_a_first_pass_into_an_empty_store_looks_up_no_vectors(
     with open_store(CollectionAddress(store=store_dir)) as inner:
         store = _HashLookups(inner)
         first, texts = _ingest(src, store, dense=False)
-        assert first.chunks_written >= 10 and store.lookups == 0
+        assert first.chunks_written >= 10 and store.lookups == 0 and texts == []
         embed_missing(store, HashEmbedder())
         (src / "copy").mkdir()
         (src / "copy" / "run.log").write_text(lines)
         again, texts = _ingest(src, store, dense=False)
-        assert store.lookups > 0
+        assert store.lookups > 0 and texts == []
         assert again.vectors_reused == again.chunks_written == first.chunks_written
 
 
