@@ -14,6 +14,11 @@ class StoreNotFoundError(SemfsError):
 class StoreLockedError(SemfsError):
     """An embedded store is owned by another process (Qdrant Edge locks its WAL)."""
 
+    # The holder's kind as its owner note says (semfs.ingest.store.ownerkind: "mount",
+    # "mcp", ...; "" when unknown): a semfs process that serves others is only briefly
+    # locked without serving (starting, or closing), so a newcomer may wait for it.
+    kind: str = ""
+
 
 class StoreFolderError(SemfsError):
     """A store folder (or a file semfs keeps in it) that another user owns or may write:

@@ -27,6 +27,9 @@ Rules a caller may rely on:
   reached through its socket (``owned`` is False), unless ``through_owner=False`` (a mount
   stacks on no other resident owner): then :class:`~semfs.ingest.errors.StoreOwnedError` says
   who owns it.
+  A store locked by a semfs owner that serves no socket yet or any more (starting, or closing)
+  is waited for, at most :data:`HANDOVER_S`; then, or at once for a holder that never serves
+  (a script), :class:`~semfs.ingest.errors.StoreLockedError`.
 * The hand-over: a client of a plain ``semfs ingest`` (a run that ends) outlives it. When the
   ingest's connection breaks (it finished, or was stopped), the next call takes the store over,
   as ``open`` would: this process owns it (``owned`` becomes True, and it serves as ``serve``
@@ -64,7 +67,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from semfs.ingest.errors import OwnerGoneError, SemfsError, StoreLockedError, StoreOwnedError
-from semfs.ingest.store import DelegatingStore, QueryService, Store
+from semfs.ingest.store import DelegatingStore, QueryService, Store, ownerkind
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.owner import StoreOwner
@@ -81,6 +84,9 @@ logger = logging.getLogger(__name__)
 # close take a second or two) before its call fails.
 HANDOVER_S = 60.0
 _RETRY_S = 0.1
+# Owners that serve a socket while they hold the store: locked without one, they are starting
+# or closing (semfs.ingest.store.ownerkind's kinds).
+SERVING_KINDS = frozenset({ownerkind.MOUNT, ownerkind.WATCHER, ownerkind.MCP, ownerkind.INGEST})
 
 
 class _Relay(DelegatingStore):
@@ -146,6 +152,8 @@ class ResidentStore:
         own it, it must be ingested already (through an owner, the caller checks)."""
         owning = functools.partial(StoreOwner.open, address)
         connecting = functools.partial(open_store, address)
+        deadline = time.monotonic() + HANDOVER_S
+        told = False
         while True:
             try:
                 owner = owning(must_exist=must_exist)
@@ -155,12 +163,26 @@ class ResidentStore:
                 remote = connecting()
                 if remote.owner_link() is None:  # the owner has just gone: try again
                     remote.close()
+                    time.sleep(_RETRY_S)
                     continue
                 if not exc.by_ingest:  # a resident owner: its model serves our queries
                     return cls(remote)
                 return cls(
                     remote, reopen=functools.partial(owning, must_exist=False), connect=connecting
                 )
+            except StoreLockedError as exc:
+                # Locked by a semfs process that serves no socket (yet, or any more): an
+                # owner starting or closing, e.g. a stdio `semfs mcp` whose client has just
+                # left (its dense pass ends its window first). Wait for it as a hand-over
+                # does, rather than refuse to start beside it. A holder that never serves (a
+                # script, the Python API) is said at once.
+                if exc.kind not in SERVING_KINDS or time.monotonic() > deadline:
+                    raise
+                if not told and time.monotonic() > deadline - HANDOVER_S + 2:
+                    logger.warning("%s; waiting up to %g s", exc, HANDOVER_S)
+                    told = True
+                time.sleep(_RETRY_S)
+                continue
             return cls(owner.store, owner)
 
     def _take_over(self, dead: Store) -> Store:

@@ -109,3 +109,54 @@ def test_a_client_of_an_ingest_takes_the_store_over_when_it_ends(tmp_path: Path)
         gate.touch()
         owner.kill()
         owner.wait()
+
+
+def test_a_newcomer_waits_for_an_owner_that_is_starting_or_closing(tmp_path: Path) -> None:
+    """A semfs owner holds the lock without a socket while it starts and while it closes (a
+    stdio `semfs mcp` whose client has left finishes its dense pass's window first). Before,
+    a `semfs mcp` or mount started in that moment failed with "store ... is in use by pid N
+    (semfs mcp ...)"; seen when an agent's next tool call started the next stdio server. Now
+    it waits for the lock and owns the store."""
+    import threading
+
+    store = tmp_path / "store"
+    ingest_hash(SAMPLE_CORPUS, store)
+    gate = tmp_path / "go"
+    code = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        f"sys.argv = ['semfs', 'mcp', '--store', {str(store)!r}]\n"
+        "from semfs.ingest.store.address import CollectionAddress\n"
+        "from semfs.ingest.store.owner import StoreOwner\n"
+        f"owner = StoreOwner.open(CollectionAddress(store={str(store)!r}))\n"
+        "print('held', flush=True)\n"  # locked, serving nothing: as one starting or closing
+        f"while not Path({str(gate)!r}).exists():\n"
+        "    time.sleep(0.05)\n"
+        "owner.close()\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    got: list[object] = []
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+
+        def newcomer() -> None:
+            try:
+                resident = ResidentStore.open(CollectionAddress(store=store))
+            except Exception as exc:  # what the test reports
+                got.append(exc)
+                return
+            got.append(resident.owned)
+            resident.close()
+
+        thread = threading.Thread(target=newcomer)
+        thread.start()
+        thread.join(1.0)
+        assert thread.is_alive() and not got, got  # waiting, not refused
+        gate.touch()
+        assert holder.wait(timeout=60) == 0
+        thread.join(60)
+        assert got == [True]
+    finally:
+        gate.touch()
+        holder.kill()
+        holder.wait()

@@ -38,6 +38,14 @@ def read_owner(coll_dir: Path) -> str:
         return "another process"
 
 
+def holder_kind(coll_dir: Path) -> str:
+    """The holder's kind (:func:`owner_kind`) as its note says; ``""`` when it says none."""
+    try:
+        return owner_kind(str(json.loads((coll_dir / OWNER_NAME).read_text())["command"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
+
 def owner_advice(coll_dir: Path) -> str:
     """What to do about the process that holds the shard, by its kind (as it told us)."""
     try:
@@ -57,7 +65,9 @@ def lock(coll_dir: Path, refused: Callable[[str], str]) -> int:
         taken = False
     if not taken:
         os.close(fd)
-        raise StoreLockedError(refused(read_owner(coll_dir)))
+        exc = StoreLockedError(refused(read_owner(coll_dir)))
+        exc.kind = holder_kind(coll_dir)
+        raise exc
     return fd
 
 
