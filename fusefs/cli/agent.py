@@ -117,7 +117,7 @@ def mcp_cmd(
     names = collection_names(collections, all_collections, lambda: stored(address))
     if names and ctx.get_parameter_source("collection") == click.core.ParameterSource.COMMANDLINE:
         raise click.UsageError("give -c NAME or --collections/--all, not both")
-    _stop_on_sigterm()
+    sigterm = _SigtermStop()
     try:
         opening: contextlib.AbstractContextManager[Toolbox | SeveralToolbox] = (
             open_toolboxes([address.named(n) for n in names], budget)
@@ -138,12 +138,15 @@ def mcp_cmd(
                 # A server of several also takes each collection's own scoped tokens.
                 collection_tokens={n: token_folder(address.named(n)) for n in names},
             )
+            sigterm.closing = True  # the client left (stdin's end): the store closes next
     except KeyboardInterrupt:
         # Stopped (Ctrl-C, SIGTERM): the store is closed and its socket and token removed by
         # now. The MCP SDK reads stdin in a worker thread, which a read blocked on an open pipe
-        # keeps alive, and the interpreter would wait for it at exit forever: leave now.
-        sys.stdout.flush()
-        sys.stderr.flush()
+        # keeps alive, and the interpreter would wait for it at exit forever: leave now. The
+        # SDK's stdio transport may have closed stdout already (its client left first).
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(ValueError, OSError):
+                stream.flush()
         os._exit(130)
 
 
@@ -295,16 +298,25 @@ def _tokens_folder(address: CollectionAddress, several: bool) -> Path:
     return several_token_folder(address) if several else token_folder(address)
 
 
-def _stop_on_sigterm() -> None:
+class _SigtermStop:
     """SIGTERM (a supervisor, `kill`) stops the server as Ctrl-C does: the store it owns is
     closed and its daemon.sock, daemon.token and owner.json removed, instead of the process
     dying with them left behind (uvicorn installs its own handler for --http, which also
-    returns normally)."""
+    returns normally).
 
-    def stop(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
+    Once the server is closing (``closing`` set, or a first SIGTERM), another SIGTERM is not
+    raised: an MCP client's SDK closes our stdin, and 2 s later sends SIGTERM, while the store
+    may still be closing (its dense pass ends its window). Raised there, it broke the close off
+    half-way and the process died with "terminate called without an active exception"."""
 
-    signal.signal(signal.SIGTERM, stop)
+    def __init__(self) -> None:
+        self.closing = False
+        signal.signal(signal.SIGTERM, self._stop)
+
+    def _stop(self, signum: int, frame: FrameType | None) -> None:
+        if not self.closing:
+            self.closing = True
+            raise KeyboardInterrupt
 
 
 @click.command(cls=Command, name="guide")

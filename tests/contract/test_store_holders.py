@@ -7,6 +7,7 @@ Real processes, real stores, real mounts.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -72,6 +73,30 @@ def test_sigterm_stops_semfs_mcp_without_leaving_its_socket_and_token(tmp_path: 
         assert not (coll / "daemon.sock").exists()
         assert not (coll / "daemon.token").exists()
     # The store is free: an ingest opens it itself.
+    assert "unchanged" in semfs("ingest", str(tmp_path / "src"), "--store", str(store)).stdout
+
+
+def test_semfs_mcp_closes_whole_when_its_client_leaves_and_sigterms(tmp_path: Path) -> None:
+    """An MCP client's SDK ends a stdio server by closing its stdin, then SIGTERM 2 s later,
+    while the store may still be closing. Before, a SIGTERM in the close broke it off and the
+    server died with "Error: ValueError: I/O operation on closed file" and "terminate called
+    without an active exception" (seen in the agent benchmark); now it closes whole, and a
+    SIGTERM before the close stops it as Ctrl-C does."""
+    store = _ingested(tmp_path)
+    coll = store / "docs"
+    with serving_mcp(store) as proc:
+        assert proc.stdin is not None and proc.stderr is not None
+        proc.stdin.close()  # the client has left
+        # SIGTERM again and again until it is gone: some land while it serves or closes.
+        while proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(0.05)
+        err = proc.stderr.read().decode()
+        assert proc.returncode in (0, 130), (proc.returncode, err)
+        assert "Error" not in err and "terminate called" not in err, err
+        assert not (coll / "daemon.sock").exists() and not (coll / "daemon.token").exists()
     assert "unchanged" in semfs("ingest", str(tmp_path / "src"), "--store", str(store)).stdout
 
 
