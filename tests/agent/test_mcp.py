@@ -43,7 +43,7 @@ pytestmark = pytest.mark.mount
 TOOLS = {
     "search": ["query", "path", "k", "mode", "more", "details"],
     "read": ["path", "start_line", "end_line", "pages"],
-    "grep": ["pattern", "path", "regex", "ignore_case", "max_results"],
+    "grep": ["pattern", "path", "regex", "ignore_case", "max_results", "context"],
     "list": ["path", "recursive", "pattern", "map", "page"],
     "status": [],
 }
