@@ -1,8 +1,9 @@
-"""Hybrid search on a partly embedded store is never worse than keywords (issue 45.1): a chunk
-without a dense vector yet is scored as if meaning agreed with its keywords, so the few
-embedded documents no longer outrank a better keyword match; at 100 % the ranking is the fused
-one. Real Edge stores; the hash stand-in embeds (its vectors are planted where the test needs
-a strong match in meaning)."""
+"""Hybrid search on a partly embedded store is never worse than keywords (issue 45.1): meaning
+weighs by the share of the query's keyword candidates that have a vector, and a chunk without one
+has its dense half estimated from its keywords, so the few embedded documents no longer outrank a
+better keyword match; with no vector among the candidates it is keyword search itself, with
+every one embedded the fused ranking. Real Edge stores; the hash stand-in embeds (its vectors are
+planted where the test needs a strong match in meaning)."""
 
 from __future__ import annotations
 
