@@ -298,3 +298,15 @@ def test_where_a_definition_begins_its_line_and_its_preamble_starts() -> None:
     one_line = syntax.outline("x = 1; def_ = 2\nclass B: pass; y = 1\n", "b.py")
     assert one_line is not None
     assert [(d.label, d.cut) for d in one_line.definitions] == [("class B", True)]
+    # Past 64 bytes of a line the indentation is matched, not sliced: the same answers.
+    pad = " " * 80
+    deep = syntax.outline(f"def outer():\n{pad}def deep(): pass\n{pad}y = 1; z = 2\n", "c.py")
+    assert deep is not None
+    assert [(d.label, d.start, d.cut) for d in deep.definitions] == [
+        ("def outer", 0, True),
+        ("def deep", 1, True),
+    ]
+    assert deep.statements == {0, 1, 2}  # not `z = 2`, after `y = 1;` on its line
+    late = syntax.outline(f"x = 1;{pad}class L: pass\n", "d.py")
+    assert late is not None
+    assert [(d.label, d.cut) for d in late.definitions] == [("class L", False)]
