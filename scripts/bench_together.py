@@ -9,7 +9,8 @@ with the store's model (``--model``: the real default unless told). Each collect
 mounted alone (``-c NAME``) and its questions asked at ``MNT/.search/QUESTION/``; then all are
 mounted together and every question asked at the root's ``.search``, where its page is
 ``NAME/PAGE``. The same stores and vectors are searched both ways: the difference is the merge
-of the collections' hits (:func:`semfs.ingest.search.several.merge_hits`, on match strength).
+of the collections' hits (:func:`semfs.ingest.search.several.merge_hits`: who comes first).
+``--mode keyword`` asks ``.search/@keyword/QUESTION/`` instead (BENCHMARKS.md section 44).
 Also reported: how often the top hit came from another collection (a "stolen" first place), and
 the same question asked in ``MNT/NAME/.search/`` (scoped to its collection: should equal alone).
 
