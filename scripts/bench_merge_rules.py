@@ -10,7 +10,8 @@ right alone. This script asks every question of each set of each collection (the
 ``scripts/bench_together.py`` keeps under ``--work``: ``WORK/store``), reads each collection's
 chunk vectors once, and scores the rules offline on the same hits and vectors:
 
-* ``nearest``: the cosine of the nearest chunk (``Searcher.nearness``, today's rule);
+* ``nearest``: the cosine of the nearest chunk (section 33's rule; ``Searcher.nearness`` now
+  adds the mean of the three nearest documents', section 44);
 * ``top-k mean``: the mean cosine of the k nearest chunks;
 * ``calibrated``: the nearest cosine minus lambda times the collection's typical nearness
   (computed from its chunk vectors alone, as at open time: the mean cosine of 400 sampled
