@@ -652,6 +652,9 @@ class QdrantStore(Store):
         if engine is None:
             return 0, 0
         must = tuple(_chunks_under(under))
+        # Two counts while a pass may write between them: those with a vector first, so that
+        # chunks added meanwhile raise the total and never make the share negative (counting
+        # the total and then those without one gave "embedded: -256" during a first pass).
+        embedded = engine.count(Where((*must, HasVector(DENSE))))
         total = engine.count(Where(must))
-        missing = engine.count(Where(must, (HasVector(DENSE),))) if total else 0
-        return total - missing, total
+        return min(embedded, total), total

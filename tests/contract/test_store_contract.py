@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import qdrant_edge as qe
@@ -167,6 +168,35 @@ def test_keywords_first_then_dense_vectors_in_place(store: Store) -> None:
     store.delete_stale_chunks("c.md", 1)  # keeps generation 1: both stay
     assert store.set_dense([*both, DenseVector("c.md", 1, 9, EMB.encode(["z"])[0])]) == 2
     assert store.embedding_counts() == (2, 2)
+
+
+def test_embedding_counts_while_a_pass_writes_between_its_counts(tmp_path: Path) -> None:
+    """The share embedded is two counts; a first pass that commits chunks between them must
+    not make it negative (before: the total, then the chunks without a vector, gave
+    "embedded: -256" in `semfs status` during a first pass). The writer is the real store,
+    made to commit right after the first count."""
+    store = EdgeStore(tmp_path / "edge", "docs")
+    try:
+        store.create(256)
+        store.upsert_chunks(_keyword_points("a.md", 1, ["one\n", "two\n"]))
+        engine = store._open_engine()
+        assert engine is not None
+        real_count = engine.count
+        counts = 0
+
+        def count_then_a_commit(where: Any) -> int:
+            nonlocal counts
+            n = real_count(where)
+            counts += 1
+            if counts == 1:  # another batch of the pass lands between the two counts
+                store.upsert_chunks(_keyword_points("b.md", 1, [f"{i}\n" for i in range(5)]))
+            return n
+
+        engine.count = count_then_a_commit  # type: ignore[method-assign]
+        embedded, total = store.embedding_counts()
+        assert counts == 2 and 0 <= embedded <= total, (embedded, total)
+    finally:
+        store.close()
 
 
 def test_chunks_without_dense_in_a_folder_or_of_documents(store: Store) -> None:
