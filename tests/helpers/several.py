@@ -30,13 +30,19 @@ def two_collections(root: Path) -> Path:
     """``root/store`` holding both collections (their sources in ``root/NAME``)."""
     store = root / "store"
     for name, files in FILES.items():
-        for rel, text in files.items():
-            path = root / name / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        with open_store(CollectionAddress(name, store=store)) as s:
-            ingest(root / name, s, model=MODELS[name])
+        ingest_tree(root, store, name, files, MODELS[name])
     return store
+
+
+def ingest_tree(root: Path, store: Path, name: str, files: dict[str, str], model: str) -> None:
+    """``files`` (path: text) written under ``root/name`` and ingested as collection ``name``
+    of ``store``."""
+    for rel, text in files.items():
+        path = root / name / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    with open_store(CollectionAddress(name, store=store)) as s:
+        ingest(root / name, s, model=model)
 
 
 # A keyword search of two collections (tests/unit/search/test_several_keywords.py).
@@ -74,12 +80,7 @@ def keyword_collections(root: Path) -> Path:
     (hash stand-in model: a keyword search reads no vectors)."""
     store = root / "store"
     for name, files in KEYWORD_FILES.items():
-        for rel, text in files.items():
-            path = root / name / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        with open_store(CollectionAddress(name, store=store)) as s:
-            ingest(root / name, s, model="hash")
+        ingest_tree(root, store, name, files, "hash")
         shutil.copytree(root / name, root / "both" / name)
     with open_store(CollectionAddress("both", store=store)) as s:
         ingest(root / "both", s, model="hash")

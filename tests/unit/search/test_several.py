@@ -8,7 +8,6 @@ from pathlib import Path
 
 from semfs.ingest.collection import open_collections
 from semfs.ingest.embedding.embedder import HashEmbedder
-from semfs.ingest.pipeline import ingest
 from semfs.ingest.request import SearchRequest
 from semfs.ingest.search import Hit, Searcher, Standing
 from semfs.ingest.search.several import keyword_scores, merge_hits
@@ -17,7 +16,7 @@ from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.bm25 import bm25_model
 from tests.helpers.embedders import CountingEmbedder
-from tests.helpers.several import KEYWORD_FILES, keyword_collections
+from tests.helpers.several import KEYWORD_FILES, ingest_tree, keyword_collections
 
 
 def _hit(rank: int, path: str, strength: float) -> Hit:
@@ -151,12 +150,7 @@ def test_the_collection_with_several_near_pages_comes_before_one_near_chunk(
     0.62); a collection's nearness now adds its three nearest documents' mean cosine."""
     store = tmp_path / "store"
     for name, files in NEAR_FILES.items():
-        for rel, text in files.items():
-            path = tmp_path / name / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        with open_store(CollectionAddress(name, store=store)) as s:
-            ingest(tmp_path / name, s, model="hash")
+        ingest_tree(tmp_path, store, name, files, "hash")
     names = list(NEAR_FILES)
     with open_collections([CollectionAddress(n, store=store) for n in names]) as two:
         dense = {n: two[n]._searcher()._dense(NEAR_QUESTION) for n in names}
