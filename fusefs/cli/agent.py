@@ -139,7 +139,12 @@ def mcp_cmd(
                 collection_tokens={n: token_folder(address.named(n)) for n in names},
             )
             sigterm.closing = True  # the client left (stdin's end): the store closes next
-    except KeyboardInterrupt:
+        # Closed. What is left is the interpreter's exit, which gives SIGTERM its default
+        # action back: a late one (the SDK's, 2 s after it closed our stdin) would kill it.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    except BaseException as exc:
+        if not _interrupted(exc):
+            raise
         # Stopped (Ctrl-C, SIGTERM): the store is closed and its socket and token removed by
         # now. The MCP SDK reads stdin in a worker thread, which a read blocked on an open pipe
         # keeps alive, and the interpreter would wait for it at exit forever: leave now. The
@@ -296,6 +301,15 @@ def _tokens_folder(address: CollectionAddress, several: bool) -> Path:
     from semfs.fusefs.agent.tokens import several_token_folder, token_folder
 
     return several_token_folder(address) if several else token_folder(address)
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """``exc`` is KeyboardInterrupt, alone or in the exception groups of anyio's task groups
+    (a SIGTERM raised while the stdio server's tasks run arrives wrapped in one)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    inner = getattr(exc, "exceptions", None)
+    return isinstance(inner, tuple) and bool(inner) and all(_interrupted(e) for e in inner)
 
 
 class _SigtermStop:
