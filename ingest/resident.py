@@ -152,7 +152,7 @@ class ResidentStore:
         own it, it must be ingested already (through an owner, the caller checks)."""
         owning = functools.partial(StoreOwner.open, address)
         connecting = functools.partial(open_store, address)
-        deadline = time.monotonic() + HANDOVER_S
+        started = time.monotonic()
         told = False
         while True:
             try:
@@ -176,9 +176,10 @@ class ResidentStore:
                 # left (its dense pass ends its window first). Wait for it as a hand-over
                 # does, rather than refuse to start beside it. A holder that never serves (a
                 # script, the Python API) is said at once.
-                if exc.kind not in SERVING_KINDS or time.monotonic() > deadline:
+                waited = time.monotonic() - started
+                if exc.kind not in SERVING_KINDS or waited > HANDOVER_S:
                     raise
-                if not told and time.monotonic() > deadline - HANDOVER_S + 2:
+                if not told and waited > 2:
                     logger.warning("%s; waiting up to %g s", exc, HANDOVER_S)
                     told = True
                 time.sleep(_RETRY_S)

@@ -160,3 +160,48 @@ def test_a_newcomer_waits_for_an_owner_that_is_starting_or_closing(tmp_path: Pat
         gate.touch()
         holder.kill()
         holder.wait()
+
+
+def test_a_holder_that_never_serves_is_said_at_once(tmp_path: Path) -> None:
+    """The wait above is for semfs owners only: a store held by a script (the Python API, a
+    test) is refused at once with who holds it, not after the hand-over's 60 s."""
+    import threading
+
+    from semfs.ingest.errors import StoreLockedError
+
+    store = tmp_path / "store"
+    ingest_hash(SAMPLE_CORPUS, store)
+    gate = tmp_path / "go"
+    code = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "sys.argv = ['notebook.py']\n"
+        "from semfs.ingest.store.address import CollectionAddress\n"
+        "from semfs.ingest.store.owner import StoreOwner\n"
+        f"owner = StoreOwner.open(CollectionAddress(store={str(store)!r}))\n"
+        "print('held', flush=True)\n"
+        f"while not Path({str(gate)!r}).exists():\n"
+        "    time.sleep(0.05)\n"
+        "owner.close()\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    got: list[object] = []
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+
+        def newcomer() -> None:
+            try:
+                ResidentStore.open(CollectionAddress(store=store)).close()
+                got.append("opened")
+            except StoreLockedError as exc:
+                got.append(exc)
+
+        thread = threading.Thread(target=newcomer, daemon=True)
+        thread.start()
+        thread.join(30)  # refused in milliseconds; a wait would last 60 s
+        assert len(got) == 1 and isinstance(got[0], StoreLockedError), got
+        assert f"in use by pid {holder.pid} (notebook.py)" in str(got[0])
+    finally:
+        gate.touch()
+        holder.kill()
+        holder.wait()

@@ -29,30 +29,31 @@ LOCK_NAME = "lock"
 OWNER_NAME = "owner.json"
 
 
-def read_owner(coll_dir: Path) -> str:
-    """A description of the process that holds the shard, as far as it told us."""
+def _note(coll_dir: Path) -> tuple[int, str] | None:
+    """The holder's pid and command line as its note says, or None (no note, or unreadable)."""
     try:
         info = json.loads((coll_dir / OWNER_NAME).read_text())
-        return f"pid {info['pid']} ({info['command']})"
-    except (OSError, ValueError, KeyError):
-        return "another process"
+        return int(info["pid"]), str(info["command"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def read_owner(coll_dir: Path) -> str:
+    """A description of the process that holds the shard, as far as it told us."""
+    note = _note(coll_dir)
+    return f"pid {note[0]} ({note[1]})" if note else "another process"
 
 
 def holder_kind(coll_dir: Path) -> str:
     """The holder's kind (:func:`owner_kind`) as its note says; ``""`` when it says none."""
-    try:
-        return owner_kind(str(json.loads((coll_dir / OWNER_NAME).read_text())["command"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return ""
+    note = _note(coll_dir)
+    return owner_kind(note[1]) if note else ""
 
 
 def owner_advice(coll_dir: Path) -> str:
     """What to do about the process that holds the shard, by its kind (as it told us)."""
-    try:
-        info = json.loads((coll_dir / OWNER_NAME).read_text())
-        return what_to_do(owner_kind(str(info["command"])), int(info["pid"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return what_to_do("")
+    note = _note(coll_dir)
+    return what_to_do(owner_kind(note[1]), note[0]) if note else what_to_do("")
 
 
 def lock(coll_dir: Path, refused: Callable[[str], str]) -> int:
