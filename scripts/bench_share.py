@@ -3,8 +3,10 @@
 share of chunks that have their dense vector, for keyword search, the hybrid fusion of before
 issue 45 (the fused score alone: a chunk without a vector gets only its keyword half), the
 hybrid of BENCHMARKS.md section 30 (:class:`Section30`: unembedded keyword candidates at twice
-their keyword score, embedded ones weighed by the folder's embedded share) and today's
-(:meth:`semfs.ingest.search.Searcher._partly_embedded`), with the query time each hybrid takes.
+their keyword score, embedded ones weighed by the folder's embedded share), today's ranking as
+section 42's code ran it (:class:`Section42`: every candidate's record read) and today's
+(:meth:`semfs.ingest.search.Searcher._partly_embedded`), with the query time each hybrid takes
+and how many questions today's hybrid answers exactly as section 42's did.
 
 For each question set (``shared/datasets/doc-questions/NAME.tsv`` beside ``shared/corpora/NAME``,
 or ``--corpus NAME=DIR`` with ``--questions TSV``: the large mixed collection of
@@ -70,8 +72,8 @@ from semfs.ingest.embedding.embedder import (  # noqa: E402
 )
 from semfs.ingest.pipeline import ingest  # noqa: E402
 from semfs.ingest.request import SearchRequest, normalize_under  # noqa: E402
-from semfs.ingest.search import Searcher  # noqa: E402
-from semfs.ingest.store import SparseQuery, Store  # noqa: E402
+from semfs.ingest.search import Searcher, meaning_weight  # noqa: E402
+from semfs.ingest.store import FUSION_CANDIDATES, SparseQuery, Store  # noqa: E402
 from semfs.ingest.store.address import CollectionAddress  # noqa: E402
 from semfs.ingest.store.backends import open_store  # noqa: E402
 from semfs.ingest.store.schema import ChunkRecord, DenseVector, ScoredChunk  # noqa: E402
@@ -79,7 +81,7 @@ from semfs.ingest.store.schema import ChunkRecord, DenseVector, ScoredChunk  # n
 SETS = ("fastapi-docs", "mem0-docs", "mintlify-docs")
 SHARES = (0, 1, 5, 25, 50, 100)
 ORDERS = ("random", "folder", "store")
-SCHEMES = ("keyword", "hybrid before", "hybrid sec30", "hybrid now")
+SCHEMES = ("keyword", "hybrid before", "hybrid sec30", "hybrid sec42", "hybrid now")
 HYBRIDS = SCHEMES[1:]
 K = 10
 
@@ -114,6 +116,45 @@ class Section30(Searcher):
             if sc.similarity is None:
                 rescored[key(sc)] = replace(sc, score=doubled[key(sc)])
         return sorted(rescored.values(), key=lambda sc: -sc.score)[:limit], 1.0
+
+
+class Section42(Searcher):
+    """Today's ranking as BENCHMARKS.md section 42 ran it, kept here to compare its time: each
+    retriever's 200 candidates come back with their records (payloads), where today's reads
+    ids and scores, then the records of the 50 kept (section 47). Its hits must be today's."""
+
+    def _partly_embedded(
+        self, dense: list[float], sparse: SparseQuery, limit: int, under: str | None
+    ) -> tuple[list[ScoredChunk], float] | None:
+        meta = self.store.read_meta()
+        if meta is None or not meta.dense_pending:
+            return None
+        candidates = FUSION_CANDIDATES
+        keyword = self.store.query(dense, sparse, "keyword", limit=candidates, under=under)
+        embedded = [sc for sc in keyword if sc.similarity is not None]
+        if not embedded:
+            return keyword[:limit], 0.0
+        meaning = self.store.query(
+            dense, SparseQuery([], []), "semantic", candidates, under, similarities=False
+        )
+
+        def key(sc: ScoredChunk) -> tuple[str, int, int]:
+            return sc.record.path, sc.record.gen, sc.record.index
+
+        halves = {key(sc): sc.score for sc in meaning}
+        w = meaning_weight(len(embedded) / len(keyword))
+        mean = sum(halves.get(key(sc), 0.0) for sc in embedded) / len(embedded)
+        scored: dict[tuple[str, int, int], tuple[float, ScoredChunk]] = {}
+        for sc in keyword:
+            if sc.similarity is None:
+                guess = (1 - w) * sc.score + w * mean
+            else:
+                guess = halves.get(key(sc), 0.0)
+            scored[key(sc)] = (sc.score + w * guess, sc)
+        for sc in meaning:
+            scored.setdefault(key(sc), (w * sc.score, sc))
+        ranked = sorted(scored.values(), key=lambda t: (-t[0], t[1].record.path, t[1].record.index))
+        return [replace(sc, score=score) for score, sc in ranked[:limit]], w
 
 
 def all_chunks(store: Store) -> list[ChunkRecord]:
@@ -204,23 +245,28 @@ def splits(path: Path) -> list[str] | None:
 
 def ask(
     searchers: dict[str, Searcher], questions: Sequence[Question], under: str | None = None
-) -> tuple[dict[str, list[int | None]], dict[str, list[float]]]:
+) -> tuple[dict[str, list[int | None]], dict[str, list[float]], int]:
     """Each question by each scheme (``searchers``: one a hybrid scheme): the rank of the
-    first relevant document, and each hybrid's seconds."""
+    first relevant document, each hybrid's seconds, and how many questions today's hybrid
+    answers exactly as section 42's code did (every hit's fields)."""
     ranks: dict[str, list[int | None]] = {s: [] for s in SCHEMES}
     seconds: dict[str, list[float]] = {s: [] for s in HYBRIDS}
+    same = 0  # questions whose hits (paths, scores, strengths, lines) today equal section 42's
     for n, q in enumerate(questions):
         hits = searchers["hybrid now"].search(
             SearchRequest(q.text, k=K, mode="keyword", under=under)
         )
         ranks["keyword"].append(first_relevant([h.path for h in hits], q))
+        listed: dict[str, list[dict[str, Any]]] = {}
         turn = n % len(HYBRIDS)  # each scheme first in turn: none always meets a warm cache
         for scheme in HYBRIDS[turn:] + HYBRIDS[:turn]:
             started = time.perf_counter()
             hits = searchers[scheme].search(SearchRequest(q.text, k=K, mode="hybrid", under=under))
             seconds[scheme].append(time.perf_counter() - started)
             ranks[scheme].append(first_relevant([h.path for h in hits], q))
-    return ranks, seconds
+            listed[scheme] = [h.to_json() for h in hits]
+        same += listed["hybrid now"] == listed["hybrid sec42"]
+    return ranks, seconds, same
 
 
 def keyword_store(corpus: Path, work: Path, model: str, embedder: Any) -> Path:
@@ -276,6 +322,7 @@ def run_set(
         searchers = {
             "hybrid before": Searcher(store, embedder=embedder),
             "hybrid sec30": Section30(store, embedder=embedder),
+            "hybrid sec42": Section42(store, embedder=embedder),
             "hybrid now": Searcher(store, embedder=embedder),
         }
         searchers["hybrid before"].partial_fusion = False
@@ -304,8 +351,8 @@ def run_set(
             if share == 100:
                 mark_embedded(store)  # as a finished dense pass leaves it
             load = os.getloadavg()[0]
-            ranks, seconds = ask(searchers, questions, under)
-            row: dict[str, Any] = {"share": share, "load": load}
+            ranks, seconds, same = ask(searchers, questions, under)
+            row: dict[str, Any] = {"share": share, "load": load, "same as sec42": same}
             row["embedded"] = store.embedding_counts()
             for scheme in SCHEMES:
                 row[scheme] = figures(ranks[scheme])
@@ -328,7 +375,7 @@ def run_set(
                 )
                 + "  p50 ms "
                 + " / ".join(str(row[s]["p50_ms"]) for s in HYBRIDS)
-                + f"  (load {load:.1f})"
+                + f"  same as sec42 {same}/{len(questions)}  (load {load:.1f})"
             )
     shutil.rmtree(store_dir, ignore_errors=True)
     return {"set": name, "chunks": len(chunks), "questions": len(questions), "rows": rows}
@@ -342,8 +389,9 @@ def markdown(results: Sequence[dict[str, Any]], how: str) -> str:
     }[how]
     lines = [
         f"Embedded share ({order_name}) | set | keyword hit@1 / hit@3 / nDCG@10 | hybrid before"
-        " | hybrid sec. 30 | hybrid now | hybrid p50 ms before / sec. 30 / now | load",
-        "---|---|---|---|---|---|---|---",
+        " | hybrid sec. 30 | hybrid sec. 42 | hybrid now"
+        " | hybrid p50 ms before / sec. 30 / sec. 42 / now | same as sec. 42 | load",
+        "---|---|---|---|---|---|---|---|---|---",
     ]
     for res in results:
         for row in res["rows"]:
@@ -359,6 +407,7 @@ def markdown(results: Sequence[dict[str, Any]], how: str) -> str:
                     + " | ".join(cells)
                     + " | "
                     + " / ".join(str(row[s]["p50_ms"]) for s in HYBRIDS)
+                    + f" | {row['same as sec42']}"
                     + f" | {row['load']:.1f}"
                 )
     return "\n".join(lines) + "\n"

@@ -19,7 +19,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from semfs.ingest.embedding.embedder import Embedder, load_query_embedder, query_backend
@@ -477,30 +477,40 @@ class Searcher:
         meta = self.store.read_meta()
         if meta is None or not meta.dense_pending:
             return None
-        candidates = FUSION_CANDIDATES
-        keyword = self.store.query(dense, sparse, "keyword", limit=candidates, under=under)
-        embedded = [sc for sc in keyword if sc.similarity is not None]
+        # Ids and scores only: the records of the few dozen kept are read at the end.
+        keyword = self.store.query_ids(dense, sparse, "keyword", FUSION_CANDIDATES, under)
+        embedded = [c for c in keyword if c.embedded]
         if not embedded:  # keyword search itself: meaning has nothing to weigh in with yet
-            return keyword[:limit], 0.0
-        meaning = self.store.query(
-            dense, SparseQuery([], []), "semantic", candidates, under, similarities=False
+            return self._records({c.id: c.score for c in keyword[:limit]}, limit), 0.0
+        meaning = self.store.query_ids(
+            dense, SparseQuery([], []), "semantic", FUSION_CANDIDATES, under
         )
-        halves = {_key(sc): sc.score for sc in meaning}
+        halves = {c.id: c.score for c in meaning}
         w = meaning_weight(len(embedded) / len(keyword))
-        mean = (
-            sum(halves.get(_key(sc), 0.0) for sc in embedded) / len(embedded) if embedded else 0.0
+        mean = sum(halves.get(c.id, 0.0) for c in embedded) / len(embedded)
+        scored: dict[str, float] = {}
+        for c in keyword:
+            guess = halves.get(c.id, 0.0) if c.embedded else (1 - w) * c.score + w * mean
+            scored[c.id] = c.score + w * guess
+        for c in meaning:  # near in meaning, not among the keyword candidates
+            scored.setdefault(c.id, w * c.score)
+        return self._records(scored, limit), w
+
+    def _records(self, scored: dict[str, float], limit: int) -> list[ScoredChunk]:
+        """The best ``limit`` of the chunks ``scored`` (point id -> score), as records: ties
+        broken by path and chunk, as :meth:`_documents` ranks, so only those at least as
+        good as the ``limit``-th are read (a few dozen of the ~400 candidates)."""
+        if len(scored) > limit:
+            cut = sorted(scored.values(), reverse=True)[limit - 1]
+            scored = {i: score for i, score in scored.items() if score >= cut}
+        records = self.store.chunks_by_id(list(scored))
+        # A chunk gone since the query (a newer version replaced it) is left out, as its
+        # uncommitted generation would be.
+        ranked = sorted(
+            ((score, records[i]) for i, score in scored.items() if i in records),
+            key=lambda t: (-t[0], t[1].path, t[1].index),
         )
-        scored: dict[tuple[str, int, int], tuple[float, ScoredChunk]] = {}
-        for sc in keyword:
-            if sc.similarity is None:
-                guess = (1 - w) * sc.score + w * mean
-            else:
-                guess = halves.get(_key(sc), 0.0)
-            scored[_key(sc)] = (sc.score + w * guess, sc)
-        for sc in meaning:  # near in meaning, not among the keyword candidates
-            scored.setdefault(_key(sc), (w * sc.score, sc))
-        ranked = sorted(scored.values(), key=lambda t: (-t[0], t[1].record.path, t[1].record.index))
-        return [replace(sc, score=score) for score, sc in ranked[:limit]], w
+        return [ScoredChunk(record, score) for score, record in ranked[:limit]]
 
     def _embedding_counts(self, under: str | None) -> tuple[int, int]:
         """Chunks with a dense vector and all chunks, in ``under``, counted at most every
@@ -692,10 +702,6 @@ class Searcher:
             return cache[path] == gen
 
         return committed
-
-
-def _key(sc: ScoredChunk) -> tuple[str, int, int]:
-    return sc.record.path, sc.record.gen, sc.record.index
 
 
 def query_service(searcher: Callable[[], Searcher]) -> QueryService:

@@ -38,6 +38,7 @@ from semfs.ingest.store.schema import (
     DirectoryRecord,
     DocumentRecord,
     ScoredChunk,
+    ScoredId,
     SparseQuery,
     StoreMeta,
 )
@@ -290,6 +291,26 @@ class StoreReader(ABC):
         the chunks' vectors are not read back). One request to Qdrant: a prefetch of
         :data:`FUSION_CANDIDATES` per retriever of ``mode`` (hybrid: dense and BM25), fused by
         DBSF, so ``score`` is the sum of the retrievers' normalised scores (each ~0-1)."""
+
+    @abstractmethod
+    def query_ids(
+        self,
+        dense: list[float],
+        sparse: SparseQuery,
+        mode: str,
+        limit: int,
+        under: str | None = None,
+    ) -> list[ScoredId]:
+        """:meth:`query`'s best chunks, in its order and with its scores, without their
+        payloads: each one's point id and whether it has its dense vector. A ranking that
+        weighs a few hundred candidates and keeps a few dozen (hybrid on a partly embedded
+        store) reads these, then the kept ones' records (:meth:`chunks_by_id`): turning
+        every candidate's payload into a record was a third of its time."""
+
+    @abstractmethod
+    def chunks_by_id(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
+        """The chunks of the point ids ``ids`` (:meth:`query_ids` gave them), by id; ids
+        whose chunk is gone (a newer version of its document replaced it) left out."""
 
     @abstractmethod
     def definitions(
@@ -597,6 +618,19 @@ class DelegatingStore(Store):
         similarities: bool = True,
     ) -> list[ScoredChunk]:
         return self.inner.query(dense, sparse, mode, limit, under, similarities)
+
+    def query_ids(
+        self,
+        dense: list[float],
+        sparse: SparseQuery,
+        mode: str,
+        limit: int,
+        under: str | None = None,
+    ) -> list[ScoredId]:
+        return self.inner.query_ids(dense, sparse, mode, limit, under)
+
+    def chunks_by_id(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
+        return self.inner.chunks_by_id(ids)
 
     def definitions(
         self, names: Sequence[str], limit: int, under: str | None = None

@@ -605,6 +605,26 @@ class ScoredChunk:
 
 
 @dataclass(frozen=True)
+class ScoredId:
+    """A chunk a query found, without its payload
+    (:meth:`semfs.ingest.store.StoreReader.query_ids`): its point id (:func:`chunk_id`), its
+    score as :class:`ScoredChunk`'s, and whether it has its dense vector yet. A ranking that
+    weighs hundreds of candidates reads only these, then the records of the few it keeps
+    (:meth:`semfs.ingest.store.StoreReader.chunks_by_id`)."""
+
+    id: str
+    score: float
+    embedded: bool
+
+    def to_payload(self) -> dict[str, Any]:
+        return {"id": self.id, "score": float(self.score), "embedded": self.embedded}
+
+    @classmethod
+    def from_payload(cls, p: dict[str, Any]) -> ScoredId:
+        return cls(str(p["id"]), float(p["score"]), bool(p["embedded"]))
+
+
+@dataclass(frozen=True)
 class SparseQuery:
     """A BM25 query vector: token ids and their weights."""
 
@@ -677,6 +697,7 @@ _Encodable = (
     | ChunkPoint
     | DenseVector
     | ScoredChunk
+    | ScoredId
     | SparseQuery
 )
 # Tag -> type, for every schema type that crosses the socket.
@@ -688,6 +709,7 @@ _TYPES: dict[str, type[_Encodable]] = {
     "point": ChunkPoint,
     "dense": DenseVector,
     "scored": ScoredChunk,
+    "scored_id": ScoredId,
     "sparse": SparseQuery,
 }
 _TAGS = {cls: tag for tag, cls in _TYPES.items()}

@@ -198,7 +198,7 @@ class ClientEngine(core.Engine):
             query=m.FusionQuery(fusion=m.Fusion.DBSF),
             query_filter=flt,
             limit=query.limit,
-            with_payload=True,
+            with_payload=query.with_payload,
             with_vectors=[DENSE] if query.with_dense else False,
         ).points
 

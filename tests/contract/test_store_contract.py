@@ -288,6 +288,35 @@ def test_chunk_vectors_are_the_stored_dense_vectors(store: Store) -> None:
     assert all(h.similarity is None for h in bare)
 
 
+@pytest.mark.parametrize("mode", ["hybrid", "semantic", "keyword"])
+def test_query_ids_are_the_querys_chunks_without_their_records(store: Store, mode: str) -> None:
+    """What a partly embedded hybrid search weighs its candidates with: the query's chunks,
+    as point ids, with its scores and whether each has its dense vector; then the records of
+    those it keeps, by id (a chunk that is gone, or a point that is no chunk, left out)."""
+    store.create(256)
+    _commit(store, "a.md", 1, ["rotate the api key\n", "install the cli tool\n"])
+    store.upsert_chunks(_keyword_points("b.md", 1, ["rotate a key by hand\n", "bake bread\n"]))
+    store.put_document(DocumentRecord("b.md", 32, 1.5, "sha", 2, 1, (0, 21)))
+    sv = BM25.embed_query("rotate key")
+    dense, sparse = EMB.encode(["rotate key"])[0], SparseQuery(list(sv.indices), list(sv.values))
+    found = store.query(dense, sparse, mode, 10)
+    ids = store.query_ids(dense, sparse, mode, 10)
+    assert found
+
+    def ranked(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        return sorted(pairs, key=lambda p: (-p[1], p[0]))  # tied chunks come in any order
+
+    want = [(chunk_id(h.record.path, h.record.gen, h.record.index), h.score) for h in found]
+    assert ranked([(i.id, i.score) for i in ids]) == ranked(want)
+    embedded = {i.id: i.embedded for i in ids}
+    for h in found:  # b.md was written by a keyword pass: no vector yet
+        assert embedded[chunk_id(h.record.path, 1, h.record.index)] == (h.record.path == "a.md")
+    gone = chunk_id("a.md", 7, 0)
+    records = store.chunks_by_id([i.id for i in ids] + [gone, doc_id("a.md")])
+    assert records == {chunk_id(h.record.path, 1, h.record.index): h.record for h in found}
+    assert store.chunks_by_id([]) == {}
+
+
 def test_new_generation_replaces_old(store: Store) -> None:
     store.create(256)
     _commit(store, "a.md", 1, ["old text\n"])

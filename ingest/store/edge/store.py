@@ -253,7 +253,7 @@ class EdgeEngine(core.Engine):
             prefetches=prefetches,
             query=qe.Fusion.Dbsf(),  # type: ignore[arg-type]  # stub omits the variants
             filter=flt,
-            with_payload=True,
+            with_payload=query.with_payload,
             with_vector=[DENSE] if query.with_dense else None,
         )
         return self.shard.query(request)

@@ -45,6 +45,7 @@ from semfs.ingest.store.schema import (
     DirectoryRecord,
     DocumentRecord,
     ScoredChunk,
+    ScoredId,
     SparseQuery,
     StoreMeta,
     Vector,
@@ -235,6 +236,19 @@ class RemoteStore(Store, OwnerLink):
         return self._call(
             "query", Vector(dense), sparse, mode, limit, under=under, similarities=similarities
         )
+
+    def query_ids(
+        self,
+        dense: list[float],
+        sparse: SparseQuery,
+        mode: str,
+        limit: int,
+        under: str | None = None,
+    ) -> list[ScoredId]:
+        return list(self._call("query_ids", Vector(dense), sparse, mode, limit, under=under))
+
+    def chunks_by_id(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
+        return dict(self._call("chunks_by_id", list(ids)))
 
     def definitions(
         self, names: Sequence[str], limit: int, under: str | None = None

@@ -91,6 +91,8 @@ READS = frozenset(
         "chunk_versions",
         "read_blob",
         "query",
+        "query_ids",
+        "chunks_by_id",
         "definitions",
         "count_chunks",
         "chunks_without_dense",
