@@ -35,11 +35,14 @@ Rules a caller may rely on:
   :func:`semfs.ingest.syntax.is_program`) has these rules too: its terms include its joined
   identifiers' parts (``maxDelay`` holds ``delay``, as the index has it), and a definition's
   own signature line counts :data:`SIGNATURE_WEIGHT` of its score: the signature is the
-  excerpt's label already, the answer is the condition, constant or call inside
-  (:func:`_code_score`). A line that scores and names an attribute or constant assigned in
-  another line at hand (``@ivar maxDelay: the longest wait`` and ``maxDelay = 3600``), or
-  continues such a line, lends that assignment its score: a constant's hit shows its value
-  (:func:`_values_named`; a name joined of words or in capitals, not a plain word like
+  excerpt's label already, the answer is the condition, constant or call inside, and a
+  condition (``if``, ``while``, ``case``...) counts :data:`CONDITION_WEIGHT` times its score:
+  it is where a thing is decided (:func:`_code_score`); docstring and comment lines
+  count :data:`COMMENT_WEIGHT` of theirs. A line that scores and names an attribute or
+  constant assigned in another line at hand (``@ivar maxDelay: the longest wait`` and
+  ``maxDelay = 3600``), or continues such a line, lends that assignment its score: a
+  constant's hit shows its value, with its description (:func:`_values_named`,
+  :data:`DESCRIPTION_WEIGHT`; a name joined of words or in capitals, not a plain word like
   ``size``). Where the query asks for an amount (how many, how long, a default, a limit), a
   matching program line holding a number other than 0 and 1 (outside strings) counts
   :data:`NUMBER_WEIGHT` times: the answer is a value.
@@ -67,9 +70,24 @@ CHUNK_RANK_WEIGHT = 0.15
 SIGNATURE_WEIGHT = 0.5
 # A code line inside a docstring or a comment counts this share of its score once the lines
 # it describes have had theirs (:func:`_values_named`): it restates the question in words;
-# the code beside it answers (tuned on the code questions' tuned half).
-COMMENT_WEIGHT = 0.6
+# the code beside it answers (tuned on the code questions' tuned halves; with
+# CONDITION_WEIGHT, 0.3-0.45 held one answer more than 0.6: BENCHMARKS.md section 48).
+COMMENT_WEIGHT = 0.45
+# A docstring or comment line describing a value at hand (``@ivar maxDelay: ...`` beside
+# ``maxDelay = 3600``, :func:`_values_named`) counts this share: enough to be shown beside the
+# value it lent its score (above EXCERPT_FLOOR's share of the value's NUMBER_WEIGHT-ed score).
+DESCRIPTION_WEIGHT = 0.6
 _COMMENT = re.compile(r"\s*(?:#|//|/\*|\*|--|@\w+\b)")
+# A program line that is a condition (``if``, ``elif``, ``while``, ``case``...) counts this
+# many times its score: where a question asks where or when something is decided, the answer
+# is the test, and a condition holding the question's words is that test more often than a
+# call or an assignment naming them (tuned on the code questions' tuned halves, 1.3-2.0
+# alike; BENCHMARKS.md section 48).
+CONDITION_WEIGHT = 1.5
+_CONDITION = re.compile(
+    r"\s*(?:\}\s*)?(?:if|elif|else\s+if|while|case|switch|select|unless|when)\b"
+    r"(?!\s*(?:[=.,)\]:]|:=))"  # a name, not a keyword: ``when = now``, ``select.select(``
+)
 # A question asking for an amount (how many, how long, a default, a limit): in code its answer
 # is a value, so a matching program line holding a number (other than 0 and 1) counts
 # :data:`NUMBER_WEIGHT` times its score (tuned on the code questions' tuned half).
@@ -229,13 +247,13 @@ class ExcerptPicker:
             w = weights[d] if d < len(weights) else 1.0
             scores = [self._score(line, idf) for line in pk.lines]
             if pk.lines[0].keywords:
-                scores = _values_named(pk.lines, scores)
+                scores, described = _values_named(pk.lines, scores)
                 if self._amount:  # after the values: a described constant's value counts more
                     scores = [
                         s * NUMBER_WEIGHT if s > 0.0 and _holds_number(line.text) else s
                         for s, line in zip(scores, pk.lines, strict=True)
                     ]
-                scores = _comments_after(pk.lines, scores)
+                scores = _comments_after(pk.lines, scores, described)
             pk.scores = scores
             best = [i for i in range(len(scores)) if scores[i] > 0.0]
             if not best:
@@ -279,9 +297,11 @@ class ExcerptPicker:
 
 def _code_score(line: _Line, score: float) -> float:
     """A code line's score: a definition's signature line counts less than the lines inside
-    it (the signature is the excerpt's label; see the module rules)."""
+    it (the signature is the excerpt's label; see the module rules), a condition more."""
     if line.definition is not None and line.number == line.definition.line:
         return score * SIGNATURE_WEIGHT
+    if _CONDITION.match(line.text):
+        return score * CONDITION_WEIGHT
     return score
 
 
@@ -304,20 +324,21 @@ _NAMES = re.compile(r"[A-Za-z_]\w*")
 _JOINED = re.compile(r"[a-z][A-Z]|\w_[A-Za-z]|^[A-Z][A-Z0-9_]+$")
 
 
-def _values_named(lines: Sequence[_Line], scores: list[float]) -> list[float]:
+def _values_named(lines: Sequence[_Line], scores: list[float]) -> tuple[list[float], set[int]]:
     """Code lines' scores where each assignment (``maxDelay = 3600``) scores at least as well
     as the best line naming what it assigns (its docstring's ``@ivar maxDelay: ...``, a
     comment) or continuing such a line (the entry's next, deeper-indented lines: ``Default
     is 16384.``): the value is the answer the description points to. Only joined names
-    lend (see :data:`_JOINED`)."""
+    lend (see :data:`_JOINED`). With the lines that describe a value at hand (they lent)."""
     assigned: dict[str, int] = {}
     for i, line in enumerate(lines):
         m = _ASSIGNED.match(line.text)
         if m and _JOINED.search(m.group(1).lstrip("_")):
             assigned.setdefault(m.group(1), i)
     if not assigned:
-        return scores
+        return scores, set()
     out = list(scores)
+    lent: set[int] = set()
     entry: tuple[set[int], int, int] = (set(), -1, 0)  # (its names' lines, indent, last line)
     for i in sorted(range(len(lines)), key=lambda i: lines[i].number):
         line = lines[i]
@@ -330,12 +351,17 @@ def _values_named(lines: Sequence[_Line], scores: list[float]) -> list[float]:
             entry = (targets, top, line.number)  # a continuation lends to the entry's names
         for j in entry[0]:
             out[j] = max(out[j], scores[i])
-    return out
+        if entry[0] and scores[i] > 0.0:
+            lent.add(i)
+    return out, lent
 
 
-def _comments_after(lines: Sequence[_Line], scores: list[float]) -> list[float]:
-    """Code lines' scores with docstring and comment lines weighted by :data:`COMMENT_WEIGHT`
-    (a docstring's lines told by its quotes, in document order among the lines at hand)."""
+def _comments_after(
+    lines: Sequence[_Line], scores: list[float], described: set[int]
+) -> list[float]:
+    """Code lines' scores with docstring and comment lines weighted by :data:`COMMENT_WEIGHT`,
+    or :data:`DESCRIPTION_WEIGHT` where they describe a value at hand (``described``); a
+    docstring's lines told by its quotes, in document order among the lines at hand."""
     prose = [False] * len(lines)
     inside = False
     for i in sorted(range(len(lines)), key=lambda i: lines[i].number):
@@ -344,7 +370,10 @@ def _comments_after(lines: Sequence[_Line], scores: list[float]) -> list[float]:
         prose[i] = inside or quotes > 0 or bool(_COMMENT.match(text))
         if quotes % 2:
             inside = not inside
-    return [s * COMMENT_WEIGHT if p else s for s, p in zip(scores, prose, strict=True)]
+    return [
+        s * (DESCRIPTION_WEIGHT if i in described else COMMENT_WEIGHT) if p else s
+        for i, (s, p) in enumerate(zip(scores, prose, strict=True))
+    ]
 
 
 def _anchor_line(picks: list[_Picks], entry: tuple[float, int, int]) -> int:

@@ -288,3 +288,23 @@ def test_the_implementation_outranks_an_interface_that_repeats_its_words(
     files = {"internet/interfaces.py": REACTOR_INTERFACE, "internet/posixbase.py": REACTOR}
     hits = _search(tmp_path, files, "default listen backlog of a TCP port")
     assert [h.path for h in hits] == ["internet/posixbase.py", "internet/interfaces.py"]
+
+
+# A call and a condition hold the same words of the question; the condition decides.
+EXPIRY = """\
+class Sessions:
+    def close(self):
+        self.expireSession(self.session)
+
+    def check(self):
+        if self.session.expired:
+            self.drop()
+"""
+
+
+def test_a_condition_outranks_a_call_holding_the_same_words(tmp_path: Path) -> None:
+    chunks = _chunks(tmp_path, "sessions.py", EXPIRY)
+    # Room for one line: the best one. Without the condition's weight the two tie, and the
+    # call, the earlier line, came first.
+    picked = ExcerptPicker("where is a session expired").pick([chunks], [60])
+    assert picked[0][0].lines[0] == (6, "        if self.session.expired:")
