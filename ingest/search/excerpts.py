@@ -38,10 +38,11 @@ Rules a caller may rely on:
   excerpt's label already, the answer is the condition, constant or call inside, and a
   condition (``if``, ``while``, ``case``...) counts :data:`CONDITION_WEIGHT` times its score:
   it is where a thing is decided (:func:`_code_score`); docstring and comment lines
-  count :data:`COMMENT_WEIGHT` of theirs. A line that scores and names an attribute or
-  constant assigned in another line at hand (``@ivar maxDelay: the longest wait`` and
-  ``maxDelay = 3600``), or continues such a line, lends that assignment its score: a
-  constant's hit shows its value, with its description (:func:`_values_named`,
+  count :data:`COMMENT_WEIGHT` of theirs (a docstring told by the quotes in each chunk's
+  own text, :func:`_quoted`: a chunk may start inside one). A line that scores and names an
+  attribute or constant assigned in another line at hand (``@ivar maxDelay: the longest
+  wait`` and ``maxDelay = 3600``), or continues such a line, lends that assignment its
+  score: a constant's hit shows its value, with its description (:func:`_values_named`,
   :data:`DESCRIPTION_WEIGHT`; a name joined of words or in capitals, not a plain word like
   ``size``). Where the query asks for an amount (how many, how long, a default, a limit), a
   matching program line holding a number other than 0 and 1 (outside strings) counts
@@ -177,6 +178,8 @@ class _Line:
     definition: OutlineEntry | None = None
     # The text whose BM25 terms count: a code line's with its identifiers' parts.
     keywords: str = ""
+    # A code line in a triple-quoted string (a docstring) or holding its quotes.
+    quoted: bool = False
 
     @property
     def terms_text(self) -> str:
@@ -360,19 +363,12 @@ def _comments_after(
     lines: Sequence[_Line], scores: list[float], described: set[int]
 ) -> list[float]:
     """Code lines' scores with docstring and comment lines weighted by :data:`COMMENT_WEIGHT`,
-    or :data:`DESCRIPTION_WEIGHT` where they describe a value at hand (``described``); a
-    docstring's lines told by its quotes, in document order among the lines at hand."""
-    prose = [False] * len(lines)
-    inside = False
-    for i in sorted(range(len(lines)), key=lambda i: lines[i].number):
-        text = lines[i].text
-        quotes = len(_QUOTES.findall(text))
-        prose[i] = inside or quotes > 0 or bool(_COMMENT.match(text))
-        if quotes % 2:
-            inside = not inside
+    or :data:`DESCRIPTION_WEIGHT` where they describe a value at hand (``described``)."""
     return [
-        s * (DESCRIPTION_WEIGHT if i in described else COMMENT_WEIGHT) if p else s
-        for i, (s, p) in enumerate(zip(scores, prose, strict=True))
+        s * (DESCRIPTION_WEIGHT if i in described else COMMENT_WEIGHT)
+        if line.quoted or _COMMENT.match(line.text)
+        else s
+        for i, (s, line) in enumerate(zip(scores, lines, strict=True))
     ]
 
 
@@ -567,10 +563,13 @@ def _code_lines(chunks: Sequence[ChunkRecord]) -> list[_Line]:
     program = all(is_program(c.syntax) for c in chunks)  # not a configuration file
     pieces: dict[int, list[tuple[int, str]]] = {}
     ranks: dict[int, int] = {}
+    quoted: dict[int, bool] = {}
     for rank, chunk in enumerate(chunks):
         raw_lines = chunk.text.split("\n")
         if raw_lines and raw_lines[-1] == "":
             raw_lines.pop()
+        for offset, inside in enumerate(_quoted(raw_lines)):
+            quoted.setdefault(chunk.start_line + offset, inside)  # the best chunk's reading
         for offset, raw in enumerate(raw_lines):
             number = chunk.start_line + offset
             last = offset == len(raw_lines) - 1 and not chunk.text.endswith("\n")
@@ -591,8 +590,53 @@ def _code_lines(chunks: Sequence[ChunkRecord]) -> list[_Line]:
         heading = where.label if where is not None else ""
         shown = text if joined.endswith("\n") else text + "…"
         keywords = code_keyword_text(text) if program else ""
-        out.append(_Line(number, shown, heading, ranks[number], where, keywords))
+        out.append(_Line(number, shown, heading, ranks[number], where, keywords, quoted[number]))
     return out
+
+
+# What a string opened by a triple quote follows on its line: an assignment's ``=``, a call's
+# ``(`` or ``,``, a bracket, ``return``... (not a sentence's end: ``prose."""`` closes one).
+_OPENS_AFTER = re.compile(r"(?:[=(,\[{:%+]|\breturn|\byield)\s*$")
+_STRING_PREFIX = re.compile(r"[rbuf]{1,2}", re.I)
+
+
+def _quoted(raw_lines: Sequence[str]) -> list[bool]:
+    """Which of one chunk's lines are in a triple-quoted string (a docstring) or hold its
+    quotes, read from the chunk's own text: counting quotes over whatever lines a search
+    fetched would flip at a chunk cut inside a long docstring, and take every docstring after
+    it for code and the code for docstrings. A chunk begins inside a string when its first
+    triple quote closes one (:func:`_closes`)."""
+    out: list[bool] = []
+    inside: bool | None = None  # unknown until the chunk's first triple quote
+    for offset, raw in enumerate(raw_lines):
+        marks = len(_QUOTES.findall(raw))
+        if marks and inside is None:
+            inside = _closes(raw_lines, offset)
+            out = [inside] * offset  # the lines before it were the string's, or code
+        out.append(bool(inside) or marks > 0)
+        if marks % 2:
+            inside = not inside
+    return out
+
+
+def _closes(raw_lines: Sequence[str], offset: int) -> bool:
+    """Whether the first triple quote of a chunk, on line ``offset``, closes a string begun
+    before the chunk: it does after a sentence on its line (``the end.`` then the quotes),
+    or alone on its line or before a method or an operator (``.strip()``, ``% x``) after a
+    line that opens nothing (a sentence, not a signature's ``:`` or a ``#`` comment). Quotes
+    beginning a line of words (a docstring's summary) open one, as do quotes on a chunk's
+    first line (chunks start at statements)."""
+    raw = raw_lines[offset]
+    first = _QUOTES.search(raw)
+    assert first is not None
+    lead = raw[: first.start()].strip()
+    if lead and not _STRING_PREFIX.fullmatch(lead):
+        return not _OPENS_AFTER.search(lead)
+    after = raw[first.end() :].strip()
+    if after and after[0] not in ".)]},;%+":
+        return False
+    before = [r.strip() for r in raw_lines[:offset] if r.strip()]
+    return bool(before) and not (_OPENS_AFTER.search(before[-1]) or before[-1].startswith("#"))
 
 
 def definition_excerpts(

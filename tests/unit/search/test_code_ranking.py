@@ -308,3 +308,42 @@ def test_a_condition_outranks_a_call_holding_the_same_words(tmp_path: Path) -> N
     # call, the earlier line, came first.
     picked = ExcerptPicker("where is a session expired").pick([chunks], [60])
     assert picked[0][0].lines[0] == (6, "        if self.session.expired:")
+
+
+# A class docstring long enough to be cut into several chunks, then a method whose own
+# docstring restates the question and whose code answers it.
+CLOCK = (
+    'class Clock:\n    """\n'
+    + "".join(
+        f"    Sentence {i} of a long description that says a great deal about timers.\n"
+        for i in range(60)
+    )
+    + '''    """
+
+    def next(self):
+        """
+        Compute when to run next: the interval after the last run.
+        """
+        when = self.start + self.interval * self.count
+        return when
+'''
+)
+
+
+def test_a_chunk_cut_inside_a_docstring_keeps_code_and_docstrings_apart(
+    tmp_path: Path,
+) -> None:
+    chunks = _chunks(tmp_path, "clock.py", CLOCK)
+    # The search fetched the method's chunk and the one before it, which starts inside the
+    # class docstring: its closing quotes must not be read as opening one. Counted over the
+    # fetched lines, they were, and the method's docstring scored as code, its code as
+    # docstring: the docstring line was shown.
+    cut = [c for c in chunks if c.end_line >= 60]
+    assert len(cut) < len(chunks) and not cut[0].text.lstrip().startswith(("class", '"""'))
+    query = "how is the next run computed from the interval count"
+    for fetched in (cut, chunks):
+        # Room for one line: the best one.
+        picked = ExcerptPicker(query).pick([fetched], [90])
+        assert picked[0][0].lines == (
+            (69, "        when = self.start + self.interval * self.count"),
+        )
