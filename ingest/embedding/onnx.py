@@ -250,28 +250,7 @@ class OnnxEmbedder:
                 one(i)
             return out
         # ONNX Runtime lets go of the GIL while it runs: the runners share the cores.
-        queue = iter(range(len(texts)))
-        lock = threading.Lock()
-        failed: list[BaseException] = []
-
-        def run() -> None:
-            while not failed:
-                with lock:
-                    i = next(queue, None)
-                if i is None:
-                    return
-                try:
-                    one(i)
-                except BaseException as exc:  # raised in the caller's thread below
-                    failed.append(exc)
-
-        threads = [threading.Thread(target=run, name="semfs-encode") for _ in range(runners)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if failed:
-            raise failed[0]
+        _run_side_by_side(one, len(texts), runners)
         return out
 
     @property
@@ -296,6 +275,63 @@ class OnnxEmbedder:
         encode = getattr(counter, "encode_batch_fast", counter.encode_batch)
         encodings = encode(list(texts), add_special_tokens=False)
         return [len(e.ids) for e in encodings]
+
+
+def _run_side_by_side(one: Callable[[int], None], n: int, runners: int) -> None:
+    """``one(i)`` for each ``i`` below ``n``, on ``runners`` threads; returns once all ran.
+
+    Interrupted (Ctrl-C, or SIGTERM made KeyboardInterrupt: only the caller's thread sees
+    signals), no runner takes another text, and the caller waits for the texts under way
+    before it raises: a runner still inside ONNX Runtime when the interpreter finalizes is
+    ended by ``pthread_exit`` as it takes the GIL back, and that unwind through ONNX Runtime's
+    C++ frames calls ``std::terminate`` (status 134, "terminate called without an active
+    exception", instead of 143). The wait is on a condition, never ``Thread.join()``: on
+    Python < 3.13 a join that a signal interrupts marks the thread stopped while it runs
+    (python/cpython#90882), so neither a later join nor the interpreter's exit waits for it."""
+    cond = threading.Condition()
+    taken = finished = busy = 0  # texts handed out, texts done, runners inside one()
+    stopping = False
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        nonlocal taken, finished, busy
+        while True:
+            with cond:
+                if stopping or failed or taken >= n:
+                    return
+                i, taken, busy = taken, taken + 1, busy + 1
+            try:
+                one(i)
+            except BaseException as exc:  # raised in the caller's thread below
+                failed.append(exc)
+            finally:
+                with cond:
+                    finished, busy = finished + 1, busy - 1
+                    cond.notify_all()
+
+    try:
+        for _ in range(runners):
+            threading.Thread(target=run, name="semfs-encode").start()
+        with cond:
+            cond.wait_for(lambda: finished >= n or (bool(failed) and busy == 0))
+    except BaseException:
+        stopping = True  # no lock to take: a second signal cannot stop this line
+        _wait_through_interrupts(cond, lambda: busy == 0)
+        raise
+    if failed:
+        raise failed[0]
+
+
+def _wait_through_interrupts(cond: threading.Condition, done: Callable[[], bool]) -> None:
+    """Wait until ``done()`` (checked under ``cond``), whatever a signal raises meanwhile:
+    what is waited for is one text per runner, a few tens of milliseconds."""
+    while True:
+        try:
+            with cond:
+                if cond.wait_for(done):
+                    return
+        except KeyboardInterrupt:
+            continue
 
 
 def _counter(tok_file: str) -> Any:

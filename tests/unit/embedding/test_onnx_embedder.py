@@ -373,3 +373,64 @@ def test_onnx_runtime_writes_no_telemetry_into_home(cached: Path, tmp_path: Path
     )
     assert run.returncode == 0 and run.stdout.strip() == "384", run.stderr[-2000:]
     assert list(home.rglob("*")) == [], list(home.rglob("*"))
+
+
+# A process that embeds on two runners and stops itself with SIGTERM as `semfs ingest` does
+# (its handler raises KeyboardInterrupt) while they run, twice, then exits with 143.
+_STOPPED_ENCODE = """
+import os, signal, sys, threading
+from semfs.ingest.embedding.embedder import load_embedder
+
+class Texts(list):
+    # What the runners read: the first read stops the run. A read after encode_array raised
+    # is a runner still embedding (in ONNX Runtime when the interpreter exits: status 134);
+    # it fails, so that the runners end.
+    def __getitem__(self, i):
+        if stopped.is_set():
+            late.set()
+            raise RuntimeError("read after the stop")
+        started.set()
+        return super().__getitem__(i)
+
+def stop_once_started():
+    started.wait()
+    os.kill(os.getpid(), signal.SIGTERM)
+
+def interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+signal.signal(signal.SIGTERM, interrupt)
+model = load_embedder(threads=2)
+text = " ".join(f"word{i} about routing and virtual hosts" for i in range(40))
+for _ in range(2):
+    started, stopped, late = threading.Event(), threading.Event(), threading.Event()
+    threading.Thread(target=stop_once_started, daemon=True).start()
+    try:
+        model.encode_array(Texts([text] * 2000))
+        print("not stopped", flush=True)
+    except KeyboardInterrupt:
+        stopped.set()
+        print("read after the stop" if late.wait(0.5) else "stopped", flush=True)
+sys.exit(128 + signal.SIGTERM)
+"""
+
+
+@pytest.mark.model
+def test_an_encode_stopped_by_a_signal_leaves_no_runner_in_onnx_runtime(cached: Path) -> None:
+    """Before: SIGTERM (or Ctrl-C) during encode_array interrupted its Thread.join(), which on
+    Python < 3.13 marks a thread stopped while it runs (python/cpython#90882): encode_array
+    raised with both runners still embedding, and the interpreter's exit did not wait for them.
+    A runner coming back from ONNX Runtime during finalization was ended by pthread_exit, whose
+    unwind through ORT's C++ frames called std::terminate: status 134, "terminate called
+    without an active exception", in about one `semfs ingest` stopped in its dense pass of two.
+    Now it raises once no runner embeds, and no runner reads a text after."""
+    run = subprocess.run(
+        [sys.executable, "-c", _STOPPED_ENCODE],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=300,
+    )
+    assert run.stdout.split("\n") == ["stopped", "stopped", ""], (run.stdout, run.stderr[-2000:])
+    assert run.returncode == 128 + 15, run.stderr[-2000:]
+    assert "terminate called" not in run.stderr, run.stderr[-2000:]
