@@ -128,9 +128,10 @@ def ingest(
 
     ``on_phase(name, total)`` and ``on_progress(n)`` drive a progress display: "reading"
     counts files, "embedding" chunks. The model loads only when something must be chunked or
-    embedded. Symlinks that resolve outside ``source`` are skipped unless
-    ``follow_symlinks``. A file (or folder) that exists but cannot be read this time keeps its
-    ingested version, and the skip reason says so.
+    embedded (an ONNX model's session: only when something is embedded). Symlinks that
+    resolve outside ``source`` are skipped unless ``follow_symlinks``. A file (or folder)
+    that exists but cannot be read this time keeps its ingested version, and the skip reason
+    says so.
 
     ``dense``: give the chunks their dense vectors in this run (the second pass, which also
     resumes what an earlier run left); False: leave them to the store's owner or the next
@@ -244,11 +245,15 @@ def ingest(
         if meta is not None and meta.dirty:
             writer.begin(full=only is None, existing=reader.existing)  # clean up first
         if meta is None and files and embedder is not None:
-            # A first ingest chunks, so it needs the model (its tokenizer, and its window for
-            # the chunks' size): a broken install is one line now, not after the reading bar
-            # has started (a re-run that changes nothing still loads no model).
+            # A first ingest chunks, so it needs the model's tokenizer and its window for the
+            # chunks' size (an ONNX model's session loads with the first text to embed): a
+            # broken install is one line now, not after the reading bar has started (a re-run
+            # that changes nothing still loads no model).
             embedder.count_tokens(["semfs"])
             _ = embedder.max_tokens
+            check = getattr(embedder, "check", None)  # an ONNX model: without its session
+            if check is not None:
+                check()
         if on_phase is not None:
             on_phase("reading", len(files))
         for doc, touched, chunked in reader.changes(files, on_progress):

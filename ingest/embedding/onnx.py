@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -121,7 +122,9 @@ class OnnxEmbedder:
         self._counter: Any = None  # neither: counts a text's word pieces
         self._pieces: WordPieces | None = None  # the same counts, word by word
         self._max_seq = 256
+        self._window: int | None = None  # sentence_bert_config.json's max_seq_length
         self._dimension = 0
+        self._told_dimension: int | None = None  # config.json's hidden_size, before a load
 
     @property
     def loaded(self) -> bool:
@@ -182,6 +185,13 @@ class OnnxEmbedder:
         pad_id = self._tokenizer.token_to_id("[PAD]") or 0
         self._tokenizer.enable_padding(pad_id=pad_id, pad_token="[PAD]")
         self._dimension = int(self._session.get_outputs()[0].shape[-1])
+        told = self._told_dimension
+        if told and told != self._dimension:  # a store was made with the config's size
+            self._session = None
+            raise ModelUnavailableError(
+                f"{self.name}: the ONNX graph gives {self._dimension}-dimensional vectors, "
+                f"its config.json says {told}; use the torch backend for this model"
+            )
         if self.on_load is not None:
             self.on_load(self.name, time.perf_counter() - started)
 
@@ -200,10 +210,13 @@ class OnnxEmbedder:
             )
 
     def _max_seq_length(self) -> int:
-        config = self.location / "sentence_bert_config.json"
-        if config.exists():
-            return int(json.loads(config.read_text()).get("max_seq_length", 256))
-        return 256
+        if self._window is None:
+            config = self.location / "sentence_bert_config.json"
+            window = 256
+            if config.exists():
+                window = int(json.loads(config.read_text()).get("max_seq_length", 256))
+            self._window = window
+        return self._window
 
     def export_path(self) -> Path:
         """Where this model's export lives: keyed by the weights' files and the recipe."""
@@ -211,13 +224,44 @@ class OnnxEmbedder:
 
     @property
     def dimension(self) -> int:
+        """The vectors' size: the graph's output once loaded, else the model's config.json
+        (``hidden_size``, what the graph's last hidden state has). A keyword pass creates
+        the store with it and chunks with :attr:`max_tokens` without loading ONNX Runtime
+        (about 200 MB of the pass's peak) when it embeds nothing."""
+        if self._session is None:
+            configured = self._configured_dimension()
+            if configured:
+                return configured
         self.load()
         return self._dimension
 
     @property
     def max_tokens(self) -> int:
-        self.load()
-        return self._max_seq - self.reserve_tokens
+        """The model's window (sentence_bert_config.json) less the reserve; no load."""
+        return self._max_seq_length() - self.reserve_tokens
+
+    def check(self) -> None:
+        """What a first ingest checks before it reads (one line for a broken install), without
+        loading the model: the pooling, the tokenizer, and that onnxruntime can be imported."""
+        self._check_pooling()
+        try:
+            found = importlib.util.find_spec("onnxruntime") is not None
+        except ValueError:  # in sys.modules as None: a blocked import
+            found = False
+        if not found:
+            raise ModelUnavailableError(
+                f"the {self.backend} backend needs onnxruntime (not importable): {_INSTALL}"
+            )
+
+    def _configured_dimension(self) -> int:
+        """config.json's ``hidden_size`` (0 when it has none), read once."""
+        if self._told_dimension is None:
+            try:
+                config = json.loads((self.location / "config.json").read_text())
+                self._told_dimension = int(config.get("hidden_size") or 0)
+            except (OSError, ValueError, TypeError):
+                self._told_dimension = 0
+        return self._told_dimension
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
         # float32 -> Python floats, exactly; tolist() does it in C.

@@ -434,3 +434,41 @@ def test_an_encode_stopped_by_a_signal_leaves_no_runner_in_onnx_runtime(cached: 
     assert run.stdout.split("\n") == ["stopped", "stopped", ""], (run.stdout, run.stderr[-2000:])
     assert run.returncode == 128 + 15, run.stderr[-2000:]
     assert "terminate called" not in run.stderr, run.stderr[-2000:]
+
+
+@pytest.mark.model
+def test_a_keyword_pass_that_embeds_nothing_loads_no_onnx_runtime(
+    cached: Path, tmp_path: Path
+) -> None:
+    """Before: a first ingest that leaves the embedding to another pass (``dense=False``, a
+    watcher's batch, a store's owner) loaded the model's session for its window and the
+    store's dimension: onnxruntime and the graph, about 150 MB of the pass's 240 MB peak
+    (BENCHMARKS 46). Now both come from the model's config files, and the session loads with
+    the first text to embed."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from semfs.ingest.pipeline import ingest\n"
+        "from semfs.ingest.store.address import CollectionAddress\n"
+        "from semfs.ingest.store.backends import open_store\n"
+        "with open_store(CollectionAddress(store=Path(sys.argv[2]))) as store:\n"
+        "    report = ingest(Path(sys.argv[1]), store, dense=False)\n"
+        "    print(report.committed, report.dense_pending > 0, 'onnxruntime' in sys.modules)\n"
+        "    meta = store.read_meta()\n"
+        "    print(meta.dimension)\n"
+    )
+    source = sample_subset(tmp_path / "src", 5)
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(source), str(tmp_path / "store")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split("\n") == ["5 True False", "384", ""], run.stdout
+    # The store so made takes the model's vectors in the next run's dense pass.
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
+        ingest(source, store)
+        embedded, total = store.embedding_counts()
+    assert embedded == total > 0
