@@ -147,7 +147,9 @@ class UseLog:
         self.path = path
         self._lock = threading.Lock()
         self._queued: list[Use] = []
-        self._written = 0.0  # time.monotonic() of the last write
+        # time.monotonic() of the last write; none yet: the first note is written at once
+        # (0.0 would hold it back while the machine has been up less than WRITE_EVERY).
+        self._written = -math.inf
         self._timer: threading.Timer | None = None
         self._pending: tuple[float, bool] | None = None  # (when read, meta.dense_pending)
         self._failed = False  # logged once
