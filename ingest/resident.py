@@ -27,8 +27,8 @@ Rules a caller may rely on:
   reached through its socket (``owned`` is False), unless ``through_owner=False`` (a mount
   stacks on no other resident owner): then :class:`~semfs.ingest.errors.StoreOwnedError` says
   who owns it.
-  A store locked by a semfs owner that serves no socket yet or any more (starting, or closing)
-  is waited for, at most :data:`HANDOVER_S`; then, or at once for a holder that never serves
+  A store locked by a semfs owner that serves no socket yet or any more (starting, or closing),
+  or by a holder with no owner note (the moments between its lock and its note), is waited for, at most :data:`HANDOVER_S`; then, or at once for a holder that never serves
   (a script), :class:`~semfs.ingest.errors.StoreLockedError`.
 * The hand-over: a client of a plain ``semfs ingest`` (a run that ends) outlives it. When the
   ingest's connection breaks (it finished, or was stopped), the next call takes the store over,
@@ -87,6 +87,9 @@ _RETRY_S = 0.1
 # Owners that serve a socket while they hold the store: locked without one, they are starting
 # or closing (semfs.ingest.store.ownerkind's kinds).
 SERVING_KINDS = frozenset({ownerkind.MOUNT, ownerkind.WATCHER, ownerkind.MCP, ownerkind.INGEST})
+# Holders waited for while they hold the lock without a socket: the serving kinds, and one
+# with no note (between its lock and its note, or its note and its unlock: starting or closing).
+PASSING_KINDS = SERVING_KINDS | {ownerkind.UNNOTED}
 
 
 class _Relay(DelegatingStore):
@@ -177,7 +180,7 @@ class ResidentStore:
                 # does, rather than refuse to start beside it. A holder that never serves (a
                 # script, the Python API) is said at once.
                 waited = time.monotonic() - started
-                if exc.kind not in SERVING_KINDS or waited > HANDOVER_S:
+                if exc.kind not in PASSING_KINDS or waited > HANDOVER_S:
                     raise
                 if not told and waited > 2:
                     logger.warning("%s; waiting up to %g s", exc, HANDOVER_S)

@@ -16,6 +16,9 @@ MOUNT = "mount"  # `semfs mount`, or the mount helper (mount.semfs)
 WATCHER = "watcher"  # `semfs ingest --watch`
 MCP = "mcp"  # `semfs mcp`
 INGEST = "ingest"  # `semfs ingest` (a run that ends; readers use it meanwhile)
+# A holder with no note: it has taken the lock and not yet written its note (starting: its
+# store is being checked or loaded), or taken it back and not yet let go (closing).
+UNNOTED = "unnoted"
 
 
 def command_line() -> str:

@@ -111,12 +111,18 @@ def test_a_client_of_an_ingest_takes_the_store_over_when_it_ends(tmp_path: Path)
         owner.wait()
 
 
-def test_a_newcomer_waits_for_an_owner_that_is_starting_or_closing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("noted", [True, False], ids=["its-note", "no-note"])
+def test_a_newcomer_waits_for_an_owner_that_is_starting_or_closing(
+    tmp_path: Path, noted: bool
+) -> None:
     """A semfs owner holds the lock without a socket while it starts and while it closes (a
     stdio `semfs mcp` whose client has left finishes its dense pass's window first). Before,
     a `semfs mcp` or mount started in that moment failed with "store ... is in use by pid N
     (semfs mcp ...)"; seen when an agent's next tool call started the next stdio server. Now
-    it waits for the lock and owns the store."""
+    it waits for the lock and owns the store. ``no-note``: the holder has no note yet or any
+    more (between its lock and its note while it starts; between taking its note back and
+    letting go while it closes): a newcomer that met that moment was refused at once, "in use
+    by another process" (CI, under load)."""
     import threading
 
     store = tmp_path / "store"
@@ -129,7 +135,8 @@ def test_a_newcomer_waits_for_an_owner_that_is_starting_or_closing(tmp_path: Pat
         "from semfs.ingest.store.address import CollectionAddress\n"
         "from semfs.ingest.store.owner import StoreOwner\n"
         f"owner = StoreOwner.open(CollectionAddress(store={str(store)!r}))\n"
-        "print('held', flush=True)\n"  # locked, serving nothing: as one starting or closing
+        + ("" if noted else f"Path({str(store / 'docs' / 'owner.json')!r}).unlink()\n")
+        + "print('held', flush=True)\n"  # locked, serving nothing: as one starting or closing
         f"while not Path({str(gate)!r}).exists():\n"
         "    time.sleep(0.05)\n"
         "owner.close()\n"

@@ -21,7 +21,7 @@ from pathlib import Path
 from semfs.ingest import portable
 from semfs.ingest.errors import StoreFolderError, StoreLockedError
 from semfs.ingest.store.edge import privacy
-from semfs.ingest.store.ownerkind import command_line, owner_kind, what_to_do
+from semfs.ingest.store.ownerkind import UNNOTED, command_line, owner_kind, what_to_do
 
 logger = logging.getLogger(__name__)
 
@@ -45,9 +45,11 @@ def read_owner(coll_dir: Path) -> str:
 
 
 def holder_kind(coll_dir: Path) -> str:
-    """The holder's kind (:func:`owner_kind`) as its note says; ``""`` when it says none."""
+    """The holder's kind (:func:`owner_kind`) as its note says; ``""`` when its note says
+    none (a script), :data:`~semfs.ingest.store.ownerkind.UNNOTED` when it has no note (a
+    holder has one from just after it takes the lock until just before it lets go)."""
     note = _note(coll_dir)
-    return owner_kind(note[1]) if note else ""
+    return owner_kind(note[1]) if note else UNNOTED
 
 
 def owner_advice(coll_dir: Path) -> str:
