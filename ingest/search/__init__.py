@@ -96,15 +96,26 @@ NEAR_DOCUMENTS = 3
 MEANING_TTL = 2.0
 
 
+# Below this share of a query's keyword candidates with a vector, meaning does not weigh in:
+# the few dense scores among them decided close places against keyword search wherever every
+# document was partly embedded at once (BENCHMARKS.md section 50).
+MEANING_FLOOR = 0.3
+
+
 def meaning_weight(share: float) -> float:
     """The weight of meaning in a partly embedded store's hybrid scores, from the share of the
-    query's keyword candidates that have a vector (``Searcher._partly_embedded``): 0 with
-    none, 1 with all. Its 2/3 power: chosen on the tuned questions (BENCHMARKS.md section 42)
-    among powers 1/2 to 1, the one never below keyword search at any share while it rose
-    furthest above it; with the square root the few dense scores of 1 % embedded (DBSF spreads
-    them over the full range) moved a keyword match down, with the share itself meaning
-    counted too little above half embedded."""
-    return share ** (2 / 3)
+    query's keyword candidates that have a vector (``Searcher._partly_embedded``): 0 up to
+    :data:`MEANING_FLOOR`, 1 with all, between them the 2/3 power of the share past the floor.
+    The power: chosen on the tuned questions (BENCHMARKS.md section 42) among powers 1/2 to 1,
+    the one never below keyword search at any share while it rose furthest above it (with the
+    square root the few dense scores of 1 % embedded, which DBSF spreads over the full range,
+    moved a keyword match down; with the share itself meaning counted too little above half).
+    The floor (section 50): with the chunks embedded in a random order, a few vectors among a
+    question's candidates still put hybrid 0.002 below keyword search at 5 and 25 % on the
+    large collection; at 0.3, no share of any order or corpus measured is below it."""
+    if share <= MEANING_FLOOR:
+        return 0.0
+    return ((share - MEANING_FLOOR) / (1 - MEANING_FLOOR)) ** (2 / 3)
 
 
 def match_strength(score: float, mode: str, embedded: float = 1.0) -> float:
@@ -480,13 +491,13 @@ class Searcher:
         # Ids and scores only: the records of the few dozen kept are read at the end.
         keyword = self.store.query_ids(dense, sparse, "keyword", FUSION_CANDIDATES, under)
         embedded = [c for c in keyword if c.embedded]
-        if not embedded:  # keyword search itself: meaning has nothing to weigh in with yet
+        w = meaning_weight(len(embedded) / len(keyword)) if embedded else 0.0
+        if w == 0.0:  # keyword search itself: meaning has too little to weigh in with yet
             return self._records({c.id: c.score for c in keyword[:limit]}, limit), 0.0
         meaning = self.store.query_ids(
             dense, SparseQuery([], []), "semantic", FUSION_CANDIDATES, under
         )
         halves = {c.id: c.score for c in meaning}
-        w = meaning_weight(len(embedded) / len(keyword))
         mean = sum(halves.get(c.id, 0.0) for c in embedded) / len(embedded)
         scored: dict[str, float] = {}
         for c in keyword:

@@ -14,10 +14,11 @@ from semfs.ingest.densepass import embed_missing
 from semfs.ingest.embedding.embedder import HashEmbedder
 from semfs.ingest.pipeline import ingest
 from semfs.ingest.request import SearchRequest
-from semfs.ingest.search import Searcher
+from semfs.ingest.search import FUSION_CANDIDATES, MEANING_FLOOR, Searcher
 from semfs.ingest.store import DelegatingStore, SparseQuery, Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
+from semfs.ingest.store.bm25 import bm25_model
 from semfs.ingest.store.schema import ChunkRecord, DenseVector, ScoredChunk
 
 QUERY = "rotate the signing key of a webhook"
@@ -225,3 +226,30 @@ def test_a_partly_embedded_search_reads_the_records_of_the_chunks_it_keeps_only(
         keyword = searcher.search(SearchRequest(QUERY, k=10, mode="keyword"))
         assert spy.records >= 50  # the fused query reads its 50 as before
         assert keyword
+
+
+def test_a_few_vectors_among_the_candidates_leave_the_keyword_ranking_as_it_is(
+    tmp_path: Path,
+) -> None:
+    """Below MEANING_FLOOR of the query's keyword candidates with a vector, hybrid is keyword
+    search exactly, however near in meaning those few are: one candidate of several, planted
+    nearest the query, would otherwise move up by its dense half alone (in a random embedding
+    order, such few vectors put hybrid below keyword search; BENCHMARKS.md section 50)."""
+    src = tmp_path / "src"
+    _graded(src, changelogs=False)
+    embedder = HashEmbedder()
+    query_vector = embedder.encode([LONG_QUERY])[0]
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
+        ingest(src, store, model="hash", embedder=embedder, dense=False)
+        searcher = Searcher(store, embedder=embedder)
+        keyword = searcher.search(SearchRequest(LONG_QUERY, k=10, mode="keyword"))
+        last = keyword[-1]  # the weakest keyword match, given the query's own vector
+        chunks, _ = store.chunks_without_dense(1000)
+        planted = [c for c in chunks if c.path == last.path]
+        store.set_dense([DenseVector(c.path, c.gen, c.index, query_vector) for c in planted])
+        sv = bm25_model().embed_query(LONG_QUERY)
+        sparse = SparseQuery(list(sv.indices), list(sv.values))
+        candidates = store.query_ids(query_vector, sparse, "keyword", FUSION_CANDIDATES, None)
+        assert 0 < sum(c.embedded for c in candidates) <= MEANING_FLOOR * len(candidates)
+        hybrid = searcher.search(SearchRequest(LONG_QUERY, k=10, mode="hybrid"))
+        assert [(h.path, h.score) for h in hybrid] == [(h.path, h.score) for h in keyword]
