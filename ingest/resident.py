@@ -28,8 +28,9 @@ Rules a caller may rely on:
   stacks on no other resident owner): then :class:`~semfs.ingest.errors.StoreOwnedError` says
   who owns it.
   A store locked by a semfs owner that serves no socket yet or any more (starting, or closing),
-  or by a holder with no owner note (the moments between its lock and its note), is waited for, at most :data:`HANDOVER_S`; then, or at once for a holder that never serves
-  (a script), :class:`~semfs.ingest.errors.StoreLockedError`.
+  or by a holder with no owner note (the moments between its lock and its note), is waited
+  for, at most :data:`HANDOVER_S`; then, or at once for a holder that never serves (a
+  script), :class:`~semfs.ingest.errors.StoreLockedError`.
 * The hand-over: a client of a plain ``semfs ingest`` (a run that ends) outlives it. When the
   ingest's connection breaks (it finished, or was stopped), the next call takes the store over,
   as ``open`` would: this process owns it (``owned`` becomes True, and it serves as ``serve``
