@@ -330,4 +330,7 @@ class KernelCache:
             if self._fuse is None or session_exited(self._fuse):
                 return 0
             self.invalidations += 1
-            return invalidate_path(self._fuse, "/" + path)
+            rc = invalidate_path(self._fuse, "/" + path)
+        # EBADF, ENOTCONN: the kernel's connection is gone (an unmount under way: /dev/fuse was
+        # closed before the session says it has exited). Nothing is left to invalidate.
+        return 0 if rc in (-errno.EBADF, -errno.ENOTCONN) else rc
