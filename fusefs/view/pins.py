@@ -61,7 +61,9 @@ class GenerationPins:
         # path -> the one generation whose chunks survived the last deletion (None: none).
         # One entry per path ever re-ingested or deleted through guard().
         self._survivor: dict[str, int | None] = {}
-        self._deferred_clean: set[str] = set()  # old generations to delete
+        # path -> the generation to keep when its older ones are deleted, as the writer said
+        # it (a converted document's original has no record of its own to ask).
+        self._deferred_clean: dict[str, int | None] = {}
         self._deferred_delete: set[str] = set()  # whole documents to delete
         meta = store.read_meta()
         self._ingesting = bool(meta is not None and meta.dirty)
@@ -135,13 +137,13 @@ class GenerationPins:
         with self._lock:
             self._pins.clear()
             self._by_path.clear()
-            self._run_deferred(sorted(self._deferred_clean | self._deferred_delete))
+            self._run_deferred(sorted(set(self._deferred_clean) | self._deferred_delete))
 
     # -- called by _PinnedStore, under the lock ---------------------------------------------
 
     def _delete_stale_chunks(self, path: str, keep_gen: int | None) -> None:
         if any(g != keep_gen for p, g in self._pins if p == path):
-            self._deferred_clean.add(path)
+            self._deferred_clean[path] = keep_gen
             logger.info("keeping the old chunks of %s while a handle reads them", path)
             return
         self.store.delete_stale_chunks(path, keep_gen)
@@ -163,7 +165,7 @@ class GenerationPins:
         self.store.write_meta(meta)
         self._ingesting = meta.dirty
         if not meta.dirty:  # the run is over: no half-written generation to spare
-            pending = (self._deferred_clean | self._deferred_delete) - set(self._by_path)
+            pending = (set(self._deferred_clean) | self._deferred_delete) - set(self._by_path)
             self._run_deferred(sorted(pending))
 
     def _run_deferred(self, paths: Sequence[str]) -> bool:
@@ -176,14 +178,17 @@ class GenerationPins:
                     self._survivor[path] = None
                     changed = True
                 elif path in self._deferred_clean:
-                    rec = self.store.get_document(path)
-                    keep = rec.gen if rec is not None else None
+                    # The generation the writer kept, not get_document(path)'s: a PDF's
+                    # original (report.pdf) has no record (its text view report.pdf.md has),
+                    # and asking for it gave None: every generation of the original went,
+                    # the one just committed too (reads of it failed with ESTALE for good).
+                    keep = self._deferred_clean[path]
                     self.store.delete_stale_chunks(path, keep)
                     self._survivor[path] = keep
             except Exception as exc:  # the next ingest's clean-up finds the leftovers
                 logger.warning("cannot delete the old chunks of %s: %s", path, exc)
             self._deferred_delete.discard(path)
-            self._deferred_clean.discard(path)
+            self._deferred_clean.pop(path, None)
         return changed
 
 

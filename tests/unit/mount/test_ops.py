@@ -31,6 +31,7 @@ from semfs.ingest.store import Store
 from semfs.ingest.store.address import CollectionAddress
 from semfs.ingest.store.backends import open_store
 from semfs.ingest.store.schema import ChunkPoint
+from tests.helpers.docfixtures import make_pdf
 from tests.helpers.mounting import ingest_hash, wait_until
 from tests.helpers.trees import IDS, at, record
 
@@ -328,3 +329,41 @@ def test_an_invalidation_after_the_kernel_let_go_is_not_a_warning(
     kernel.detach()
     said = [r for r in caplog.records if "cannot invalidate" in r.getMessage()]
     assert bool(said) is warned
+
+
+def test_a_pdf_held_open_across_a_reingest_keeps_its_new_original_once_released(
+    tmp_path: Path,
+) -> None:
+    """A PDF's original (report.pdf) is stored beside its text view's record (report.pdf.md),
+    with no record of its own. A handle on the old original deferred the deletion of its old
+    generation; at its release the generation to keep was asked of get_document(report.pdf),
+    which is None, and every generation of the original went, the new one too: every later
+    open read ESTALE (seen in CI: a watched PDF changed while the kernel's release of the last
+    read was still on its way)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    make_pdf(src / "report.pdf")
+    ingest_hash(src, tmp_path / "store")
+    with open_store(CollectionAddress(store=tmp_path / "store")) as store:
+        inodes = InodeMap()
+        pins = GenerationPins(store)
+        reader = DocumentReader(store, cache_bytes=0)  # every read goes to the store
+        ops = SemfsOperations(
+            Tree.build(store.list_documents(), inodes, IDS),
+            reader,
+            kernel=KernelCache(invalidate=False),
+            pins=pins,
+        )
+        old = (src / "report.pdf").read_bytes()
+        held = fi()
+        ops.open("/report.pdf", held)
+        assert ops.read("/report.pdf", len(old) + 1, 0, held) == old
+        new = old + b"\n% changed\n"
+        (src / "report.pdf").write_bytes(new)
+        ingest(src, pins.guard(), model="hash")  # as the daemon's ipc server does
+        ops.set_tree(Tree.build(store.list_documents(), inodes, IDS))
+        ops.release("/report.pdf", held)  # after the commit: the deferred deletion runs now
+        fresh = fi()
+        ops.open("/report.pdf", fresh)
+        assert ops.read("/report.pdf", len(new) + 1, 0, fresh) == new
+        ops.release("/report.pdf", fresh)
